@@ -1,0 +1,3 @@
+from stepscope.cli import entry
+
+entry()

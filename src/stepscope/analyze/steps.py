@@ -1,0 +1,130 @@
+"""Step statistics of one rank: warm-up, step time, throughput, and the phase breakdown."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.analyze.stats import Distribution, distribution
+from stepscope.model.tables import Phase, StepTable
+
+PHASES = ("data_wait", "forward", "backward", "optimizer", "comm")
+MAX_AUTO_WARMUP = 10
+
+
+def warmup_steps(durations_ns: np.ndarray, override: int | None = None) -> int:
+    """How many leading steps to exclude from statistics.
+
+    ``override`` wins when given. Otherwise: 10% of the steps (at least 1, at most 10; none for
+    fewer than 3 steps), extended over any further leading steps slower than twice the median of the
+    remaining ones (compilation, cuDNN autotuning, allocator growth), up to a quarter of the steps.
+    """
+    n = len(durations_ns)
+    if override is not None:
+        return max(0, min(int(override), n))
+    if n < 3:
+        return 0
+    k = min(max(1, math.ceil(0.1 * n)), MAX_AUTO_WARMUP)
+    limit = max(k, n // 4)
+    while k < limit:
+        rest = np.median(durations_ns[k:])
+        if durations_ns[k] > 2 * rest:
+            k += 1
+        else:
+            break
+    return k
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseShare:
+    """Mean time per measured step in a phase (ns) and its share of the mean step time (0-1).
+    None when the phase was not measured on this rank."""
+
+    phase: str
+    mean_ns: float | None
+    share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """Training-step statistics of one rank, warm-up steps excluded.
+
+    Step time is CPU wall clock between step boundaries (see StepTable) unless ``timing`` is
+    ``cuda_events``, where ``device`` holds the GPU-side distribution too. Throughputs divide the
+    measured steps' samples (tokens) by their summed wall time. ``other`` is step time not in any
+    measured phase. ``first_step_ns`` is the first step's time, kept because long first steps are a
+    finding of their own.
+    """
+
+    steps: int
+    warmup_steps: int
+    measured_steps: int
+    step_time: Distribution | None
+    """ns"""
+    device_time: Distribution | None
+    """ns, by CUDA events; None when not measured"""
+    first_step_ns: float | None
+    samples_per_s: float | None
+    tokens_per_s: float | None
+    steps_per_s: float | None
+    samples_per_step: float | None
+    phases: tuple[PhaseShare, ...]
+    other: PhaseShare
+    data_wait_share: float | None
+    epochs: int
+    validation_steps: int
+    validation_samples_per_s: float | None
+    wall_ns: float
+    """Summed wall time of the measured steps."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _throughput(count: np.ndarray, wall_ns: float) -> float | None:
+    if not len(count) or not np.isfinite(count).any() or wall_ns <= 0:
+        return None
+    return float(np.nansum(count) / (wall_ns / 1e9))
+
+
+def step_stats(steps: StepTable, *, warmup: int | None = None) -> StepStats:
+    train = steps.take(steps["phase"] == int(Phase.TRAIN))
+    val = steps.take(steps["phase"] == int(Phase.VALIDATION))
+    dur = train.duration_ns.astype("float64")
+    k = warmup_steps(dur, warmup)
+    m = train.take(np.arange(k, len(train)))
+    mdur = m.duration_ns.astype("float64")
+    wall = float(mdur.sum())
+    mean_step = float(mdur.mean()) if len(mdur) else math.nan
+    phases = []
+    measured_sum = np.zeros(len(m))
+    for ph in PHASES:
+        col = m[f"{ph}_ns"]
+        if len(col) and np.isfinite(col).any():
+            vals = np.nan_to_num(col, nan=0.0)
+            measured_sum += vals
+            mean = float(vals.mean())
+            phases.append(PhaseShare(ph, mean, mean / mean_step if mean_step > 0 else None))
+        else:
+            phases.append(PhaseShare(ph, None, None))
+    other_mean = float(np.clip(mdur - measured_sum, 0, None).mean()) if len(m) else None
+    other = PhaseShare("other", other_mean, other_mean / mean_step if other_mean is not None and mean_step > 0 else None)
+    epochs = train["epoch"]
+    vdur = val.duration_ns.astype("float64")
+    return StepStats(
+        steps=len(train), warmup_steps=k, measured_steps=len(m),
+        step_time=distribution(mdur), device_time=distribution(m["device_ns"]),
+        first_step_ns=float(dur[0]) if len(dur) else None,
+        samples_per_s=_throughput(m["samples"], wall), tokens_per_s=_throughput(m["tokens"], wall),
+        steps_per_s=len(m) / (wall / 1e9) if wall > 0 else None,
+        samples_per_step=float(np.nanmedian(m["samples"])) if len(m) and np.isfinite(m["samples"]).any() else None,
+        phases=tuple(phases), other=other,
+        data_wait_share=phases[0].share,
+        epochs=int(epochs.max()) + 1 if len(epochs) and epochs.max() >= 0 else 0,
+        validation_steps=len(val),
+        validation_samples_per_s=_throughput(val["samples"], float(vdur.sum())),
+        wall_ns=wall,
+    )

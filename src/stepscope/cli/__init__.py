@@ -1,0 +1,104 @@
+"""The `stepscope` command: a registry of subcommands and one error boundary.
+
+Each subcommand is a module with a class carrying ``name``, ``help``, ``add_arguments(parser)`` and
+``run(args) -> int``. Adding a subcommand means adding a module and one line to ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Any, Protocol
+
+from stepscope.errors import StepscopeError, UserError
+
+
+class Command(Protocol):
+    name: str
+    help: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+COMMANDS: list[str] = [
+    "stepscope.cli.run:RunCommand",
+    "stepscope.cli.ls:LsCommand",
+    "stepscope.cli.show:ShowCommand",
+    "stepscope.cli.export:ExportCommand",
+    "stepscope.cli.rm:RmCommand",
+    "stepscope.cli.store:StoreCommand",
+]
+"""module:Class of every subcommand, in the order `stepscope --help` lists them."""
+
+DESCRIPTION = """\
+stepscope observes PyTorch training runs, stores them, and explains where the time goes.
+
+  stepscope run -- python train.py        observe a training run (zero code), print its report
+  stepscope ls                            list stored runs
+  stepscope show latest                   the run's speed, time, system, memory and model reports
+
+Runs are stored in ./.stepscope (--store or STEPSCOPE_HOME to change; --db or STEPSCOPE_DB for a
+PostgreSQL index). A run is named by its id, a unique id prefix, its name, `latest` or `latest~N`.
+"""
+
+
+def load_commands() -> list[Command]:
+    out = []
+    for spec in COMMANDS:
+        module, cls = spec.split(":")
+        out.append(getattr(importlib.import_module(module), cls)())
+    return out
+
+
+def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
+    from stepscope import __version__
+
+    parser = argparse.ArgumentParser(prog="stepscope", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for cmd in commands:
+        p = sub.add_parser(cmd.name, help=cmd.help, description=(cmd.__doc__ or cmd.help).strip(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        cmd.add_arguments(p)
+        p.set_defaults(_command=cmd)
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, call, and map errors to one line on stderr and an exit code."""
+    logging.getLogger("stepscope").addHandler(logging.NullHandler())
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        commands = load_commands()
+        parser = build_parser(commands)
+        args = parser.parse_args(argv)
+        cmd: Any = getattr(args, "_command", None)
+        if cmd is None:
+            parser.print_help()
+            return 2
+        return int(cmd.run(args))
+    except UserError as e:
+        print(f"stepscope: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except StepscopeError as e:
+        print(f"stepscope: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("stepscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

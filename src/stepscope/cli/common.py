@@ -1,0 +1,61 @@
+"""Options and helpers shared by subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from stepscope.errors import UserError
+from stepscope.store import Store, open_store
+
+
+def add_store_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("store")
+    g.add_argument("--store", metavar="DIR", help="store folder (default: ./.stepscope, or STEPSCOPE_HOME)")
+    g.add_argument("--db", metavar="URL", help="index database: a SQLite path or postgresql://... (or STEPSCOPE_DB)")
+
+
+def store_from(args: argparse.Namespace, *, create: bool = False) -> Store:
+    return open_store(args.store, args.db, create=create)
+
+
+def parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    """KEY=VALUE options (--param, --tag) into a dict; a one-line error for a malformed one."""
+    out: dict[str, str] = {}
+    for v in values or []:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            raise UserError(f"--{what} {v!r}: expected KEY=VALUE, e.g. --{what} batch_size=64")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=_default) + "\n")
+
+
+def _default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def ensure_metrics(store: Store, run_ids: list[str]) -> None:
+    """Compute and index summary metrics for finished runs that lack them (standalone sessions)."""
+    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.store.rundir import read_run
+
+    have = store.index.metrics(run_ids)
+    for row in store.index.runs():
+        if row.id in run_ids and row.id not in have and row.status != "running":
+            try:
+                data = read_run(store.run_path(row.id))
+            except UserError:
+                continue
+            store.index.upsert_run(data.run, row.path, index_metrics(summarize_run(data)))

@@ -1,0 +1,92 @@
+"""Observe a command's training: `stepscope run [OPTIONS] -- python train.py [ARGS]`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from stepscope.cli.common import add_store_args, parse_pairs, store_from
+from stepscope.collect.options import Options
+from stepscope.errors import UserError
+
+
+def add_collection_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("collection")
+    g.add_argument("--samples-per-step", type=float, metavar="N", help="samples per step (default: read from the batch)")
+    g.add_argument("--tokens-per-step", type=float, metavar="N", help="tokens per step (default: from input_ids)")
+    g.add_argument("--warmup-steps", type=int, metavar="N", help="steps excluded from statistics (default: automatic)")
+    g.add_argument("--sample-interval", type=float, default=1.0, metavar="S",
+                   help="system sampler period in seconds, 0 to turn it off (default: 1)")
+    g.add_argument("--profile-steps", type=int, default=0, metavar="N",
+                   help="record a torch.profiler window of N active steps (default: none)")
+    g.add_argument("--profile-wait", type=int, default=1, metavar="N", help="steps to wait before the window's warm-up")
+    g.add_argument("--profile-warmup", type=int, default=1, metavar="N", help="profiler warm-up steps (not kept)")
+    g.add_argument("--profile-skip", type=int, default=None, metavar="N",
+                   help="steps skipped before the window starts (default: the warm-up steps, at least 3)")
+    g.add_argument("--profile-memory", action="store_true", help="record allocations in the window")
+    g.add_argument("--no-comm-timing", action="store_true", help="do not time torch.distributed calls")
+    g.add_argument("--role", help="role of every observed process (e.g. learner); stepscope.session(role=) overrides")
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    for name in ("samples_per_step", "tokens_per_step"):
+        v = getattr(args, name)
+        if v is not None and v <= 0:
+            raise UserError(f"--{name.replace('_', '-')} {v}: must be positive")
+    if args.sample_interval < 0:
+        raise UserError(f"--sample-interval {args.sample_interval}: must be 0 (off) or positive")
+    if args.profile_steps < 0:
+        raise UserError(f"--profile-steps {args.profile_steps}: must be 0 (off) or positive")
+    skip = args.profile_skip if args.profile_skip is not None else max(3, args.warmup_steps or 0)
+    return Options(sample_interval_s=args.sample_interval, samples_per_step=args.samples_per_step,
+                   tokens_per_step=args.tokens_per_step, warmup_steps=args.warmup_steps,
+                   profile_steps=args.profile_steps, profile_wait=args.profile_wait,
+                   profile_warmup=args.profile_warmup, profile_skip=skip, profile_memory=args.profile_memory,
+                   comm_timing=not args.no_comm_timing, role=args.role)
+
+
+def command_from(args: argparse.Namespace) -> list[str]:
+    cmd = list(args.cmd or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UserError("no command to run — usage: stepscope run [OPTIONS] -- python train.py [ARGS]")
+    return cmd
+
+
+class RunCommand:
+    """Run a command with stepscope observing every Python process it starts (python script.py,
+    python -m module, torchrun, mpirun), store the run, and print its summary. The command's output,
+    exit code and signals pass through unchanged."""
+
+    name = "run"
+    help = "observe a training command: stepscope run -- python train.py"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--name", help="run name (default: the script's name)")
+        parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="a parameter of the run (repeatable)")
+        parser.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the run (repeatable)")
+        parser.add_argument("--quiet", "-q", action="store_true", help="do not print the summary at the end")
+        add_collection_args(parser)
+        add_store_args(parser)
+        parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to observe")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.cli.finish import finish_run
+        from stepscope.collect.launch import check_command, launch
+
+        command = command_from(args)
+        params, tags = parse_pairs(args.param, "param"), parse_pairs(args.tag, "tag")
+        options = options_from(args)
+        check_command(command)
+        store = store_from(args, create=True)
+        result = launch(store, command, name=args.name, params=params, tags=tags, options=options)
+        finish_run(store, result.run_id, print_summary=not args.quiet)
+        if result.signal is not None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            signal.signal(result.signal, signal.SIG_DFL)
+            os.kill(os.getpid(), result.signal)
+        return result.exit_code

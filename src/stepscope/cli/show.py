@@ -1,0 +1,36 @@
+"""Show a run's reports in the terminal, or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+from stepscope.cli.common import add_store_args, print_json, store_from
+
+
+class ShowCommand:
+    """Show a stored run: speed, time (phases and regions), system, memory, model summary and logged
+    metrics. RUN is an id, id prefix, name, `latest` or `latest~N`."""
+
+    name = "show"
+    help = "show a run's reports (terminal or --json)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run", nargs="?", default="latest", help="the run (default: latest)")
+        parser.add_argument("--json", action="store_true", help="the same, machine-readable (schema stepscope.summary/1)")
+        parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
+        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.analyze.summary import summarize_run
+
+        store = store_from(args)
+        data = store.load(args.run)
+        summary = summarize_run(data, warmup=args.warmup_steps)
+        if args.json:
+            print_json(summary.to_dict())
+            return 0
+        from stepscope.report.terminal import console, full_report
+
+        console(width=args.width).print(full_report(summary))
+        return 0

@@ -1,0 +1,34 @@
+"""Store maintenance: where it is, and rebuilding the index from the run directories."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from stepscope.cli.common import add_store_args, store_from
+
+
+class StoreCommand:
+    """Store maintenance. `stepscope store info` says where the store and its index are;
+    `stepscope store reindex` rebuilds the index from the run directories (the truth)."""
+
+    name = "store"
+    help = "store maintenance: info, reindex"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("action", choices=["info", "reindex"])
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.analyze.summary import index_metrics, summarize_run
+
+        store = store_from(args, create=args.action == "reindex")
+        if args.action == "info":
+            print(f"store: {store.root}\nindex: {store.db_url}\nschema: {store.index.schema_version()}\n"
+                  f"runs: {len(store.index.run_ids())}")
+            return 0
+        done, bad = store.reindex(lambda d: index_metrics(summarize_run(d)))
+        print(f"indexed {done} run(s)")
+        for msg in bad:
+            print(f"skipped: {msg}", file=sys.stderr)
+        return 1 if bad else 0

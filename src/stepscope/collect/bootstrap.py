@@ -1,0 +1,90 @@
+"""Start recording inside an observed process: a dormant Session plus hooks once torch is imported."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from stepscope.collect.options import ENV_DISABLE, ENV_RUN_DIR, ENV_RUN_ID, Options
+from stepscope.collect.session import Session, current, set_current
+
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.distributed.elastic")
+LAUNCHER_SCRIPTS = ("torchrun",)
+
+
+def is_helper_process(argv: Sequence[str]) -> bool:
+    """A launcher (torchrun) or a multiprocessing child: observed through its workers / parent only."""
+    joined = " ".join(argv)
+    if "--multiprocessing-fork" in argv or "multiprocessing.spawn" in joined or "multiprocessing.forkserver" in joined:
+        return True
+    if any(os.path.basename(a) in LAUNCHER_SCRIPTS for a in argv[:3]):
+        return True
+    return any(m in argv[:4] for m in LAUNCHER_MODULES)
+
+
+def boot() -> None:
+    """Called from the injected sitecustomize."""
+    run_dir = os.environ.get(ENV_RUN_DIR)
+    if not run_dir or os.environ.get(ENV_DISABLE):
+        return
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    if is_helper_process(argv):
+        return
+    session = Session(Path(run_dir), os.environ.get(ENV_RUN_ID, ""), Options.from_env())
+    set_current(session)
+    attach(session)
+
+
+def attach(session: Session) -> None:
+    """Install the torch hooks now if torch is loaded, else right after it finishes loading."""
+    os.register_at_fork(after_in_child=session.after_fork_in_child)
+    if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
+        _install(session)
+    else:
+        sys.meta_path.insert(0, TorchImportWatcher(session))
+
+
+def _install(session: Session) -> None:
+    from stepscope.collect.hooks import install_torch_hooks
+
+    if current() is session and not getattr(session, "_hooks_installed", False):
+        session._hooks_installed = True  # type: ignore[attr-defined]
+        install_torch_hooks(session)
+
+
+class TorchImportWatcher(importlib.abc.MetaPathFinder):
+    """Wraps the loader of the top-level ``torch`` package: hooks go in after its body has run
+    (importing torch.optim from inside torch's own import would crash it)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if fullname != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+        session = self.session
+
+        def exec_module(module: ModuleType) -> None:
+            orig_exec(module)
+            try:
+                _install(session)
+            except Exception as e:
+                session.warn_once("install", f"could not install the torch hooks ({e})")
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

@@ -1,0 +1,83 @@
+"""In-memory columnar buffers of one rank's records, swapped out whole at each flush."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns", "forward_ns", "backward_ns",
+             "optimizer_ns", "comm_ns", "device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
+             "epoch", "phase")
+REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
+METRIC_COLS = ("name", "step", "t_ns", "value")
+COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq")
+
+
+class Buffers:
+    """Lists per column per record kind. Appends are plain list appends (the GIL keeps them whole);
+    ``drain`` swaps every list under a lock so a flush never sees half a row."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.steps: dict[str, list[Any]] = {c: [] for c in STEP_COLS}
+        self.regions: dict[str, list[Any]] = {c: [] for c in REGION_COLS}
+        self.metrics: dict[str, list[Any]] = {c: [] for c in METRIC_COLS}
+        self.comm: dict[str, list[Any]] = {c: [] for c in COMM_COLS}
+        self.samples: list[dict[str, Any]] = []
+        self.other: list[dict[str, Any]] = []
+
+    def add_step(self, row: dict[str, Any]) -> None:
+        with self.lock:
+            for c in STEP_COLS:
+                self.steps[c].append(row.get(c))
+
+    def add_region(self, path: str, step: int, start_ns: int, duration_ns: int, depth: int) -> None:
+        r = self.regions
+        with self.lock:
+            r["path"].append(path)
+            r["step"].append(step)
+            r["start_ns"].append(start_ns)
+            r["duration_ns"].append(duration_ns)
+            r["depth"].append(depth)
+
+    def add_metric(self, name: str, step: int, t_ns: int, value: float) -> None:
+        m = self.metrics
+        with self.lock:
+            m["name"].append(name)
+            m["step"].append(step)
+            m["t_ns"].append(t_ns)
+            m["value"].append(value)
+
+    def add_comm(self, row: dict[str, Any]) -> None:
+        with self.lock:
+            for c in COMM_COLS:
+                self.comm[c].append(row.get(c))
+
+    def add_sample(self, sample: dict[str, Any]) -> None:
+        with self.lock:
+            self.samples.append(sample)
+
+    def add_other(self, record: dict[str, Any]) -> None:
+        with self.lock:
+            self.other.append(record)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Everything buffered so far as record lines, leaving the buffers empty."""
+        with self.lock:
+            steps, regions, metrics, comm = self.steps, self.regions, self.metrics, self.comm
+            samples, other = self.samples, self.other
+            self._reset()
+        out: list[dict[str, Any]] = []
+        for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
+            if next(iter(cols.values())):
+                out.append({"kind": kind, "cols": cols})
+        if samples:
+            names: list[str] = []
+            for s in samples:
+                names.extend(k for k in s if k not in names)
+            out.append({"kind": "samples", "cols": {n: [s.get(n) for s in samples] for n in names}})
+        out.extend(other)
+        return out

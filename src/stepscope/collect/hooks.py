@@ -1,0 +1,132 @@
+"""Zero-code hooks into torch: optimizer steps mark steps, autograd backward is timed, DataLoader and
+module hooks (loader.py, modules.py) add data wait, samples and forward time. Installed once torch has
+finished importing; every hook catches its own errors; ``remove_all`` undoes everything."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from stepscope.collect.session import Session
+
+_UNDO: list[Callable[[], None]] = []
+_WATCH: dict[str, Any] = {}
+
+
+def install_torch_hooks(session: Session) -> None:
+    """Install every zero-code hook into an imported torch. Each part fails alone."""
+    from stepscope.collect.loader import install_loader_hooks
+    from stepscope.collect.modules import ModuleWatch
+
+    parts: list[tuple[str, Callable[[], None]]] = [
+        ("optimizer", lambda: _install_optimizer_hooks(session)),
+        ("backward", lambda: _install_backward_hook(session)),
+        ("dataloader", lambda: install_loader_hooks(session, _UNDO)),
+        ("modules", lambda: _WATCH.__setitem__("modules", ModuleWatch(session, _UNDO))),
+        ("cuda", lambda: _install_cuda(session)),
+        ("comm", lambda: _install_comm(session)),
+        ("window", lambda: _install_window(session)),
+    ]
+    for name, install in parts:
+        try:
+            install()
+        except Exception as e:
+            session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
+
+
+def _install_cuda(session: Session) -> None:
+    from stepscope.collect.cuda import install_cuda_timer
+
+    install_cuda_timer(session)
+
+
+def _install_comm(session: Session) -> None:
+    if session.options.comm_timing:
+        try:
+            from stepscope.collect.comm import install_comm_hooks
+        except ImportError:
+            return
+        install_comm_hooks(session, _UNDO)
+
+
+def _install_window(session: Session) -> None:
+    if session.options.profile_steps > 0:
+        from stepscope.collect.window import install_window
+
+        install_window(session)
+
+
+def _install_optimizer_hooks(session: Session) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    perf = time.perf_counter_ns
+    state: dict[str, Any] = {"marker": None, "t0": 0, "depth": 0}
+
+    def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        if state["depth"] == 0:
+            state["t0"] = perf()
+        state["depth"] += 1
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        t1 = perf()
+        state["depth"] -= 1
+        if state["depth"] or session.disabled:
+            return
+        try:
+            session.step.optimizer += t1 - state["t0"]
+            if state["marker"] is None:
+                state["marker"] = opt
+                watch = _WATCH.get("modules")
+                if watch is not None:
+                    watch.finish(opt)
+            if opt is state["marker"]:
+                session.mark_step(t1, source="optimizer")
+        except Exception as e:
+            session.warn_once("optimizer", f"step marking failed ({e})")
+
+    handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+    _UNDO.append(lambda: [h.remove() for h in handles])
+
+
+def _install_backward_hook(session: Session) -> None:
+    import torch.autograd
+
+    orig = torch.autograd.backward
+    perf = time.perf_counter_ns
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        t0 = perf()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            session.step.backward += perf() - t0
+
+    backward.__wrapped__ = orig  # type: ignore[attr-defined]
+    torch.autograd.backward = backward
+
+    def restore() -> None:
+        torch.autograd.backward = orig
+
+    _UNDO.append(restore)
+
+
+def watch_model(model: Any) -> None:
+    watch = _WATCH.get("modules")
+    if watch is not None:
+        watch.watch(model)
+
+
+def remove_all() -> None:
+    """Undo every hook (tests prove nothing is left behind)."""
+    while _UNDO:
+        undo = _UNDO.pop()
+        try:
+            undo()
+        except Exception:
+            pass
+    _WATCH.clear()
+
+
+def installed() -> int:
+    return len(_UNDO)

@@ -1,0 +1,168 @@
+"""`stepscope run -- CMD`: create the run, start CMD with stepscope injected, pass everything through.
+
+Injection is a sitecustomize on PYTHONPATH, which reaches `python script.py`, `python -m module`, the
+torchrun launcher and every worker it starts, and processes that re-launch themselves (Lightning). The
+child inherits stdin/stdout/stderr untouched; Ctrl-C reaches it directly (same process group) while the
+launcher waits; SIGTERM / SIGHUP sent to the launcher are forwarded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import stepscope
+from stepscope.collect.metadata import git_info, host_info, hostname, software_info
+from stepscope.collect.options import ENV_OPTIONS, ENV_RUN_DIR, ENV_RUN_ID, Options
+from stepscope.errors import UserError
+from stepscope.model.run import Run, RunStatus
+from stepscope.store.rundir import write_end, write_manifest
+from stepscope.store.store import Store
+
+BOOT_DIR = Path(__file__).resolve().parent / "boot"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    """The child's exit code; for a child killed by a signal, 128 + the signal number."""
+    signal: int | None
+    """The signal that killed the child, if one did."""
+    status: RunStatus
+
+
+def check_command(command: list[str]) -> None:
+    """Fail before anything is written when the command cannot start."""
+    if not command:
+        raise UserError("no command to run — usage: stepscope run [OPTIONS] -- python train.py [ARGS]")
+    exe = command[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise UserError(f"cannot run {exe!r}: no such executable file — check the path")
+    elif shutil.which(exe) is None:
+        raise UserError(f"command not found: {exe!r} — check the spelling, or that it is on PATH")
+
+
+def child_env(run_id: str, run_dir: Path, options: Options, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    paths = [str(BOOT_DIR)]
+    pkg_parent = str(Path(stepscope.__file__).resolve().parent.parent)
+    if "site-packages" not in pkg_parent and "dist-packages" not in pkg_parent:
+        paths.append(pkg_parent)  # a source checkout: make the package importable in the child
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env[ENV_RUN_DIR] = str(run_dir)
+    env[ENV_RUN_ID] = run_id
+    env[ENV_OPTIONS] = options.to_env()
+    return env
+
+
+def guess_world_size(command: list[str]) -> int:
+    """World size from torchrun / mpirun arguments where given (streams correct it later)."""
+    def arg(names: tuple[str, ...]) -> int | None:
+        for i, a in enumerate(command):
+            for n in names:
+                if a == n and i + 1 < len(command):
+                    v = command[i + 1]
+                elif a.startswith(n + "="):
+                    v = a.split("=", 1)[1]
+                else:
+                    continue
+                try:
+                    return int(v)
+                except ValueError:
+                    return None
+        return None
+
+    per_node = arg(("--nproc-per-node", "--nproc_per_node"))
+    nodes = arg(("--nnodes",))
+    mpi = arg(("-n", "-np", "--np"))
+    if per_node:
+        return per_node * (nodes or 1)
+    return mpi or 1
+
+
+def create_run(store: Store, command: list[str], *, name: str | None, params: dict[str, str],
+               tags: dict[str, str], options: Options, group: str | None = None) -> tuple[Run, Path]:
+    run_id, run_dir = store.new_run_dir()
+    script = next((Path(a).stem for a in command if a.endswith(".py")), Path(command[0]).name)
+    run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,
+              command=tuple(command), cwd=os.getcwd(), exit_code=None, git=git_info(Path.cwd()), host=host_info(),
+              software=software_info(), world_size=guess_world_size(command), params=params, tags=tags,
+              options=_options_dict(options), group=group,
+              extra={"launcher_pid": os.getpid(), "launcher_host": hostname()})
+    write_manifest(run_dir, run)
+    store.index.upsert_run(run, str(run_dir))
+    return run, run_dir
+
+
+def _options_dict(options: Options) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(options)
+
+
+def launch(store: Store, command: list[str], *, name: str | None = None, params: dict[str, str] | None = None,
+           tags: dict[str, str] | None = None, options: Options | None = None, group: str | None = None,
+           extra_env: dict[str, str] | None = None) -> LaunchResult:
+    """Run ``command`` observed; return when it has exited and the end record is written."""
+    check_command(command)
+    options = options or Options()
+    run, run_dir = create_run(store, command, name=name, params=dict(params or {}), tags=dict(tags or {}),
+                              options=options, group=group)
+    env = child_env(run.id, run_dir, options)
+    env.update(extra_env or {})
+    rc = _run_child(command, env)
+    sig = -rc if rc < 0 else None
+    exit_code = 128 + sig if sig is not None else rc
+    if sig is not None:
+        status = RunStatus.INCOMPLETE
+    else:
+        status = RunStatus.COMPLETED if rc == 0 else RunStatus.FAILED
+    end_ns = time.time_ns()
+    write_end(run_dir, status=status, end_ns=end_ns, exit_code=exit_code,
+              reason=f"signal:{signal.Signals(sig).name}" if sig else None)
+    store.index.upsert_run(replace(run, status=status, end_ns=end_ns, exit_code=exit_code), str(run_dir))
+    return LaunchResult(run.id, run_dir, exit_code, sig, status)
+
+
+def _run_child(command: list[str], env: dict[str, str]) -> int:
+    try:
+        proc = subprocess.Popen(command, env=env)
+    except OSError as e:
+        raise UserError(f"cannot start {command[0]!r}: {e.strerror or e}") from None
+
+    def forward(signum: int, frame: Any) -> None:
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    def ignore(signum: int, frame: Any) -> None:
+        """A terminal's Ctrl-C reaches the child directly (same process group); forwarding it would
+        deliver it twice. (A Python handler, not SIG_IGN, which the child would inherit.)"""
+
+    previous = {}
+    for sig, handler in ((signal.SIGTERM, forward), (signal.SIGHUP, forward), (signal.SIGINT, ignore)):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

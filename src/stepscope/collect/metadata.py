@@ -1,0 +1,137 @@
+"""What ran, where: git state, host and hardware, software versions. Every probe may fail: None then."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from stepscope.model.run import GitInfo, GpuInfo, HostInfo, SoftwareInfo
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_info(cwd: Path) -> GitInfo | None:
+    """HEAD of the work tree containing ``cwd``; None outside a work tree or before the first commit."""
+    commit = _git(cwd, "rev-parse", "HEAD")
+    if not commit:
+        return None
+    branch = _git(cwd, "symbolic-ref", "--quiet", "--short", "HEAD")  # None on a detached HEAD
+    status = _git(cwd, "status", "--porcelain", "--untracked-files=no")
+    show = _git(cwd, "show", "-s", "--format=%ct%x00%s", "HEAD") or ""
+    ct, _, subject = show.partition("\x00")
+    shallow = _git(cwd, "rev-parse", "--is-shallow-repository") == "true"
+    return GitInfo(commit=commit, branch=branch, dirty=bool(status), commit_time_s=float(ct) if ct else None,
+                   subject=subject or None, shallow=shallow,
+                   describe=_git(cwd, "describe", "--tags", "--always", "--dirty"))
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def nvml_gpus() -> tuple[GpuInfo, ...]:
+    """GPUs through NVML; () where NVML is not installed or no driver is loaded."""
+    try:
+        import pynvml
+    except ImportError:
+        return ()
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return ()
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            out.append(GpuInfo(index=i, name=name.decode() if isinstance(name, bytes) else name,
+                               memory_bytes=int(pynvml.nvmlDeviceGetMemoryInfo(h).total),
+                               driver=driver.decode() if isinstance(driver, bytes) else driver,
+                               uuid=str(pynvml.nvmlDeviceGetUUID(h)), compute_capability=f"{major}.{minor}"))
+        return tuple(out)
+    except Exception:
+        return ()
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def host_info() -> HostInfo:
+    import psutil
+
+    return HostInfo(hostname=platform.node(), os=f"{platform.system()} {platform.release()}",
+                    cpu_model=_cpu_model(), cpu_cores_physical=psutil.cpu_count(logical=False),
+                    cpu_cores_logical=psutil.cpu_count(logical=True),
+                    memory_bytes=int(psutil.virtual_memory().total), gpus=nvml_gpus())
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def software_info() -> SoftwareInfo:
+    """Versions; CUDA / cuDNN / NCCL only from an already imported torch (never imports it)."""
+    torch = sys.modules.get("torch")
+    cuda = cudnn = nccl = None
+    if torch is not None:
+        try:
+            cuda = torch.version.cuda or getattr(torch.version, "hip", None)
+            if torch.backends.cudnn.is_available():
+                cudnn = str(torch.backends.cudnn.version())
+            if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
+                v = torch.cuda.nccl.version()
+                nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:
+            pass
+    return SoftwareInfo(python=platform.python_version(), stepscope=_version("stepscope") or "dev",
+                        torch=getattr(torch, "__version__", None) if torch else _version("torch"),
+                        cuda=cuda, cudnn=cudnn, nccl=nccl, platform=platform.platform())
+
+
+def gpus_from_torch() -> tuple[GpuInfo, ...]:
+    """GPUs visible to this process through an imported torch (no CUDA init if torch never used it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ()
+    try:
+        if not torch.cuda.is_available():
+            return ()
+        out = []
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            out.append(GpuInfo(index=i, name=p.name, memory_bytes=int(p.total_memory),
+                               compute_capability=f"{p.major}.{p.minor}"))
+        return tuple(out)
+    except Exception:
+        return ()
+
+
+def command_line() -> tuple[str, ...]:
+    return tuple(sys.orig_argv) if hasattr(sys, "orig_argv") else (sys.executable, *sys.argv)
+
+
+def hostname() -> str:
+    return os.uname().nodename

@@ -1,0 +1,200 @@
+"""Terminal rendering of a run summary with rich: speed, time, system, memory, model, metrics.
+
+Renderers only render: every number comes computed in the RunSummary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from stepscope.analyze.summary import RankSummary, RunSummary
+from stepscope.report import format as f
+
+STATUS_STYLE = {"completed": "green", "failed": "red", "incomplete": "yellow", "running": "cyan"}
+
+
+def _table(title: str, *cols: str) -> Table:
+    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False, expand=False)
+    for i, c in enumerate(cols):
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0)
+    return t
+
+
+def header(s: RunSummary) -> RenderableType:
+    r = s.run
+    when = datetime.fromtimestamp(r.start_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = Text()
+    lines.append(f"run {r.id}", style="bold")
+    lines.append(f"  {r.name}  ")
+    lines.append(r.status.value, style=STATUS_STYLE.get(r.status.value, ""))
+    if r.exit_code not in (None, 0):
+        lines.append(f" (exit code {r.exit_code})", style="red")
+    lines.append(f"\n{when}  duration {f.duration_ns(r.duration_ns)}  world size {r.world_size}")
+    lines.append(f"\ncommand: {' '.join(r.command)}")
+    if r.git:
+        dirty = " (dirty)" if r.git.dirty else ""
+        lines.append(f"\ngit: {r.git.commit[:10]}{dirty} {r.git.branch or '(detached)'} {r.git.subject or ''}")
+    hw = r.host
+    gpus = ", ".join(sorted({g.name for g in hw.gpus})) or "no GPU"
+    lines.append(f"\nhost: {hw.hostname}, {hw.cpu_model or 'CPU'} ({hw.cpu_cores_logical} threads), "
+                 f"{f.nbytes(hw.memory_bytes)}, {gpus}")
+    sw = r.software
+    torch = next((st.software for st in r.streams if st.software and st.software.torch), sw)
+    lines.append(f"\nsoftware: python {sw.python}, torch {torch.torch or '—'}"
+                 + (f", CUDA {torch.cuda}" if torch.cuda else "") + f", stepscope {sw.stepscope}")
+    if r.params or r.tags:
+        kv = [f"{k}={v}" for k, v in sorted(r.params.items())] + [f"#{k}={v}" for k, v in sorted(r.tags.items())]
+        lines.append("\nparams/tags: " + " ".join(kv))
+    return lines
+
+
+def speed(s: RunSummary) -> RenderableType:
+    h = s.headline
+    t = _table("Speed", "", "value")
+    t.add_row("steps (warm-up excluded)", f"{h.steps} ({h.warmup_steps} warm-up)")
+    if s.ranks:
+        st = s.ranks[0].steps
+        d = st.step_time
+        t.add_row("step time median / p95", f"{f.duration_ns(h.step_time_median_ns)} / {f.duration_ns(h.step_time_p95_ns)}")
+        t.add_row("step time mean ± std", f"{f.duration_ns(d.mean if d else None)} ± {f.duration_ns(d.std if d else None)}")
+        t.add_row("step time min / max", f"{f.duration_ns(d.min if d else None)} / {f.duration_ns(d.max if d else None)}")
+        if st.device_time:
+            t.add_row("GPU step time median (CUDA events)", f.duration_ns(st.device_time.p50))
+        t.add_row("first step", f.duration_ns(h.first_step_ns))
+        t.add_row("samples per step", f.number(st.samples_per_step))
+        if st.validation_steps:
+            t.add_row("validation steps / throughput", f"{st.validation_steps} / {f.rate(st.validation_samples_per_s, 'samples')}")
+        if st.epochs:
+            t.add_row("epochs", str(st.epochs))
+    t.add_row("throughput" + (" (all ranks)" if len(s.ranks) > 1 else ""), f.rate(h.samples_per_s, "samples"))
+    if h.tokens_per_s:
+        t.add_row("tokens", f.rate(h.tokens_per_s, "tokens"))
+    t.add_row("steps/s", f.number(h.steps_per_s))
+    t.add_row("data wait", f.share(h.data_wait_share))
+    if h.energy_per_step_j is not None:
+        t.add_row("energy per step", f"{h.energy_per_step_j:.2f} J")
+    return t
+
+
+def phases(r: RankSummary) -> RenderableType:
+    t = _table("Time per step by phase" + (f" (rank {r.rank})" if r.rank else ""), "phase", "mean", "% of step")
+    for p in (*r.steps.phases, r.steps.other):
+        if p.mean_ns is None:
+            continue
+        t.add_row(p.phase.replace("_", " "), f.duration_ns(p.mean_ns), f.share(p.share))
+    t.caption = f"timing: {'CUDA events' if r.timing == 'cuda_events' else 'CPU wall clock'}; steps marked by {r.step_source or '—'}"
+    return t
+
+
+def regions(r: RankSummary, limit: int | None = None) -> RenderableType | None:
+    if not r.regions:
+        return None
+    t = _table("Regions", "region", "count", "total", "mean", "p50", "p95", "std", "% of step")
+    for reg in r.regions[:limit]:
+        d = reg.time
+        t.add_row(Text("  " * reg.depth + reg.name), f"{d.count:,}", f.duration_ns(d.total), f.duration_ns(d.mean),
+                  f.duration_ns(d.p50), f.duration_ns(d.p95), f.duration_ns(d.std), f.share(reg.share_of_steps))
+    if limit is not None and len(r.regions) > limit:
+        t.caption = f"{len(r.regions) - limit} more: stepscope show RUN"
+    return t
+
+
+def system(r: RankSummary) -> RenderableType | None:
+    if not r.system:
+        return None
+    t = _table("System" + (f" (rank {r.rank})" if r.rank else ""), "metric", "mean", "peak", "last")
+    for m in r.system:
+        t.add_row(m.name, f.metric_value(m.name, m.mean), f.metric_value(m.name, m.peak), f.metric_value(m.name, m.last))
+    return t
+
+
+def memory(s: RunSummary) -> RenderableType:
+    t = _table("Memory", "", "peak")
+    for r in s.ranks:
+        suffix = f" (rank {r.rank})" if len(s.ranks) > 1 else ""
+        t.add_row("process RSS" + suffix, f.nbytes(r.peak_rss_bytes))
+        for dev, v in sorted(r.peak_gpu_mem_bytes.items()):
+            t.add_row(f"{dev} memory{suffix}", f.nbytes(v))
+    return t
+
+
+def model(s: RunSummary, *, layers: int = 25) -> RenderableType | None:
+    if not s.models:
+        return None
+    out: list[RenderableType] = []
+    for m in s.models:
+        t = _table(f"Model {m['name']}: {m['total_params']:,} parameters ({m['trainable_params']:,} trainable), "
+                   f"{f.nbytes(m['param_bytes'])} parameters, {f.nbytes(m['buffer_bytes'])} buffers",
+                   "layer", "type", "output shape", "params", "bytes")
+        for row in m["layers"][:layers]:
+            t.add_row(Text("  " * row["depth"] + row["name"]), row["type"], str(row["output_shape"] or "—"),
+                      f"{row['params']:,}", f.nbytes(row["param_bytes"] + row["buffer_bytes"]))
+        if len(m["layers"]) > layers:
+            t.caption = f"{len(m['layers']) - layers} more layers: stepscope show RUN --json"
+        out.append(t)
+    return Group(*out)
+
+
+def user_metrics(r: RankSummary) -> RenderableType | None:
+    if not r.metrics:
+        return None
+    t = _table("Logged metrics", "metric", "count", "first", "last", "min", "max")
+    for m in r.metrics:
+        t.add_row(m.name, f"{m.count:,}", f.number(m.first), f.number(m.last), f.number(m.min), f.number(m.max))
+    return t
+
+
+def ranks_table(s: RunSummary) -> RenderableType | None:
+    if len(s.ranks) < 2:
+        return None
+    t = _table("Ranks", "rank", "role", "host", "steps", "step p50", "samples/s", "data wait", "status")
+    for r in s.ranks:
+        t.add_row(str(r.rank), r.role or "—", r.host, str(r.steps.steps),
+                  f.duration_ns(r.steps.step_time.p50 if r.steps.step_time else None),
+                  f.rate(r.steps.samples_per_s, "samples"), f.share(r.steps.data_wait_share),
+                  "ok" if r.complete else "no end record")
+    return t
+
+
+def warnings(s: RunSummary) -> RenderableType | None:
+    notes = list(s.warnings) + [f"rank {r.rank}: {n}" for r in s.ranks for n in r.notes]
+    if not notes:
+        return None
+    return Panel(Text("\n".join(notes)), title="warnings", border_style="yellow", expand=False)
+
+
+def _present(items: Iterable[RenderableType | None]) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    for it in items:
+        if it is not None:
+            out += [it, Text("")]
+    return out
+
+
+def full_report(s: RunSummary) -> RenderableType:
+    r0 = s.ranks[0] if s.ranks else None
+    return Group(*_present([
+        header(s), warnings(s), speed(s), ranks_table(s),
+        phases(r0) if r0 else None, regions(r0) if r0 else None,
+        system(r0) if r0 else None, memory(s), model(s), user_metrics(r0) if r0 else None,
+    ]))
+
+
+def short_report(s: RunSummary) -> RenderableType:
+    """What `stepscope run` prints at the end: headline, phases, top regions, warnings."""
+    r0 = s.ranks[0] if s.ranks else None
+    return Group(*_present([
+        header(s), warnings(s), speed(s), ranks_table(s), phases(r0) if r0 else None,
+        regions(r0, limit=8) if r0 else None,
+        Text(f"full report: stepscope show {s.run.id}", style="dim"),
+    ]))
+
+
+def console(file: object = None, width: int | None = None) -> Console:
+    return Console(file=file, width=width, highlight=False, soft_wrap=False)  # type: ignore[arg-type]

@@ -1,0 +1,266 @@
+"""SQL index of runs and their summary metrics: a SQLite file by default, PostgreSQL by URL.
+
+The run directories are the truth; the index makes listing, resolving and history fast and can be
+rebuilt from them (`stepscope store reindex`). Schema changes are numbered migrations applied on
+open, for both back-ends, inside one transaction each.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.errors import UserError
+from stepscope.model.run import Run
+
+MIGRATIONS: list[list[str]] = [
+    [  # 1: initial schema
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL,
+            start_ns BIGINT NOT NULL, end_ns BIGINT, exit_code INTEGER, world_size INTEGER NOT NULL,
+            command TEXT NOT NULL, cwd TEXT NOT NULL, host TEXT NOT NULL,
+            git_commit TEXT, git_branch TEXT, git_dirty INTEGER, git_commit_time DOUBLE PRECISION,
+            git_subject TEXT, grp TEXT, path TEXT NOT NULL, params TEXT NOT NULL, tags TEXT NOT NULL)""",
+        "CREATE INDEX runs_start ON runs (start_ns)",
+        "CREATE INDEX runs_name ON runs (name)",
+        "CREATE INDEX runs_commit ON runs (git_commit)",
+        "CREATE INDEX runs_grp ON runs (grp)",
+        """CREATE TABLE run_metrics (run_id TEXT NOT NULL, name TEXT NOT NULL, value DOUBLE PRECISION,
+            PRIMARY KEY (run_id, name))""",
+        """CREATE TABLE run_labels (run_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+            value TEXT NOT NULL, PRIMARY KEY (run_id, kind, key))""",
+        "CREATE INDEX run_labels_kv ON run_labels (kind, key, value)",
+        """CREATE TABLE run_groups (id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
+            created_ns BIGINT NOT NULL, spec TEXT NOT NULL)""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+RUN_COLUMNS = ("id", "name", "status", "start_ns", "end_ns", "exit_code", "world_size", "command", "cwd", "host",
+               "git_commit", "git_branch", "git_dirty", "git_commit_time", "git_subject", "grp", "path", "params", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as the index holds it (enough to list, filter, resolve and chart without the run dir)."""
+
+    id: str
+    name: str
+    status: str
+    start_ns: int
+    end_ns: int | None
+    exit_code: int | None
+    world_size: int
+    command: str
+    cwd: str
+    host: str
+    git_commit: str | None
+    git_branch: str | None
+    git_dirty: bool | None
+    git_commit_time: float | None
+    git_subject: str | None
+    grp: str | None
+    path: str
+    params: dict[str, str]
+    tags: dict[str, str]
+
+    @classmethod
+    def from_tuple(cls, t: Sequence[Any]) -> RunRow:
+        d = dict(zip(RUN_COLUMNS, t, strict=True))
+        d["params"] = json.loads(d["params"])
+        d["tags"] = json.loads(d["tags"])
+        d["git_dirty"] = None if d["git_dirty"] is None else bool(d["git_dirty"])
+        return cls(**d)
+
+
+class Index:
+    """A connection to the index. ``url``: a SQLite file path, or ``postgresql://...``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_postgres = url.startswith(("postgresql://", "postgres://"))
+        self._conn = self._connect()
+        self._migrate()
+
+    # -- connection -----------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        if self.is_postgres:
+            try:
+                import psycopg
+            except ImportError:
+                raise UserError("a PostgreSQL store needs psycopg — pip install 'stepscope[postgres]'") from None
+            try:
+                return psycopg.connect(self.url, autocommit=False, connect_timeout=5)
+            except psycopg.OperationalError as e:
+                cause = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise UserError(f"cannot reach the database {_redact(self.url)}: {cause}") from None
+        try:
+            conn = sqlite3.connect(self.url, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error as e:
+            raise UserError(f"cannot open the index {self.url}: {e} — check the store path and its permissions") from None
+        return conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _sql(self, q: str) -> str:
+        return q.replace("?", "%s") if self.is_postgres else q
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction; SQLite takes its write lock at BEGIN so writers queue, not fail."""
+        cur = self._conn.cursor()
+        if self.is_postgres:
+            try:
+                yield cur
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
+            return
+        for attempt in range(200):
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 199:
+                    raise
+                time.sleep(0.05)
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+    def execute(self, cur: Any, q: str, params: Sequence[Any] = ()) -> Any:
+        cur.execute(self._sql(q), tuple(params))
+        return cur
+
+    def query(self, q: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = self._conn.cursor()
+        cur.execute(self._sql(q), tuple(params))
+        rows = list(cur.fetchall())
+        if self.is_postgres:
+            self._conn.commit()  # end the implicit read transaction
+        return rows
+
+    # -- schema -----------------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        try:
+            rows = self.query("SELECT value FROM meta WHERE key = 'schema_version'")
+        except Exception:
+            if self.is_postgres:
+                self._conn.rollback()
+            return 0
+        return int(rows[0][0]) if rows else 0
+
+    def _migrate(self) -> None:
+        with self.transaction() as cur:
+            self.execute(cur, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        if self.is_postgres:
+            with self.transaction() as cur:  # serialise concurrent migrators
+                cur.execute("SELECT pg_advisory_xact_lock(734201)")
+                self._apply_migrations(cur)
+        else:
+            with self.transaction() as cur:
+                self._apply_migrations(cur)
+
+    def _apply_migrations(self, cur: Any) -> None:
+        rows = self.execute(cur, "SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        version = int(rows[0][0]) if rows else 0
+        if version > SCHEMA_VERSION:
+            raise UserError(f"the index {_redact(self.url)} has schema {version}, newer than this stepscope "
+                            f"({SCHEMA_VERSION}) — upgrade stepscope")
+        for v in range(version, SCHEMA_VERSION):
+            for stmt in MIGRATIONS[v]:
+                self.execute(cur, stmt)
+        if version != SCHEMA_VERSION:
+            self.execute(cur, "DELETE FROM meta WHERE key = 'schema_version'")
+            self.execute(cur, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    # -- runs ---------------------------------------------------------------------------------------
+    def upsert_run(self, run: Run, path: str, metrics: dict[str, float] | None = None) -> None:
+        """Insert or replace a run's row, labels and (when given) its summary metrics, atomically."""
+        g = run.git
+        row = (run.id, run.name, run.status.value, run.start_ns, run.end_ns, run.exit_code, run.world_size,
+               " ".join(run.command), run.cwd, run.host.hostname,
+               g.commit if g else None, g.branch if g else None, (int(g.dirty) if g else None),
+               g.commit_time_s if g else None, g.subject if g else None, run.group, path,
+               json.dumps(run.params, sort_keys=True), json.dumps(run.tags, sort_keys=True))
+        placeholders = ", ".join("?" * len(RUN_COLUMNS))
+        with self.transaction() as cur:
+            self.execute(cur, "DELETE FROM runs WHERE id = ?", (run.id,))
+            self.execute(cur, f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({placeholders})", row)
+            self.execute(cur, "DELETE FROM run_labels WHERE run_id = ?", (run.id,))
+            for kind, labels in (("param", run.params), ("tag", run.tags)):
+                for k, v in labels.items():
+                    self.execute(cur, "INSERT INTO run_labels (run_id, kind, key, value) VALUES (?, ?, ?, ?)",
+                                 (run.id, kind, k, str(v)))
+            if metrics is not None:
+                self.execute(cur, "DELETE FROM run_metrics WHERE run_id = ?", (run.id,))
+                for name, value in sorted(metrics.items()):
+                    self.execute(cur, "INSERT INTO run_metrics (run_id, name, value) VALUES (?, ?, ?)",
+                                 (run.id, name, None if value != value else float(value)))
+
+    def remove_run(self, run_id: str) -> None:
+        with self.transaction() as cur:
+            for table, col in (("runs", "id"), ("run_metrics", "run_id"), ("run_labels", "run_id")):
+                self.execute(cur, f"DELETE FROM {table} WHERE {col} = ?", (run_id,))
+
+    def runs(self, where: str = "", params: Sequence[Any] = (), order: str = "start_ns DESC",
+             limit: int | None = None) -> list[RunRow]:
+        q = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
+        if where:
+            q += f" WHERE {where}"
+        q += f" ORDER BY {order}"
+        if limit is not None:
+            q += f" LIMIT {int(limit)}"
+        return [RunRow.from_tuple(t) for t in self.query(q, params)]
+
+    def run_ids(self) -> list[str]:
+        return [r[0] for r in self.query("SELECT id FROM runs ORDER BY start_ns DESC")]
+
+    def metrics(self, run_ids: Sequence[str] | None = None) -> dict[str, dict[str, float | None]]:
+        """run id -> metric name -> value (None where stored as not measured)."""
+        out: dict[str, dict[str, float | None]] = {}
+        if run_ids is None:
+            rows = self.query("SELECT run_id, name, value FROM run_metrics")
+        else:
+            rows = []
+            ids = list(run_ids)
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                rows += self.query(f"SELECT run_id, name, value FROM run_metrics WHERE run_id IN "
+                                   f"({', '.join('?' * len(chunk))})", chunk)
+        for run_id, name, value in rows:
+            out.setdefault(run_id, {})[name] = value
+        return out
+
+    # -- groups (benchmarks, sweeps) ----------------------------------------------------------------
+    def add_group(self, group_id: str, kind: str, name: str, created_ns: int, spec: dict[str, Any]) -> None:
+        with self.transaction() as cur:
+            self.execute(cur, "INSERT INTO run_groups (id, kind, name, created_ns, spec) VALUES (?, ?, ?, ?, ?)",
+                         (group_id, kind, name, created_ns, json.dumps(spec, sort_keys=True)))
+
+    def groups(self, kind: str | None = None) -> list[tuple[str, str, str, int, dict[str, Any]]]:
+        q = "SELECT id, kind, name, created_ns, spec FROM run_groups"
+        rows = self.query(q + " WHERE kind = ? ORDER BY created_ns" if kind else q + " ORDER BY created_ns",
+                          (kind,) if kind else ())
+        return [(a, b, c, int(d), json.loads(e)) for a, b, c, d, e in rows]
+
+
+def _redact(url: str) -> str:
+    """A database URL without its password, fit for an error message."""
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+    return url
