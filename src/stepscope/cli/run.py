@@ -27,6 +27,14 @@ def add_collection_args(parser: argparse.ArgumentParser) -> None:
                    help="steps skipped before the window starts (default: the warm-up steps, at least 3)")
     g.add_argument("--profile-memory", action="store_true", help="record allocations in the window")
     g.add_argument("--no-comm-timing", action="store_true", help="do not time torch.distributed calls")
+    g.add_argument("--memory-snapshot", type=int, default=0, metavar="N",
+                   help="CUDA: record allocation history for N steps and save a snapshot (default: off)")
+    g.add_argument("--sample-stacks", type=float, default=0.0, metavar="HZ",
+                   help="sample the Python call stacks at HZ (e.g. 100) for `show --host` (default: off)")
+    g.add_argument("--mlflow", action="store_true", default=None,
+                   help="log the run to MLflow (also STEPSCOPE_MLFLOW=1; uses MLFLOW_TRACKING_URI)")
+    g.add_argument("--peak-flops", type=float, metavar="FLOPS", help="peak FLOP/s of one device, for MFU")
+    g.add_argument("--flops-per-step", type=float, metavar="FLOPS", help="model FLOPs per step (default: measured)")
     g.add_argument("--role", help="role of every observed process (e.g. learner); stepscope.session(role=) overrides")
 
 
@@ -37,6 +45,8 @@ def options_from(args: argparse.Namespace) -> Options:
             raise UserError(f"--{name.replace('_', '-')} {v}: must be positive")
     if args.sample_interval < 0:
         raise UserError(f"--sample-interval {args.sample_interval}: must be 0 (off) or positive")
+    if args.memory_snapshot < 0 or args.sample_stacks < 0:
+        raise UserError("--memory-snapshot and --sample-stacks must be 0 (off) or positive")
     if args.profile_steps < 0:
         raise UserError(f"--profile-steps {args.profile_steps}: must be 0 (off) or positive")
     skip = args.profile_skip if args.profile_skip is not None else max(3, args.warmup_steps or 0)
@@ -44,7 +54,10 @@ def options_from(args: argparse.Namespace) -> Options:
                    tokens_per_step=args.tokens_per_step, warmup_steps=args.warmup_steps,
                    profile_steps=args.profile_steps, profile_wait=args.profile_wait,
                    profile_warmup=args.profile_warmup, profile_skip=skip, profile_memory=args.profile_memory,
-                   comm_timing=not args.no_comm_timing, role=args.role)
+                   comm_timing=not args.no_comm_timing, role=args.role,
+                   memory_snapshot_steps=args.memory_snapshot, sample_stacks_hz=args.sample_stacks,
+                   mlflow=bool(args.mlflow) if args.mlflow is not None else os.environ.get("STEPSCOPE_MLFLOW") == "1",
+                   peak_flops=args.peak_flops, flops_per_step=args.flops_per_step)
 
 
 def command_from(args: argparse.Namespace) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.views import add_view_args, chosen_view
 
 
 class ShowCommand:
@@ -19,6 +20,7 @@ class ShowCommand:
         parser.add_argument("--json", action="store_true", help="the same, machine-readable (schema stepscope.summary/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--width", type=int, help="terminal width for the tables")
+        add_view_args(parser)
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -27,6 +29,9 @@ class ShowCommand:
         store = store_from(args)
         data = store.load(args.run)
         summary = summarize_run(data, warmup=args.warmup_steps)
+        view = chosen_view(args)
+        if view is not None:
+            return int(view(data, summary, args))
         if args.json:
             print_json(summary.to_dict())
             return 0

@@ -39,6 +39,10 @@ class Options:
     sample_stacks_hz: float = 0.0
     role: str | None = None
     mlflow: bool = False
+    peak_flops: float | None = None
+    """Peak FLOP/s of one device for MFU (default: from the GPU peak table)."""
+    flops_per_step: float | None = None
+    """Model FLOPs per training step (default: measured once with PyTorch's FLOP counter)."""
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
