@@ -90,12 +90,18 @@ def _throughput(count: np.ndarray, wall_ns: float) -> float | None:
     return float(np.nansum(count) / (wall_ns / 1e9))
 
 
-def step_stats(steps: StepTable, *, warmup: int | None = None) -> StepStats:
+def step_stats(steps: StepTable, *, warmup: int | None = None,
+               exclude: tuple[tuple[int, int], ...] = ()) -> StepStats:
+    """Statistics of the training steps after warm-up, leaving out the step index ranges ``exclude``
+    (inclusive; the profiled window's traced steps)."""
     train = steps.take(steps["phase"] == int(Phase.TRAIN))
     val = steps.take(steps["phase"] == int(Phase.VALIDATION))
     dur = train.duration_ns.astype("float64")
     k = warmup_steps(dur, warmup)
-    m = train.take(np.arange(k, len(train)))
+    keep = np.arange(len(train)) >= k
+    for lo, hi in exclude:
+        keep &= ~((train["index"] >= lo) & (train["index"] <= hi))
+    m = train.take(keep)
     mdur = m.duration_ns.astype("float64")
     wall = float(mdur.sum())
     mean_step = float(mdur.mean()) if len(mdur) else math.nan

@@ -118,8 +118,19 @@ def user_metrics(rank: RankData) -> tuple[UserMetric, ...]:
     return tuple(out)
 
 
+def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
+    """Step index ranges traced by a profiler window (slowed by tracing: kept out of step statistics)."""
+    out = []
+    for rec in rank.extra.get("profile_window", []):
+        lo = rec.get("traced_first_step", rec.get("first_step"))
+        hi = rec.get("last_step")
+        if isinstance(lo, int) and isinstance(hi, int):
+            out.append((lo, hi))
+    return tuple(out)
+
+
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
-    st = step_stats(rank.steps, warmup=warmup)
+    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank))
     regions = region_stats(rank.regions, first_step=st.warmup_steps, measured_steps=st.measured_steps,
                            step_wall_ns=st.wall_ns)
     system = metric_stats(rank.samples)

@@ -1,0 +1,144 @@
+"""The bounded torch.profiler window of `stepscope run --profile-steps N`.
+
+The window is a pure schedule (step -> Action): ``skip`` steps untouched, ``wait`` steps idle,
+``warmup`` steps traced but discarded, ``active`` steps kept, then the trace is saved and the profiler
+stopped for good. Outside the window the profiler is not running: the only cost is one Python call per
+step boundary. One Kineto trace per rank is saved to ``artifacts/traces/rank<R>.json.gz``; a
+``profile_window`` record says which steps it covers (``first_step``..``last_step`` kept,
+``traced_first_step`` where tracing began, warm-up included), the offset between the trace's
+``ProfilerStep#N`` and stepscope's step index (index = N + ``profiler_step_offset``), and what the
+export cost. Step statistics exclude the traced steps: tracing slows them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from stepscope.collect.session import Session
+from stepscope.store.rundir import ARTIFACTS
+
+
+class Action(Enum):
+    NONE = "none"
+    WARMUP = "warmup"
+    RECORD = "record"
+    RECORD_AND_SAVE = "record_and_save"
+    DONE = "done"
+
+
+def window_schedule(*, skip: int, wait: int, warmup: int, active: int) -> Callable[[int], Action]:
+    """Action for step ``n`` (counted from the first step boundary). Pure; ``active`` >= 1."""
+    start_warmup = skip + wait
+    start_active = start_warmup + warmup
+    end = start_active + active
+
+    def action(n: int) -> Action:
+        if n < start_warmup:
+            return Action.NONE
+        if n < start_active:
+            return Action.WARMUP
+        if n < end - 1:
+            return Action.RECORD
+        if n == end - 1:
+            return Action.RECORD_AND_SAVE
+        return Action.DONE
+
+    return action
+
+
+def window_steps(*, skip: int, wait: int, warmup: int, active: int) -> tuple[int, int]:
+    """(first, last) training step index inside the kept window (inclusive)."""
+    first = skip + wait + warmup
+    return first, first + active - 1
+
+
+def trace_path(run_dir: Path, rank: int) -> Path:
+    return run_dir / ARTIFACTS / "traces" / f"rank{rank}.json.gz"
+
+
+class ProfilerWindow:
+    """Drives torch.profiler from step boundaries (Session.extras)."""
+
+    def __init__(self, session: Session) -> None:
+        import torch
+
+        self.torch = torch
+        self.session = session
+        o = session.options
+        self.first, self.last = window_steps(skip=o.profile_skip, wait=o.profile_wait, warmup=o.profile_warmup,
+                                             active=o.profile_steps)
+        self.schedule = window_schedule(skip=o.profile_skip, wait=o.profile_wait, warmup=o.profile_warmup,
+                                        active=o.profile_steps)
+        self.prof: Any = None
+        self.done = False
+        self.offset = 0
+        o2 = session.options
+        self.traced_first = o2.profile_skip + o2.profile_wait
+
+    def _torch_action(self, n: int) -> Any:
+        pa = self.torch.profiler.ProfilerAction
+        a = self.schedule(n)
+        return {Action.NONE: pa.NONE, Action.DONE: pa.NONE, Action.WARMUP: pa.WARMUP, Action.RECORD: pa.RECORD,
+                Action.RECORD_AND_SAVE: pa.RECORD_AND_SAVE}[a]
+
+    def on_step(self) -> None:
+        """Called after each step boundary: ``session.step_index`` steps have ended."""
+        if self.done:
+            return
+        n = self.session.step_index
+        if self.prof is None:
+            self._start()
+            return
+        self.prof.step()  # the profiler now acts for step n
+        if self.schedule(n) is Action.DONE or self.schedule(n - 1) is Action.RECORD_AND_SAVE:
+            self._stop()
+
+    def _start(self) -> None:
+        p = self.torch.profiler
+        acts = [p.ProfilerActivity.CPU]
+        if self.torch.cuda.is_available():
+            acts.append(p.ProfilerActivity.CUDA)
+        o = self.session.options
+        # step_num starts at 0 here; our schedule counts ended steps, so shift by the steps already done.
+        offset = self.offset = self.session.step_index
+        self.prof = p.profile(activities=acts, schedule=lambda k: self._torch_action(k + offset),
+                              on_trace_ready=self._save, record_shapes=o.profile_shapes,
+                              profile_memory=o.profile_memory, with_stack=True)
+        self.prof.start()
+
+    def _save(self, prof: Any) -> None:
+        stream = self.session.stream
+        rank = stream.rank if stream else 0
+        path = trace_path(self.session.run_dir, rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        prof.export_chrome_trace(str(path))
+        self.session.record("profile_window", first_step=self.first, last_step=self.last,
+                            traced_first_step=self.traced_first, profiler_step_offset=self.offset,
+                            trace=str(path.relative_to(self.session.run_dir)), export_s=time.perf_counter() - t0,
+                            activities=[str(a) for a in prof.activities] if hasattr(prof, "activities") else [])
+
+    def _stop(self) -> None:
+        self.done = True
+        if self.prof is not None:
+            self.prof.stop()
+            self.prof = None
+
+    def close(self) -> None:
+        """At exit inside the window: keep what was recorded (short window), never leave it running."""
+        if not self.done and self.prof is not None:
+            self.done = True
+            try:
+                self.prof.stop()
+            finally:
+                self.prof = None
+
+
+def install_window(session: Session) -> None:
+    window = ProfilerWindow(session)
+    session.extras.append(window.on_step)
+    session.closers.append(window.close)
