@@ -1,0 +1,172 @@
+"""Columnar event table of one rank's profiler trace (Kineto / Chrome trace JSON).
+
+One row per complete ("X") event. Times are int64 nanoseconds on the trace's own clock (the Kineto
+timestamp in µs times 1000). Names, categories and input shapes are dictionary-encoded: an int32 code
+column plus a tuple of distinct strings, so a trace of millions of events is a handful of NumPy arrays,
+never millions of Python objects. -1 (or NaN for float columns) means "not recorded".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.tables import Column, ColumnTable
+
+Array = npt.NDArray[Any]
+
+
+class EventKind(IntEnum):
+    """Closed set of event kinds; the raw category string is kept in the ``cat`` column."""
+
+    CPU_OP = 0
+    USER_ANNOTATION = 1
+    RUNTIME = 2
+    KERNEL = 3
+    MEMCPY = 4
+    MEMSET = 5
+    GPU_USER_ANNOTATION = 6
+    PYTHON_FUNCTION = 7
+    SYNC = 8
+    OTHER = 9
+
+
+GPU_WORK_KINDS = (EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET)
+"""Kinds that occupy a GPU stream (what HTA calls GPU kernels, cuda_sync excluded)."""
+
+CATEGORY_KINDS: dict[str, EventKind] = {
+    "cpu_op": EventKind.CPU_OP,
+    "operator": EventKind.CPU_OP,
+    "user_annotation": EventKind.USER_ANNOTATION,
+    "cuda_runtime": EventKind.RUNTIME,
+    "cuda_driver": EventKind.RUNTIME,
+    "runtime": EventKind.RUNTIME,
+    "hip_runtime": EventKind.RUNTIME,
+    "kernel": EventKind.KERNEL,
+    "gpu_memcpy": EventKind.MEMCPY,
+    "memcpy": EventKind.MEMCPY,
+    "gpu_memset": EventKind.MEMSET,
+    "memset": EventKind.MEMSET,
+    "gpu_user_annotation": EventKind.GPU_USER_ANNOTATION,
+    "python_function": EventKind.PYTHON_FUNCTION,
+    "cuda_sync": EventKind.SYNC,
+}
+"""Lower-cased Kineto category -> kind. Unknown categories become OTHER and are reported, not dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """One GPU from the trace's ``deviceProperties`` block. None: not recorded."""
+
+    id: int
+    name: str
+    num_sms: int | None
+    max_threads_per_sm: int | None
+    warp_size: int | None
+    total_memory_bytes: int | None
+    compute_capability: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMeta:
+    """What the trace says about itself, plus how stepscope read it."""
+
+    path: str
+    rank: int
+    rank_source: str
+    """Where ``rank`` came from: "distributedInfo", "file name", "given" or "default"."""
+    world_size: int | None = None
+    backend: str | None = None
+    devices: tuple[DeviceInfo, ...] = ()
+    schema_version: int | None = None
+    dropped_events: int = 0
+    """Complete events dropped at parsing because they lack a timestamp."""
+    unknown_categories: tuple[str, ...] = ()
+
+    def device(self, device_id: int) -> DeviceInfo | None:
+        return next((d for d in self.devices if d.id == device_id), None)
+
+
+def _nan() -> float:
+    return float("nan")
+
+
+class EventTable(ColumnTable):
+    """One row per complete event of one rank, sorted by ``ts_ns``.
+
+    ``names``/``cats``/``shapes`` are the string dictionaries of the code columns; ``meta`` the trace's
+    self-description. ``flows`` holds the CPU->GPU flow pairs ("ac2g") as ``{id, start_ts_ns, end_ts_ns}``
+    arrays when the trace has them.
+    """
+
+    SCHEMA: ClassVar[dict[str, Column]] = {
+        "kind": Column("int8", "", "EventKind"),
+        "name": Column("int32", "", "code into names"),
+        "cat": Column("int32", "", "code into cats (raw category)"),
+        "ts_ns": Column("int64", "ns", "start, trace clock"),
+        "dur_ns": Column("int64", "ns", "duration"),
+        "pid": Column("int64", "", "process id (GPU events: device), -1 if not an integer"),
+        "tid": Column("int64", "", "thread id (GPU events: stream lane), -1 if not an integer"),
+        "stream": Column("int64", "", "GPU stream, -1 for host events", -1),
+        "device": Column("int32", "", "GPU device id, -1 for host events", -1),
+        "correlation": Column("int64", "", "runtime <-> GPU correlation id", -1),
+        "external_id": Column("int64", "", "operator <-> runtime/GPU external id", -1),
+        "bytes": Column("int64", "bytes", "bytes moved by a memcpy / memset", -1),
+        "blocks_per_sm": Column("float32", "blocks", "kernel launch: blocks per SM", _nan()),
+        "warps_per_sm": Column("float32", "warps", "kernel launch: warps per SM", _nan()),
+        "occupancy_pct": Column("float32", "%", "kernel launch: est. achieved occupancy", _nan()),
+        "grid_blocks": Column("int64", "blocks", "kernel launch: grid size (product of dims)", -1),
+        "block_threads": Column("int64", "threads", "kernel launch: block size (product of dims)", -1),
+        "shape": Column("int32", "", "code into shapes (operator input dims as JSON)", -1),
+    }
+    __slots__ = ("cats", "flows", "meta", "names", "shapes")
+
+    def __init__(self, cols: Mapping[str, Array], *, names: tuple[str, ...], cats: tuple[str, ...],
+                 shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None) -> None:
+        super().__init__(cols)
+        self.names = names
+        self.cats = cats
+        self.shapes = shapes
+        self.meta = meta
+        self.flows: dict[str, Array] = dict(flows or {})
+        for col, table in (("name", names), ("cat", cats), ("shape", shapes)):
+            codes = self.cols[col]
+            if len(codes) and (codes.max() >= len(table) or codes.min() < (-1 if col == "shape" else 0)):
+                raise ValueError(f"EventTable.{col}: code outside its dictionary of {len(table)} strings")
+
+    @classmethod
+    def empty_with(cls, meta: TraceMeta) -> EventTable:
+        """A table with no events (a trace whose traceEvents is empty)."""
+        return cls({k: np.empty(0, dtype=c.dtype) for k, c in cls.SCHEMA.items()}, names=(), cats=(), meta=meta)
+
+    def _copy_extra(self, new: Any) -> None:
+        new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
+
+    @property
+    def end_ns(self) -> Array:
+        return self.cols["ts_ns"] + self.cols["dur_ns"]
+
+    def of_kind(self, *kinds: EventKind) -> EventTable:
+        """Rows of the given kinds (a new table sharing the dictionaries)."""
+        result: EventTable = self.take(np.isin(self.cols["kind"], np.asarray(kinds, dtype=np.int8)))
+        return result
+
+    def name_of(self, codes: Array) -> list[str]:
+        return [self.names[c] for c in codes.tolist()]
+
+    def name_lookup(self, values: Mapping[str, Any], default: Any, dtype: str) -> Array:
+        """Per-row value from a per-name mapping, computed once per distinct name."""
+        per_name = np.asarray([values.get(n, default) for n in self.names], dtype=dtype)
+        return per_name[self.cols["name"]] if len(self.names) else np.empty(len(self), dtype=dtype)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(np.isin(self.cols["kind"], np.asarray(GPU_WORK_KINDS, dtype=np.int8)).any())
+
+
+__all__ = ["CATEGORY_KINDS", "GPU_WORK_KINDS", "DeviceInfo", "EventKind", "EventTable", "TraceMeta"]

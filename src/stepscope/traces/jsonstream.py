@@ -1,0 +1,190 @@
+"""Split a Chrome-trace JSON document into chunks of ``traceEvents`` without parsing it whole.
+
+A trace is ``{..., "traceEvents": [ {event}, {event}, ... ], ...}`` (or a bare ``[ ... ]`` of events).
+Parsing it whole with any JSON library holds every event as a Python dict at once; this splitter finds
+event boundaries with vectorised NumPy scans over blocks of bytes (quotes, escapes and brackets), so
+each chunk can be parsed with ``orjson`` and turned into columns before the next is read. Memory then
+stays at one chunk of Python objects plus the columns, whatever the size of the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+BLOCK_BYTES = 16 * 1024 * 1024
+_QUOTE, _BACKSLASH = 34, 92
+_OPEN = (123, 91)  # { [
+_CLOSE = (125, 93)  # } ]
+
+
+class JsonShapeError(ValueError):
+    """The bytes are not a JSON object with a traceEvents array (message says what was found)."""
+
+
+def _structure(buf: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Positions of brackets outside strings, the bracket bytes, and the depth after each one.
+
+    The buffer must start outside a string. Depth is relative to the buffer start.
+    """
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    mask = (arr == _QUOTE) | (arr == 123) | (arr == 125) | (arr == 91) | (arr == 93)
+    pos = np.flatnonzero(mask)
+    chars = arr[pos]
+    is_quote = chars == _QUOTE
+    escaped = _escaped_quotes(arr, pos[is_quote])
+    if escaped.size:
+        is_quote[np.searchsorted(pos, escaped)] = False
+        keep = ~np.isin(pos, escaped)
+        pos, chars, is_quote = pos[keep], chars[keep], is_quote[keep]
+    inside = (np.cumsum(is_quote) - is_quote) % 2 == 1
+    bracket = ~is_quote & ~inside
+    pos, chars = pos[bracket], chars[bracket]
+    delta = np.where((chars == 123) | (chars == 91), 1, -1)
+    return pos.astype(np.int64), chars, np.cumsum(delta)
+
+
+def _escaped_quotes(arr: npt.NDArray[np.uint8], quotes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """Quote positions preceded by an odd run of backslashes (rare: checked one by one)."""
+    cand = quotes[(quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
+    out = []
+    for q in cand.tolist():
+        run = 0
+        while q - run - 1 >= 0 and arr[q - run - 1] == _BACKSLASH:
+            run += 1
+        if run % 2 == 1:
+            out.append(q)
+    return np.asarray(out, dtype=np.intp)
+
+
+class TraceEventSplitter:
+    """Iterate over chunks of raw event bytes (each a valid JSON array) and keep the rest as header."""
+
+    def __init__(self, stream: IO[bytes], block_bytes: int = BLOCK_BYTES) -> None:
+        self._stream = stream
+        self._block = block_bytes
+        self.header_bytes = b""
+        self.suffix_bytes = b""
+        self.bare_array = False
+
+    def _read(self) -> bytes:
+        return self._stream.read(self._block)
+
+    def _find_array_start(self) -> bytes:
+        """Consume the header up to the ``[`` of traceEvents; return the bytes after it."""
+        buf = b""
+        while True:
+            more = self._read()
+            buf += more
+            start = buf.lstrip()
+            if start[:1] == b"[":
+                self.bare_array = True
+                return start[1:]
+            if start and start[:1] != b"{":
+                raise JsonShapeError(f"starts with {start[:20]!r}, not a JSON object")
+            found = self._locate_key(buf)
+            if found is not None:
+                self.header_bytes = buf[:found[0]]
+                return buf[found[1]:]
+            if not more:
+                raise JsonShapeError("no traceEvents array")
+
+    @staticmethod
+    def _locate_key(buf: bytes) -> tuple[int, int] | None:
+        key = b'"traceEvents"'
+        at = buf.find(key)
+        while at >= 0:
+            _, _, depth = _structure(buf[:at])
+            quotes_before = buf[:at].count(b'"') - buf[:at].count(b'\\"')
+            if quotes_before % 2 == 0 and (len(depth) == 0 or depth[-1] == 1):
+                rest = buf[at + len(key):].lstrip()
+                if rest[:1] == b":":
+                    value = rest[1:].lstrip()
+                    if value[:1] == b"[":
+                        return at, len(buf) - len(value) + 1
+                    if value:
+                        raise JsonShapeError("traceEvents is not an array")
+                    return None
+            at = buf.find(key, at + 1)
+        return None
+
+    def chunks(self, loads: Any) -> Iterator[list[Any]]:
+        """Yield lists of parsed events; afterwards ``suffix_bytes`` holds what follows the array.
+
+        Fast path: cut the buffer at the last ``}, {"`` (an unescaped quote can only delimit a string,
+        so this is an event boundary unless a string ends in ``}, {``) and let the parse validate the
+        cut: a cut inside an event leaves brackets or a string unbalanced and fails. On failure, and at
+        the end of the file, the exact bracket scan decides.
+        """
+        buf = self._find_array_start()
+        eof = False
+        while True:
+            more = self._read()
+            eof = not more
+            buf += more
+            cut = _fast_cut(buf)
+            if eof and not cut:
+                break
+            parsed = _try_loads(loads, buf[:cut]) if cut else None
+            if parsed is None:
+                cut = _exact_cut(buf)
+                parsed = loads(b"[" + buf[:cut].strip().strip(b",") + b"]") if cut else None
+            if parsed:
+                yield parsed
+                buf = buf[cut:].lstrip().lstrip(b",")
+            if eof:
+                break
+        pos, _, depth = _structure(buf)
+        closing = np.flatnonzero(depth < 0)
+        if not closing.size:
+            raise JsonShapeError("the traceEvents array never ends (file truncated?)")
+        cut = int(pos[closing[0]])
+        body = buf[:cut].strip().strip(b",")
+        if body:
+            yield loads(b"[" + body + b"]")
+        self.suffix_bytes = buf[cut + 1:]
+
+
+_BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{\s*\")")
+_TAIL = 4 * 1024 * 1024
+
+
+def _fast_cut(buf: bytes) -> int:
+    """End (exclusive) of the last ``}`` that looks like an event boundary, or 0."""
+    base = max(0, len(buf) - _TAIL)
+    last = None
+    for last in _BOUNDARY.finditer(buf, base):  # noqa: B007 - we want the last match
+        pass
+    return last.start() + 1 if last is not None else 0
+
+
+def _try_loads(loads: Any, body: bytes) -> list[Any] | None:
+    try:
+        value = loads(b"[" + body + b"]")
+    except ValueError:
+        return None
+    return value if isinstance(value, list) and value else None
+
+
+def _exact_cut(buf: bytes) -> int:
+    """End (exclusive) of the last complete event found by the bracket scan, or 0."""
+    pos, _, depth = _structure(buf)
+    ends = np.flatnonzero(depth == 0)
+    if not ends.size or (depth < 0).any():
+        return 0
+    return int(pos[ends[-1]]) + 1
+
+
+def header_object(splitter: TraceEventSplitter, loads: Any) -> dict[str, Any]:
+    """The trace's top-level keys other than traceEvents, parsed."""
+    if splitter.bare_array:
+        return {}
+    doc = splitter.header_bytes + b'"traceEvents": []' + splitter.suffix_bytes
+    value = loads(doc)
+    if not isinstance(value, dict):
+        raise JsonShapeError("top level is not a JSON object")
+    return value

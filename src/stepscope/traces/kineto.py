@@ -1,0 +1,130 @@
+"""Read a Kineto / PyTorch-profiler trace (plain or gzip JSON) into an :class:`EventTable`.
+
+Handles PyTorch 1.x and 2.x traces, CUDA and ROCm (HIP runtime) traces, CPU-only traces, traces without
+``distributedInfo`` or ``deviceProperties`` and nanosecond-resolution (float µs) timestamps. The JSON is
+split into chunks (:mod:`stepscope.traces.jsonstream`), each parsed with ``orjson`` and turned into NumPy
+columns at once, so no more than one chunk of events is ever held as Python objects.
+
+Every problem with the file raises :class:`~stepscope.errors.TraceError` with one line naming the file.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import re
+import zlib
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from stepscope.errors import TraceError
+from stepscope.model.events import CATEGORY_KINDS, DeviceInfo, EventKind, EventTable, TraceMeta
+from stepscope.traces.columns import ChunkColumns, NotTraceEvents
+from stepscope.traces.jsonstream import JsonShapeError, TraceEventSplitter, header_object
+
+RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _open(path: Path) -> IO[bytes]:
+    raw = path.open("rb")
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return raw
+
+
+def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | None = None) -> EventTable:
+    """Parse one trace file.
+
+    Args:
+        path: a ``.json`` or ``.json.gz`` Kineto / Chrome trace.
+        rank: used when neither ``distributedInfo`` nor the file name gives one.
+        block_bytes: bytes read at a time (memory vs. speed; the default suits traces of any size).
+
+    Raises:
+        TraceError: unreadable, truncated, not a trace, or with negative durations.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
+    builder = ChunkColumns()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived dicts: the cycle collector only costs time here
+    try:
+        with _open(p) as stream:
+            splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))
+            for events in splitter.chunks(orjson.loads):
+                builder.add(events)
+                del events
+            header = header_object(splitter, orjson.loads)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceError(f"{p}: truncated or corrupt gzip ({exc}) — re-copy or re-record the trace") from None
+    except orjson.JSONDecodeError as exc:
+        raise TraceError(f"{p}: invalid JSON ({str(exc).splitlines()[0]}) — the file is damaged") from None
+    except (JsonShapeError, NotTraceEvents) as exc:
+        raise TraceError(f"{p}: not a Kineto/Chrome trace ({exc}) — expected {{\"traceEvents\": [...]}}") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{p}: not text JSON — expected a .json or .json.gz Kineto trace") from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    meta = _meta(p, header, rank, builder)
+    try:
+        return builder.finish(meta)
+    except ValueError as exc:
+        raise TraceError(f"{p}: {exc}") from None
+
+
+def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkColumns) -> TraceMeta:
+    dist = header.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank, source = _rank(path, dist, given)
+    unknown = sorted(c for c in builder.cat_codes if c.lower() not in CATEGORY_KINDS and c not in ("Trace", ""))
+    return TraceMeta(
+        path=str(path), rank=rank, rank_source=source,
+        world_size=_int_or_none(dist.get("world_size")), backend=_str_or_none(dist.get("backend")),
+        devices=tuple(_device(d) for d in header.get("deviceProperties") or () if isinstance(d, dict)),
+        schema_version=_int_or_none(header.get("schemaVersion")), dropped_events=builder.dropped,
+        unknown_categories=tuple(unknown),
+    )
+
+
+def _rank(path: Path, dist: dict[str, Any], given: int | None) -> tuple[int, str]:
+    r = _int_or_none(dist.get("rank"))
+    if r is not None:
+        return r, "distributedInfo"
+    m = RANK_IN_NAME.search(path.name)
+    if m:
+        return int(m.group(1)), "file name"
+    if given is not None:
+        return given, "given"
+    return 0, "default"
+
+
+def _device(d: dict[str, Any]) -> DeviceInfo:
+    major, minor = d.get("computeMajor"), d.get("computeMinor")
+    return DeviceInfo(
+        id=_int_or_none(d.get("id")) or 0, name=str(d.get("name", "")), num_sms=_int_or_none(d.get("numSms")),
+        max_threads_per_sm=_int_or_none(d.get("maxThreadsPerMultiprocessor")),
+        warp_size=_int_or_none(d.get("warpSize")), total_memory_bytes=_int_or_none(d.get("totalGlobalMem")),
+        compute_capability=f"{major}.{minor}" if major is not None else None,
+    )
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def kind_of_category(cat: str) -> EventKind:
+    return CATEGORY_KINDS.get(cat.lower(), EventKind.OTHER)
+
+
+__all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace"]
