@@ -1,0 +1,68 @@
+"""The HTML base shared by every stepscope page (run report, diff page, dashboard, scaling page, flame
+graph): one self-contained HTML string per page, CSS and JS inlined, no network, every user string
+escaped, data embedded as safe JSON, plots drawn by a small bundled SVG renderer (assets/stepscope.js,
+our own code, no third-party licence).
+
+API (import from ``stepscope.report.html``):
+
+Escaping and data
+    ``esc(value) -> str``                       HTML-escape any value (None -> "").
+    ``json_for_script(data) -> str``            JSON safe inside <script>: sorted keys, NaN -> null,
+                                                ``< > &`` U+2028 U+2029 as \\uXXXX escapes.
+    ``json_script(data, element_id=, css_class=) -> str``
+                                                a ``<script type="application/json">`` element; read
+                                                it in JS with ``JSON.parse(el.textContent)``.
+Page layout
+    ``Section(id, title, body, note=None)``     a titled block; ``body`` is trusted HTML built from the
+                                                helpers here; ``note`` a plain-text line under the title.
+    ``render_page(title, sections, subtitle=, badge=, footer=, extra_css=, extra_js=) -> str``
+                                                the whole document (header, sticky nav of sections,
+                                                inlined assets, a strict CSP that blocks any network
+                                                load). ``badge``: completed/failed/incomplete/running.
+    ``tiles([(label, value, hint|None)])``      headline-number cards.
+    ``kv_table([(key, value)])``, ``notice(msg, level="info"|"warn"|"bad")``, ``heading(text)``,
+    ``paragraph(text)``, ``details(summary, body_html, open_=False)``, ``grid(*blocks_html)``.
+Plots (each returns a <figure class="ss-plot"> with its spec as JSON; drawn on load as SVG, with axis
+labels with units, a legend for several series and hover tooltips)
+    ``line_chart(title, x, [Series(name, y, color=, dash=, area=)], xlabel=, ylabel=, xunit=, yunit=,
+                 stacked=False, bands=[Band(x0, x1, label)], marks=[Mark(x, label)], ymin=, ymax=, height=)``
+                                                lines, or stacked areas with ``stacked=True``; bands
+                                                shade intervals (warm-up), marks draw vertical lines.
+    ``bar_chart(title, categories, [(name, values)], ylabel=, yunit=, stacked=False)``
+                                                horizontal bars (several series grouped or stacked).
+    ``heatmap(title, xlabels, ylabels, values[row][col], xlabel=, ylabel=, unit=, vmin=, vmax=)``
+    Units: ``ns s ms bytes bytes/s % share ""`` or any suffix string (see plots.py).
+Tables
+    ``Col(key, label, unit="", hint=None)``      unit: ns, bytes, bytes/s, share, %, count, "" or text.
+    ``table(columns, rows, table_id=, filter_box=None, tree=False, caption=None) -> str``
+                                                click a header to sort (numbers by raw value); a filter
+                                                box above tables of more than 15 rows; ``tree=True``:
+                                                rows carry ``_id`` ('/'-joined path) and ``_depth``,
+                                                children collapse under a ▾/▸ toggle and stay under
+                                                their parent when sorted.
+
+Page-specific JS can call ``window.stepscope.drawAll()`` after inserting new ``figure.ss-plot``
+elements, ``window.stepscope.initTables()`` after inserting tables, and ``window.stepscope.fmt(v, unit)``.
+A page that needs its own script passes it as ``extra_js`` (it must not contain ``</script``).
+"""
+
+from stepscope.report.html.escape import esc, json_for_script, json_script
+from stepscope.report.html.page import (
+    Section,
+    details,
+    grid,
+    heading,
+    kv_table,
+    notice,
+    paragraph,
+    render_page,
+    tiles,
+)
+from stepscope.report.html.plots import Band, Mark, Series, bar_chart, heatmap, line_chart
+from stepscope.report.html.tables import Col, table
+
+__all__ = [
+    "Band", "Col", "Mark", "Section", "Series", "bar_chart", "details", "esc", "grid", "heading", "heatmap",
+    "json_for_script", "json_script", "kv_table", "line_chart", "notice", "paragraph", "render_page", "table",
+    "tiles",
+]

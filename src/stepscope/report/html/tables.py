@@ -1,0 +1,83 @@
+"""Sortable, filterable tables with optional collapsible tree rows.
+
+Cells are formatted here (report/format.py) and carry their raw value in ``data-v`` so a click on a header
+sorts numbers as numbers. Tree tables: each row dict has ``_id`` (a '/'-joined path) and ``_depth``; the
+first column is indented and gets a ▾/▸ toggle when the row has children; sorting keeps children under
+their parent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.report import format as f
+from stepscope.report.html.escape import esc
+
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "ns": f.duration_ns,
+    "bytes": f.nbytes,
+    "bytes/s": lambda v: f.DASH if v is None else f.nbytes(v) + "/s",
+    "share": f.share,
+    "%": lambda v: f.DASH if v is None or not math.isfinite(v) else f"{v:.1f}%",
+    "count": lambda v: f.DASH if v is None else f"{int(v):,}",
+    "": f.number,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A column: ``key`` in the row dicts, header ``label``, and ``unit``: one of FORMATS' keys (number
+    columns, right-aligned, sorted numerically) or ``text`` (left-aligned, sorted as text)."""
+
+    key: str
+    label: str
+    unit: str = ""
+    hint: str | None = None
+    """Header tooltip (plain text)."""
+
+
+def _cell(col: Col, value: Any) -> str:
+    if col.unit == "text":
+        return f'<td class="text">{esc(value if value is not None else f.DASH)}</td>'
+    num = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    shown = FORMATS.get(col.unit, f.number)(num) if num is not None else f.DASH
+    sort = "" if num is None or not math.isfinite(num) else repr(float(num))
+    return f'<td data-v="{sort}">{esc(shown)}</td>'
+
+
+def table(columns: Sequence[Col], rows: Sequence[Mapping[str, Any]], *, table_id: str | None = None,
+          filter_box: bool | None = None, tree: bool = False, caption: str | None = None) -> str:
+    """The table's HTML. ``filter_box`` (default: more than 15 rows) adds a text filter above it. Without
+    ``table_id`` the id is a hash of the content, so output stays deterministic."""
+    heads = "".join(
+        f'<th class="{"text" if c.unit == "text" else "num"}"' + (f' title="{esc(c.hint)}"' if c.hint else "")
+        + f">{esc(c.label)}</th>" for c in columns
+    )
+    ids = {str(r.get("_id")) for r in rows} if tree else set()
+    body = []
+    for r in rows:
+        cells = [_cell(c, r.get(c.key)) for c in columns]
+        attrs = ""
+        if tree:
+            rid = str(r.get("_id", ""))
+            parent = rid.rsplit("/", 1)[0] if "/" in rid else ""
+            has_kids = any(i.startswith(rid + "/") for i in ids)
+            toggle = ('<button class="ss-toggle" type="button">▾</button>' if has_kids
+                      else '<span class="ss-toggle"></span>')
+            pad = 14 * int(r.get("_depth", 0))
+            first = esc(r.get(columns[0].key))
+            cells[0] = f'<td class="text" style="padding-left:{pad + 6}px">{toggle}{first}</td>'
+            attrs = f' data-id="{esc(rid)}" data-parent="{esc(parent)}"'
+        body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+    tid = table_id or "ss-t" + hashlib.sha1((heads + "".join(body)).encode()).hexdigest()[:10]
+    show_filter = len(rows) > 15 if filter_box is None else filter_box
+    top = (f'<input class="ss-filter" type="search" placeholder="filter rows" data-table="{esc(tid)}">'
+           if show_filter else "")
+    cap = f'<p class="ss-note">{esc(caption)}</p>' if caption else ""
+    tree_attr = " data-tree" if tree else ""
+    return (f'{top}<div class="ss-tablewrap"><table class="ss-table" id="{esc(tid)}"{tree_attr}>'
+            f"<thead><tr>{heads}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{cap}")
