@@ -31,6 +31,10 @@ COMMANDS: list[str] = [
     "stepscope.cli.export:ExportCommand",
     "stepscope.cli.rm:RmCommand",
     "stepscope.cli.store:StoreCommand",
+    "stepscope.cli.databench:DataBenchCommand",
+    "stepscope.cli.bench:BenchCommand",
+    "stepscope.cli.history:HistoryCommand",
+    "stepscope.cli.check:CheckCommand",
 ]
 """module:Class of every subcommand, in the order `stepscope --help` lists them."""
 

@@ -44,7 +44,8 @@ class LsCommand:
             return 0
         t = Table(show_edge=False, pad_edge=False)
         for c in ("id", "name", "status", "started", "duration", "ranks", "steps", "step p50", "samples/s", "commit"):
-            t.add_column(c, justify="left" if c in ("id", "name", "status", "started", "commit") else "right")
+            t.add_column(c, justify="left" if c in ("id", "name", "status", "started", "commit") else "right",
+                         no_wrap=True, overflow="ellipsis" if c == "name" else "fold")
         for r in rows:
             m = metrics.get(r.id, {})
             started = datetime.fromtimestamp(r.start_ns / 1e9).strftime("%Y-%m-%d %H:%M")

@@ -100,6 +100,7 @@ class RunCommand:
         if result.signal is not None:
             sys.stdout.flush()
             sys.stderr.flush()
-            signal.signal(result.signal, signal.SIG_DFL)
+            if result.signal not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(result.signal, signal.SIG_DFL)
             os.kill(os.getpid(), result.signal)
         return result.exit_code

@@ -35,7 +35,10 @@ class ShowCommand:
         if args.json:
             print_json(summary.to_dict())
             return 0
+        from stepscope.analyze.advisor import advise
+        from stepscope.cli.runinputs import advisor_input, load_traces
         from stepscope.report.terminal import console, full_report
 
-        console(width=args.width).print(full_report(summary))
+        advice = advise(advisor_input(summary, load_traces(data)))
+        console(width=args.width).print(full_report(summary, advice))
         return 0

@@ -4,6 +4,7 @@ finished importing; every hook catches its own errors; ``remove_all`` undoes eve
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,22 +12,33 @@ from typing import Any
 from stepscope.collect.session import Session
 
 _UNDO: list[Callable[[], None]] = []
+FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
+"""Test switch: a comma list of hook names (optimizer, sampler) that raise on purpose, to prove that
+a failing hook never breaks training. Read once at install."""
 _WATCH: dict[str, Any] = {}
 
 
 def install_torch_hooks(session: Session) -> None:
     """Install every zero-code hook into an imported torch. Each part fails alone."""
+    from stepscope.collect.databench import install_databench
+    from stepscope.collect.flops import install_flop_meter
     from stepscope.collect.loader import install_loader_hooks
+    from stepscope.collect.memsnapshot import install_memory_snapshot
+    from stepscope.collect.stacks import install_stacks
     from stepscope.collect.modules import ModuleWatch
 
     parts: list[tuple[str, Callable[[], None]]] = [
         ("optimizer", lambda: _install_optimizer_hooks(session)),
         ("backward", lambda: _install_backward_hook(session)),
         ("dataloader", lambda: install_loader_hooks(session, _UNDO)),
+        ("databench", lambda: install_databench(session, _UNDO)),
+        ("stacks", lambda: install_stacks(session, _UNDO)),
         ("modules", lambda: _WATCH.__setitem__("modules", ModuleWatch(session, _UNDO))),
         ("cuda", lambda: _install_cuda(session)),
         ("comm", lambda: _install_comm(session)),
         ("window", lambda: _install_window(session)),
+        ("flops", lambda: install_flop_meter(session)),
+        ("memory-snapshot", lambda: install_memory_snapshot(session)),
     ]
     for name, install in parts:
         try:
@@ -62,6 +74,7 @@ def _install_optimizer_hooks(session: Session) -> None:
 
     perf = time.perf_counter_ns
     state: dict[str, Any] = {"marker": None, "t0": 0, "depth": 0}
+    fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         if state["depth"] == 0:
@@ -74,6 +87,8 @@ def _install_optimizer_hooks(session: Session) -> None:
         if state["depth"] or session.disabled:
             return
         try:
+            if fault:
+                raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
             session.step.optimizer += t1 - state["t0"]
             if state["marker"] is None:
                 state["marker"] = opt

@@ -14,13 +14,15 @@ from stepscope.collect.session import Session
 F = TypeVar("F", bound=Callable[..., Any])
 _perf = time.perf_counter_ns
 _tls = threading.local()
+MAIN_STACK: list[str] = []
+"""The main thread's region stack (the same list object), read by the stack sampler (stacks.py)."""
 
 
 def _stack() -> list[str]:
     try:
         return _tls.stack  # type: ignore[no-any-return]
     except AttributeError:
-        _tls.stack = []
+        _tls.stack = MAIN_STACK if threading.current_thread() is threading.main_thread() else []
         return _tls.stack  # type: ignore[no-any-return]
 
 

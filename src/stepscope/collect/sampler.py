@@ -80,7 +80,12 @@ class Sampler(threading.Thread):
             self.session.warn_once("sampler", f"the system sampler stopped ({e})")
 
     def _loop(self) -> None:
+        import os
+
         import psutil
+
+        if "sampler" in os.environ.get("STEPSCOPE_DEBUG_FAULT", "").split(","):
+            raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=sampler)")
 
         proc = psutil.Process()
         proc.cpu_percent(None)

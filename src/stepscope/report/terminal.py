@@ -13,8 +13,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from stepscope.analyze.advisor import Advice
 from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.report import format as f
+from stepscope.report.advice import advice_view
+from stepscope.report.flops import flops_table
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "incomplete": "yellow", "running": "cyan"}
 
@@ -177,10 +180,11 @@ def _present(items: Iterable[RenderableType | None]) -> list[RenderableType]:
     return out
 
 
-def full_report(s: RunSummary) -> RenderableType:
+def full_report(s: RunSummary, advice: Advice | None = None) -> RenderableType:
+    """The whole run; with ``advice``, its top three recommendations after the warnings."""
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
-        header(s), warnings(s), speed(s), ranks_table(s),
+        header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None, speed(s), flops_table(s.flops), ranks_table(s),
         phases(r0) if r0 else None, regions(r0) if r0 else None,
         system(r0) if r0 else None, memory(s), model(s), user_metrics(r0) if r0 else None,
     ]))
@@ -190,11 +194,17 @@ def short_report(s: RunSummary) -> RenderableType:
     """What `stepscope run` prints at the end: headline, phases, top regions, warnings."""
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
-        header(s), warnings(s), speed(s), ranks_table(s), phases(r0) if r0 else None,
+        header(s), warnings(s), speed(s), flops_table(s.flops), ranks_table(s), phases(r0) if r0 else None,
         regions(r0, limit=8) if r0 else None,
         Text(f"full report: stepscope show {s.run.id}", style="dim"),
     ]))
 
 
 def console(file: object = None, width: int | None = None) -> Console:
+    """A console for reports: the terminal's width, or 160 columns when output goes to a file or pipe."""
+    import sys
+
+    stream = file if file is not None else sys.stdout
+    if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
+        width = 160
     return Console(file=file, width=width, highlight=False, soft_wrap=False)  # type: ignore[arg-type]

@@ -1,0 +1,40 @@
+"""Show a run's recommendations."""
+
+from __future__ import annotations
+
+import argparse
+
+from stepscope.cli.common import add_store_args, print_json, store_from
+
+
+class AdviseCommand:
+    """Recommendations for a stored run: each rule that fired, with its evidence (the numbers), its
+    threshold, the change it suggests and the time it could save, most valuable first. Rules that need
+    kernels read the run's profiled window (stepscope run --profile-steps N)."""
+
+    name = "advise"
+    help = "what to change to make a run faster, with the evidence (terminal or --json)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run", nargs="?", default="latest", help="the run (default: latest)")
+        parser.add_argument("--json", action="store_true", help="machine-readable (schema stepscope.advice/1)")
+        parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
+        parser.add_argument("--width", type=int, help="terminal width")
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.analyze.advisor import advise
+        from stepscope.analyze.summary import summarize_run
+        from stepscope.cli.runinputs import advisor_input, load_traces
+
+        data = store_from(args).load(args.run)
+        summary = summarize_run(data, warmup=args.warmup_steps)
+        advice = advise(advisor_input(summary, load_traces(data)))
+        if args.json:
+            print_json({"run": data.run.id, **advice.to_dict()})
+            return 0
+        from stepscope.report.advice import advice_view
+        from stepscope.report.terminal import console
+
+        console(width=args.width).print(advice_view(advice))
+        return 0

@@ -1,0 +1,129 @@
+"""Benchmark a script's data pipeline alone: `stepscope data-bench [OPTIONS] -- python train.py`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from stepscope.analyze.databench import DataBenchResult, bench_metrics, data_bench, worker_sweep
+from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.errors import UserError
+from stepscope.store import Store
+
+KIND_TAG = "data-bench"
+
+
+def parse_workers(text: str | None) -> list[int | None]:
+    if not text:
+        return [None]
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--workers {text!r}: expected worker counts separated by commas, e.g. 0,2,4,8") from None
+    if not out or any(w < 0 for w in out):
+        raise UserError(f"--workers {text!r}: expected worker counts >= 0, e.g. 0,2,4,8")
+    return list(dict.fromkeys(out))
+
+
+def _latest(store: Store, name: str, *, bench: bool, world: int | None = None, workers: str | None = None,
+            metric: str) -> tuple[str, dict[str, float | None]] | None:
+    """The newest completed run of this name (a data-bench one or an ordinary one) holding ``metric``."""
+    from stepscope.cli.common import ensure_metrics
+
+    rows = [r for r in store.index.runs("name = ? AND status = ?", (name, "completed"))
+            if (r.tags.get("kind") == KIND_TAG) == bench and (world is None or r.world_size == world)
+            and (workers is None or r.tags.get("workers") == workers)]
+    if not rows:
+        return None
+    ensure_metrics(store, [r.id for r in rows])
+    metrics = store.index.metrics([r.id for r in rows])
+    for r in rows:
+        if metrics.get(r.id, {}).get(metric) is not None:
+            return r.id, metrics[r.id]
+    return None
+
+
+def bench_once(store: Store, command: list[str], args: argparse.Namespace, workers: int | None,
+               group: str | None) -> DataBenchResult:
+    """Launch one benchmark run, check it measured something, analyse, index."""
+    from stepscope.collect.databench import ENV_DATABENCH, BenchSpec
+    from stepscope.collect.launch import launch
+    from stepscope.collect.options import Options
+    from stepscope.store.rundir import read_run
+
+    spec = BenchSpec(epochs=args.epochs, max_batches=args.max_batches, time_s=args.time, workers=workers)
+    tags = {"kind": KIND_TAG, **({"workers": str(workers)} if workers is not None else {})}
+    res = launch(store, command, name=args.name, tags=tags, options=Options(sample_interval_s=args.sample_interval),
+                 group=group, extra_env={ENV_DATABENCH: spec.to_env()})
+    data = read_run(res.run_dir)
+    if not any(r.extra.get("databench") for r in data.ranks):
+        store.index.upsert_run(data.run, data.path, {})
+        ended = "ended" if res.exit_code == 0 else f"failed (exit code {res.exit_code})"
+        raise UserError(f"the script {ended} without iterating a torch DataLoader: nothing to benchmark — "
+                        f"data-bench measures DataLoader iteration (run {res.run_id})")
+    ref = None
+    if data.run.world_size > 1:
+        single = _latest(store, data.run.name, bench=True, world=1, workers=tags.get("workers"),
+                         metric="databench.first_local_samples_per_s")
+        if single is not None:
+            ref = (single[1].get("databench.first_local_samples_per_s"),
+                   single[1].get("databench.later_local_samples_per_s"))
+    train = _latest(store, data.run.name, bench=False, metric="samples_per_s")
+    training = (train[0], float(train[1]["samples_per_s"] or 0.0)) if train else None
+    result = data_bench(data, reference=ref or (None, None), training=training)
+    store.index.upsert_run(data.run, data.path, bench_metrics(result))
+    return result
+
+
+class DataBenchCommand:
+    """Run a training script but iterate only its DataLoader(s): the first loader the script iterates
+    (then every other it created) is drained for --epochs epochs without running the training step.
+    Reports samples/s and batches/s per rank and in total, first epoch and later epochs apart, the
+    time to the first batch and the loader's configuration; with torchrun, local and global throughput
+    with ideal and efficiency. Each benchmark is stored as a run tagged kind=data-bench."""
+
+    name = "data-bench"
+    help = "benchmark the script's data pipeline alone (samples/s, worker sweep)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--epochs", type=int, default=2, metavar="N", help="epochs per loader (default 2)")
+        parser.add_argument("--workers", metavar="N,N,...", help="sweep num_workers over these counts (e.g. 0,2,4,8)")
+        parser.add_argument("--max-batches", type=int, metavar="N", help="stop each epoch after N batches")
+        parser.add_argument("--time", type=float, metavar="S", help="stop each epoch after S seconds")
+        parser.add_argument("--name", help="run name (default: the script's name)")
+        parser.add_argument("--sample-interval", type=float, default=1.0, metavar="S", help="system sampler period")
+        parser.add_argument("--json", action="store_true", help="results as JSON (schema stepscope.databench/1)")
+        add_store_args(parser)
+        parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the training command")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.cli.run import command_from
+        from stepscope.collect.launch import check_command
+
+        if args.epochs < 1 or (args.max_batches is not None and args.max_batches < 1) or (args.time or 1) <= 0:
+            raise UserError("--epochs, --max-batches and --time must be positive")
+        command = command_from(args)
+        check_command(command)
+        workers = parse_workers(args.workers)
+        store = store_from(args, create=True)
+        group = None
+        if len(workers) > 1:
+            group = f"databench-{time.time_ns():x}"
+            store.index.add_group(group, "data-bench", args.name or "workers", time.time_ns(), {"workers": workers})
+        results = [(w, bench_once(store, command, args, w, group)) for w in workers]
+        sweep = worker_sweep([(w if w is not None else -1, r) for w, r in results]) if len(results) > 1 else None
+        if args.json:
+            doc = results[0][1].to_dict() if sweep is None else {"runs": [r.to_dict() for _, r in results],
+                                                                  "sweep": sweep.to_dict()}
+            print_json(doc)
+            return 0
+        from stepscope.report.databench import bench_view, sweep_view
+        from stepscope.report.terminal import console
+
+        out = console(file=sys.stdout)
+        for _, r in results:
+            out.print(bench_view(r))
+        if sweep is not None:
+            out.print(sweep_view(sweep))
+        return 0

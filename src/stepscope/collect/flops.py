@@ -1,0 +1,169 @@
+"""FLOPs per training step, measured once with PyTorch's FLOP counter.
+
+One training step after warm-up (step index ``MEASURE_STEP``, or the first one after the profiler
+window when the two would overlap) runs under ``torch.utils.flop_counter.FlopCounterMode``: every
+matmul / convolution / attention op of the step (forward, backward, and anything else in it) is
+counted with PyTorch's formulas, by the dtype of its inputs (which decides the peak to compare with).
+Elementwise ops and the optimizer's update are not counted (the usual convention for MFU).
+
+Cost: that one step pays a Python dispatch per op (typically 1.2-3x its normal time; the ``flops``
+record keeps the step's index so its cost can be stated); every other step pays one Python call at
+its boundary. The step is measured again if a validation step interrupts it. Not measured when
+``--flops-per-step`` is given (0 turns measuring off) or when torch.compile is in use (a dispatch
+mode would force a recompile; give ``--flops-per-step``).
+
+Record: ``{"kind": "flops", "step": k, "flops": total, "by_dtype": {dtype: flops}, "by_module":
+{name: flops}, "device": "cuda:0"|"cpu", "device_name": str|None, "tf32": bool, "step_wall_ns": ns}``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+from stepscope.collect.session import Session
+
+MEASURE_STEP = 2
+"""Index of the training step measured (steps 0 and 1 are warm-up: allocation, autotuning, caches)."""
+
+
+def measure_step_index(session: Session) -> int:
+    """First step at or after ``MEASURE_STEP`` that is outside the profiler window."""
+    o = session.options
+    if o.profile_steps <= 0:
+        return MEASURE_STEP
+    first_traced = o.profile_skip + o.profile_wait
+    last = first_traced + o.profile_warmup + o.profile_steps
+    return MEASURE_STEP if MEASURE_STEP < first_traced else last + 1
+
+
+def _counter_class() -> Any:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class DtypeFlopCounter(FlopCounterMode):  # type: ignore[misc]
+        """FlopCounterMode that also adds up FLOPs by input dtype and remembers the device."""
+
+        def __init__(self) -> None:
+            super().__init__(display=False, depth=2)
+            self.by_dtype: dict[str, int] = defaultdict(int)
+            self.device: str | None = None
+
+        def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
+            result = super()._count_flops(func_packet, out, args, kwargs)
+            fn = self.flop_registry.get(func_packet)
+            if fn is not None:
+                first = next((a for a in args if hasattr(a, "dtype") and hasattr(a, "device")), None)
+                if first is not None:
+                    n = fn(*args, **kwargs, out_val=out)
+                    self.by_dtype[str(first.dtype).replace("torch.", "")] += int(n)
+                    if self.device is None:
+                        self.device = str(first.device)
+            return result
+
+    return DtypeFlopCounter
+
+
+def _compiled_in_use() -> bool:
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None:
+        return False
+    try:
+        return int(dynamo.utils.counters["frames"]["ok"]) > 0
+    except Exception:
+        return False
+
+
+class FlopMeter:
+    """Counts one training step's FLOPs from step boundaries (Session.extras)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.target = measure_step_index(session)
+        self.counter: Any = None
+        self.started_val = 0
+        self.t0 = 0
+        self.done = False
+
+    def on_step(self) -> None:
+        s = self.session
+        if self.done:
+            return
+        if self.counter is not None:
+            if s.val_index != self.started_val:  # a validation step ran inside: measure the next one
+                self._exit()
+                self.target = s.step_index
+            elif s.step_index == self.target + 1:
+                self._finish()
+                return
+        if self.counter is None and s.step_index == self.target:
+            if _compiled_in_use():
+                self.done = True
+                s.warn_once("flops", "FLOPs per step not measured: torch.compile is in use — give --flops-per-step")
+                return
+            self.counter = _counter_class()()
+            self.counter.__enter__()
+            self.started_val = s.val_index
+            self.t0 = time.perf_counter_ns()
+        elif self.counter is None and s.step_index > self.target:
+            self.target = s.step_index
+
+    def _exit(self) -> None:
+        counter, self.counter = self.counter, None
+        if counter is not None:
+            counter.__exit__(None, None, None)
+
+    def _finish(self) -> None:
+        wall = time.perf_counter_ns() - self.t0
+        counter = self.counter
+        self._exit()
+        self.done = True
+        total = int(counter.get_total_flops())
+        by_module = {name: int(sum(ops.values())) for name, ops in counter.get_flop_counts().items()
+                     if name != "Global" and name.count(".") < 2}
+        self.session.record("flops", step=self.target, flops=total, by_dtype=dict(counter.by_dtype),
+                            by_module=by_module, device=counter.device or "cpu",
+                            device_name=_device_name(counter.device), tf32=_tf32_enabled(), step_wall_ns=wall)
+
+    def close(self) -> None:
+        """At exit in the middle of the measured step: pop the mode, record nothing."""
+        self.done = True
+        self._exit()
+
+
+def _device_name(device: str | None) -> str | None:
+    if not device or not device.startswith("cuda"):
+        return None
+    try:
+        import torch
+
+        return str(torch.cuda.get_device_name(torch.device(device)))
+    except Exception:
+        return None
+
+
+def _tf32_enabled() -> bool:
+    try:
+        import torch
+
+        return bool(torch.backends.cuda.matmul.allow_tf32) or torch.get_float32_matmul_precision() != "highest"
+    except Exception:
+        return False
+
+
+def install_flop_meter(session: Session) -> None:
+    """Measure once unless --flops-per-step was given (0: off)."""
+    if session.options.flops_per_step is not None:
+        return
+    meter = FlopMeter(session)
+
+    def on_step() -> None:
+        try:
+            meter.on_step()
+        except Exception as e:
+            meter.close()
+            session.warn_once("flops", f"FLOPs per step could not be measured ({e})")
+
+    session.extras.append(on_step)
+    session.closers.append(meter.close)
