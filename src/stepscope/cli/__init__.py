@@ -32,7 +32,6 @@ COMMANDS: list[str] = [
     "stepscope.cli.rm:RmCommand",
     "stepscope.cli.store:StoreCommand",
     "stepscope.cli.databench:DataBenchCommand",
-    "stepscope.cli.databench:DataBenchCommand",
     "stepscope.cli.bench:BenchCommand",
     "stepscope.cli.history:HistoryCommand",
     "stepscope.cli.check:CheckCommand",

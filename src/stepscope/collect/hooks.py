@@ -22,9 +22,7 @@ def install_torch_hooks(session: Session) -> None:
     """Install every zero-code hook into an imported torch. Each part fails alone."""
     from stepscope.collect.databench import install_databench
     from stepscope.collect.flops import install_flop_meter
-    from stepscope.collect.databench import install_databench
     from stepscope.collect.loader import install_loader_hooks
-    from stepscope.collect.stacks import install_stacks
     from stepscope.collect.memsnapshot import install_memory_snapshot
     from stepscope.collect.stacks import install_stacks
     from stepscope.collect.modules import ModuleWatch
@@ -33,8 +31,6 @@ def install_torch_hooks(session: Session) -> None:
         ("optimizer", lambda: _install_optimizer_hooks(session)),
         ("backward", lambda: _install_backward_hook(session)),
         ("dataloader", lambda: install_loader_hooks(session, _UNDO)),
-        ("databench", lambda: install_databench(session, _UNDO)),
-        ("stacks", lambda: install_stacks(session, _UNDO)),
         ("databench", lambda: install_databench(session, _UNDO)),
         ("stacks", lambda: install_stacks(session, _UNDO)),
         ("modules", lambda: _WATCH.__setitem__("modules", ModuleWatch(session, _UNDO))),
