@@ -184,7 +184,8 @@ def full_report(s: RunSummary, advice: Advice | None = None) -> RenderableType:
     """The whole run; with ``advice``, its top three recommendations after the warnings."""
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
-        header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None, speed(s), flops_table(s.flops), ranks_table(s),
+        header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None,
+        speed(s), flops_table(s.flops), ranks_table(s),
         phases(r0) if r0 else None, regions(r0) if r0 else None,
         system(r0) if r0 else None, memory(s), model(s), user_metrics(r0) if r0 else None,
     ]))

@@ -1,0 +1,98 @@
+"""The advisor's records: its input bundle, the Rule protocol, a Finding, and the Advice result."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from stepscope.analyze.advisor.tracefacts import TraceFacts
+from stepscope.analyze.summary import RankSummary, RunSummary
+
+ADVICE_SCHEMA = "stepscope.advice/1"
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisorInput:
+    """Everything the rules read. Built outside analyze/ (the CLI or the report reads the files).
+
+    ``traces``: facts of each rank's profiled window (empty when none was recorded or readable);
+    ``trace_problems``: one line per trace artifact that could not be read (named, not fatal).
+    """
+
+    summary: RunSummary
+    traces: tuple[TraceFacts, ...] = ()
+    trace_problems: tuple[str, ...] = ()
+
+    @property
+    def rank0(self) -> RankSummary | None:
+        return self.summary.ranks[0] if self.summary.ranks else None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One triggered rule.
+
+    ``evidence``: the measured numbers that triggered it, by name (units in the names: ``_s``, ``_share``,
+    ``_bytes``, ...). ``threshold``: the condition, in words with its numbers. ``saving_s_per_step``: an
+    estimate of the step time the change could save (an upper bound where the rule says so), None when
+    the rule cannot estimate it; ``saving_s_total``: the same over the run's measured steps (for ranking).
+    """
+
+    rule_id: str
+    title: str
+    explanation: str
+    threshold: str
+    evidence: dict[str, float | int | str]
+    suggestion: str
+    saving_s_per_step: float | None
+    saving_s_total: float | None
+    saving_basis: str
+    """How the saving was estimated (what it assumes)."""
+    source: str
+    """What the evidence comes from: 'steps', 'samples', 'trace', 'ranks' or 'metadata'."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                         for k, v in self.evidence.items()}
+        return d
+
+
+class Rule(Protocol):
+    """An advice rule: identity and documentation as class attributes, one pure ``evaluate``."""
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    explanation: ClassVar[str]
+    threshold: ClassVar[str]
+    suggestion: ClassVar[str]
+
+    def evaluate(self, inp: AdvisorInput) -> Finding | None:
+        """A finding when the rule's condition holds, else None (also when the data cannot tell)."""
+        ...
+
+
+def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str], *, per_step_s: float | None,
+            total_s: float | None = None, basis: str, source: str, suggestion: str | None = None) -> Finding:
+    """A Finding from a rule's class attributes; the total defaults to per-step × measured steps."""
+    if total_s is None and per_step_s is not None:
+        r0 = inp.rank0
+        total_s = per_step_s * (r0.steps.measured_steps if r0 else 0)
+    return Finding(rule_id=rule.id, title=rule.title, explanation=rule.explanation, threshold=rule.threshold,
+                   evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
+                   saving_s_total=total_s, saving_basis=basis, source=source)
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """Findings ranked by ``saving_s_total`` (largest first; findings without an estimate last, by rule
+    order). ``checked``: ids of every rule evaluated; ``notes``: what limited the advice (no trace, ...)."""
+
+    findings: tuple[Finding, ...]
+    checked: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": ADVICE_SCHEMA, "findings": [f.to_dict() for f in self.findings],
+                "checked": list(self.checked), "notes": list(self.notes)}
