@@ -56,6 +56,12 @@ def _floats(values: list[Any], what: str) -> Array:
         raise NotTraceEvents(f"{what} is not a number ({exc})") from None
 
 
+def us_to_ns(us: Array) -> Array:
+    """Float µs -> int64 ns without float64 rounding at epoch-sized values (ulp 256 ns at 1e18 ns)."""
+    whole = np.floor(us)
+    return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
+
+
 def _product(dims: Any) -> int:
     try:
         out = 1
@@ -111,7 +117,7 @@ class ChunkColumns:
         n = len(xs)
         cols: dict[str, Array] = {
             "kind": kind, "cat": cat, "name": self._codes(self.name_codes, [e.get("name", "") for e in xs]),
-            "ts_ns": np.rint(ts * 1000.0).astype(np.int64), "dur_ns": np.rint(dur * 1000.0).astype(np.int64),
+            "ts_ns": us_to_ns(ts), "dur_ns": np.rint(dur * 1000.0).astype(np.int64),
             "pid": _ints([e.get("pid", -1) for e in xs]), "tid": _ints([e.get("tid", -1) for e in xs]),
             "correlation": _ints([a.get("correlation", -1) for a in args]),
             "external_id": _ints([a.get("External id", -1) for a in args]),
@@ -162,7 +168,7 @@ class ChunkColumns:
         self.flow_parts["id"].append(_ints([f.get("id", -1) for f in flows]))
         self.flow_parts["is_start"].append(np.asarray([f.get("ph") == "s" for f in flows], dtype=bool))
         ts = _floats([f.get("ts") for f in flows], "a flow's ts")
-        self.flow_parts["ts_ns"].append(np.rint(np.nan_to_num(ts, nan=-1.0) * 1000.0).astype(np.int64))
+        self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(ts, nan=-1.0)))
         self.flow_parts["pid"].append(_ints([f.get("pid", -1) for f in flows]))
         self.flow_parts["tid"].append(_ints([f.get("tid", -1) for f in flows]))
 

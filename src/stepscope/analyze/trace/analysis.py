@@ -1,0 +1,131 @@
+"""All analyses of one rank's trace, as one typed result (``analyze_trace``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.analyze.trace.gpuview import GpuView, gpu_view
+from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
+from stepscope.analyze.trace.kernels import CopyStats, KernelBreakdown, kernel_breakdown, memory_copies
+from stepscope.analyze.trace.ops import (
+    LaunchStats,
+    ModuleNode,
+    OpStats,
+    host_times,
+    launch_stats,
+    module_tree,
+    operator_table,
+)
+from stepscope.analyze.trace.steps import StepSummary, step_summary
+from stepscope.analyze.trace.temporal import (
+    CommOverlap,
+    TemporalBreakdown,
+    Utilization,
+    comm_overlap,
+    temporal_breakdown,
+    utilization,
+)
+from stepscope.model.events import EventKind, EventTable
+from stepscope.traces.components import ComponentRules
+
+SCHEMA_VERSION = 1
+OVERLAP_TOLERANCE_NS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAnalysis:
+    """Every analysis of one rank. None: not measurable from this trace (e.g. no GPU work)."""
+
+    path: str
+    rank: int
+    world_size: int | None
+    events: int
+    gpu_events: int
+    temporal: TemporalBreakdown | None
+    idle: IdleBreakdown | None
+    kernels: KernelBreakdown
+    overlap: CommOverlap | None
+    utilization: Utilization | None
+    launches: LaunchStats | None
+    copies: tuple[CopyStats, ...]
+    operators: tuple[OpStats, ...]
+    modules: tuple[ModuleNode, ...]
+    steps: StepSummary
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        def d(v: Any) -> Any:
+            return v.to_dict() if hasattr(v, "to_dict") else v
+        return {"schema_version": SCHEMA_VERSION, "path": self.path, "rank": self.rank,
+                "world_size": self.world_size, "events": self.events, "gpu_events": self.gpu_events,
+                "temporal": d(self.temporal), "idle": d(self.idle), "kernels": d(self.kernels),
+                "overlap": d(self.overlap), "utilization": d(self.utilization), "launches": d(self.launches),
+                "copies": [c.to_dict() for c in self.copies], "operators": [o.to_dict() for o in self.operators],
+                "modules": [m.to_dict() for m in self.modules], "steps": self.steps.to_dict(),
+                "warnings": list(self.warnings)}
+
+
+def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> TraceAnalysis:
+    """Run every analysis on one rank's event table."""
+    rules = rules or ComponentRules.defaults()
+    gpu = gpu_view(table, rules)
+    host = host_times(table, gpu)
+    steps = step_summary(table, gpu)
+    return TraceAnalysis(
+        path=table.meta.path, rank=table.meta.rank, world_size=table.meta.world_size, events=len(table),
+        gpu_events=len(gpu), temporal=temporal_breakdown(gpu), idle=idle_breakdown(table, gpu) if len(gpu) else None,
+        kernels=kernel_breakdown(table, gpu), overlap=comm_overlap(gpu), utilization=utilization(table, gpu),
+        launches=launch_stats(table, gpu), copies=memory_copies(table, gpu),
+        operators=operator_table(table, host, rules), modules=module_tree(table, host), steps=steps,
+        warnings=tuple(trace_warnings(table, gpu, steps)),
+    )
+
+
+def trace_warnings(table: EventTable, gpu: GpuView, steps: StepSummary) -> list[str]:
+    """Things the reader of the figures must know (one line each)."""
+    m, out = table.meta, []
+    if not len(table):
+        out.append("the trace has no complete events: nothing to analyse")
+    elif not len(gpu):
+        out.append("no GPU work in the trace (CPU-only, or recorded without CUDA/ROCm activities): "
+                   "GPU figures are absent")
+    if len(table) and not steps.steps:
+        out.append("no ProfilerStep#N annotations: per-step times are absent (record with torch.profiler and "
+                   "call prof.step() each iteration)")
+    if m.unknown_categories:
+        out.append(f"unknown event categories kept as 'other': {', '.join(m.unknown_categories[:5])}")
+    if m.dropped_events:
+        out.append(f"{m.dropped_events} events without a timestamp or duration were dropped")
+    if (m.world_size or 1) > 1 and len(gpu) and not gpu.component_mask("communication").any():
+        out.append(f"rank {m.rank} of {m.world_size} has no communication kernels: check the component rules "
+                   "(`stepscope trace rules`) or whether communication ran outside the trace")
+    overlaps = _stream_overlaps(gpu)
+    if overlaps:
+        out.append(f"{overlaps} GPU work items overlap the previous one on their stream by more than "
+                   f"{OVERLAP_TOLERANCE_NS} ns (clock skew in the trace); unions are used, so no time is counted twice")
+    unlaunched = _unlaunched(table, gpu)
+    if unlaunched:
+        out.append(f"{unlaunched} GPU work items have no launching call in the trace; they are counted "
+                   "(HTA would drop them)")
+    if (table["kind"] == EventKind.SYNC).any():
+        out.append("cuda_sync events are not counted as GPU work (HTA counts them in its temporal window)")
+    return out
+
+
+def _stream_overlaps(gpu: GpuView) -> int:
+    if len(gpu) < 2:
+        return 0
+    order = np.lexsort((gpu.ts, gpu.stream))
+    s, ts, end = gpu.stream[order], gpu.ts[order], gpu.end[order]
+    same = s[1:] == s[:-1]
+    return int((same & (ts[1:] < end[:-1] - OVERLAP_TOLERANCE_NS)).sum())
+
+
+def _unlaunched(table: EventTable, gpu: GpuView) -> int:
+    launched = table["correlation"][(table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0)]
+    if not launched.size:
+        return 0
+    return int((~np.isin(table["correlation"][gpu.rows], launched)).sum())

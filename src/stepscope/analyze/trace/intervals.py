@@ -1,0 +1,76 @@
+"""Interval arithmetic on NumPy arrays of [start, end) nanosecond intervals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Ints = npt.NDArray[np.int64]
+
+
+def merge(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[Ints, Ints]:
+    """Union of intervals as sorted, disjoint [start, end) pairs (touching intervals are joined)."""
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    if not s.size:
+        return s.copy(), e.copy()
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def length(starts: Ints, ends: Ints) -> int:
+    """Total length of merged intervals."""
+    return int((ends - starts).sum())
+
+
+def intersection(a: tuple[Ints, Ints], b: tuple[Ints, Ints]) -> int:
+    """Length of the intersection of two merged interval sets."""
+    (as_, ae), (bs, be) = a, b
+    if not as_.size or not bs.size:
+        return 0
+    starts = np.concatenate([as_, bs])
+    ends = np.concatenate([ae, be])
+    ms, me = merge(starts, ends)
+    return length(as_, ae) + length(bs, be) - length(ms, me)
+
+
+def covered(points: Ints, merged: tuple[Ints, Ints]) -> npt.NDArray[np.bool_]:
+    """Whether each point lies inside the merged intervals ([start, end))."""
+    s, e = merged
+    if not s.size:
+        return np.zeros(points.size, dtype=bool)
+    i = np.searchsorted(s, points, side="right") - 1
+    ok = i >= 0
+    out = np.zeros(points.size, dtype=bool)
+    out[ok] = points[ok] < e[i[ok]]
+    return out
+
+
+def clip(merged: tuple[Ints, Ints], lo: int, hi: int) -> tuple[Ints, Ints]:
+    s, e = merged
+    s2, e2 = np.maximum(s, lo), np.minimum(e, hi)
+    keep = e2 > s2
+    return s2[keep], e2[keep]
+
+
+def group_stats(codes: npt.NDArray[Any], values: npt.NDArray[Any], n_groups: int) -> dict[str, npt.NDArray[Any]]:
+    """count, sum, min, max, mean, std (sample, ddof=1; 0 for one value) of values per group code."""
+    v = values.astype(np.float64)
+    count = np.bincount(codes, minlength=n_groups)
+    total = np.bincount(codes, weights=v, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / np.maximum(count, 1), 0.0)
+        sq = np.bincount(codes, weights=(v - mean[codes]) ** 2, minlength=n_groups)
+        std = np.where(count > 1, np.sqrt(sq / np.maximum(count - 1, 1)), 0.0)
+    mn = np.full(n_groups, np.inf)
+    mx = np.full(n_groups, -np.inf)
+    np.minimum.at(mn, codes, v)
+    np.maximum.at(mx, codes, v)
+    return {"count": count, "sum": total, "min": mn, "max": mx, "mean": mean, "std": std}

@@ -1,0 +1,214 @@
+"""CPU operator table, module tree and kernel launch statistics of one rank."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.idle import launch_start_ns
+from stepscope.analyze.trace.nesting import parents
+from stepscope.model.events import EventKind, EventTable
+from stepscope.traces.components import ComponentRules
+
+Array = npt.NDArray[Any]
+MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass(frozen=True, slots=True)
+class HostTimes:
+    """Per host event (operators, annotations, Python functions): parent, self CPU, GPU self/total."""
+
+    rows: Array
+    parent: Array
+    cpu_self_ns: Array
+    device_self_ns: Array
+    device_total_ns: Array
+
+
+def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
+    """GPU time is attributed to the operator whose external id the GPU work (or its launch) carries."""
+    kind = table["kind"]
+    rows = np.flatnonzero(np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION,
+                                                    EventKind.PYTHON_FUNCTION], dtype=np.int8)))
+    ts, dur = table["ts_ns"][rows], table["dur_ns"][rows]
+    par = parents(table["pid"][rows], table["tid"][rows], ts, ts + dur)
+    child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
+    cpu_self = np.maximum(dur - child.astype(np.int64), 0)
+    dev_self = np.zeros(rows.size, dtype=np.int64)
+    op_local = np.flatnonzero(kind[rows] == EventKind.CPU_OP)
+    ext = table["external_id"][rows[op_local]]
+    order = np.argsort(ext, kind="stable")
+    ext, op_local = ext[order], op_local[order]
+    g_ext = _gpu_external_ids(table, gpu)
+    if ext.size and g_ext.size:
+        i = np.clip(np.searchsorted(ext, g_ext), 0, ext.size - 1)
+        hit = (ext[i] == g_ext) & (g_ext >= 0)
+        np.add.at(dev_self, op_local[i[hit]], table["dur_ns"][gpu.rows[hit]])
+    dev_total = dev_self.copy()
+    p = par.tolist()
+    for j in np.lexsort((-(ts + dur), ts))[::-1].tolist():
+        if p[j] >= 0:
+            dev_total[p[j]] += dev_total[j]
+    return HostTimes(rows, par, cpu_self, dev_self, dev_total)
+
+
+def _gpu_external_ids(table: EventTable, gpu: GpuView) -> Array:
+    g_ext = table["external_id"][gpu.rows].copy()
+    missing = g_ext < 0
+    if missing.any():
+        rt = np.flatnonzero((table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0))
+        corr, rext = table["correlation"][rt], table["external_id"][rt]
+        o = np.argsort(corr)
+        corr, rext = corr[o], rext[o]
+        if corr.size:
+            want = table["correlation"][gpu.rows[missing]]
+            i = np.clip(np.searchsorted(corr, want), 0, corr.size - 1)
+            g_ext[missing] = np.where(corr[i] == want, rext[i], -1)
+    return g_ext
+
+
+@dataclass(frozen=True, slots=True)
+class OpStats:
+    """One operator name (all its calls on this rank), times from the trace in ns.
+
+    cpu_total_ns: summed call durations (nested calls of the same name count again). cpu_self_ns: minus
+    time in nested host events. device_self_ns: GPU work launched directly by the operator (matched by
+    external id / correlation). device_total_ns: including work launched by nested operators.
+    shapes: the most frequent recorded input shapes (JSON), most common first.
+    """
+
+    name: str
+    component: str
+    calls: int
+    cpu_total_ns: int
+    cpu_self_ns: int
+    device_self_ns: int
+    device_total_ns: int
+    shapes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k in self.__slots__ for v in [getattr(self, k)]}
+
+
+OP_SORT_KEYS = ("cpu_total", "cpu_self", "device_total", "device_self", "calls")
+
+
+def operator_table(table: EventTable, host: HostTimes, rules: ComponentRules) -> tuple[OpStats, ...]:
+    """Operators sorted by device_total then cpu_total (largest first)."""
+    local = np.flatnonzero(table["kind"][host.rows] == EventKind.CPU_OP)
+    names = table["name"][host.rows[local]]
+    uniq, codes = np.unique(names, return_inverse=True)
+    sums = {k: np.bincount(codes, weights=v[local], minlength=uniq.size).astype(np.int64) for k, v in (
+        ("cpu_total", table["dur_ns"][host.rows]), ("cpu_self", host.cpu_self_ns),
+        ("device_self", host.device_self_ns), ("device_total", host.device_total_ns))}
+    calls = np.bincount(codes, minlength=uniq.size)
+    shapes = _top_shapes(table, host.rows[local], codes, uniq.size)
+    out = [OpStats(table.names[n], rules.classify(table.names[n]), int(calls[i]), int(sums["cpu_total"][i]),
+                   int(sums["cpu_self"][i]), int(sums["device_self"][i]), int(sums["device_total"][i]), shapes[i])
+           for i, n in enumerate(uniq.tolist())]
+    return tuple(sorted(out, key=lambda o: (-o.device_total_ns, -o.cpu_total_ns, o.name)))
+
+
+def _top_shapes(table: EventTable, rows: Array, codes: Array, n: int, top: int = 3) -> list[tuple[str, ...]]:
+    shape = table["shape"][rows]
+    have = shape >= 0
+    counters: list[Counter[int]] = [Counter() for _ in range(n)]
+    for c, s in zip(codes[have].tolist(), shape[have].tolist()):
+        counters[c][s] += 1
+    return [tuple(table.shapes[s] for s, _ in cnt.most_common(top)) for cnt in counters]
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleNode:
+    """One nn.Module path (from python_function events "nn.Module: X"), all its calls.
+
+    cpu_ns: summed call durations. device_ns: GPU work launched inside the calls (attributed as for ops).
+    """
+
+    path: tuple[str, ...]
+    calls: int
+    cpu_ns: int
+    device_ns: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": list(self.path), "depth": len(self.path) - 1, "calls": self.calls, "cpu_ns": self.cpu_ns,
+                "device_ns": self.device_ns}
+
+
+def module_tree(table: EventTable, host: HostTimes) -> tuple[ModuleNode, ...]:
+    """Module paths in tree order (parents before children); empty without module events."""
+    names = table["name"][host.rows]
+    is_mod = np.asarray([n.startswith(MODULE_PREFIX) for n in table.names], dtype=bool)
+    local = np.flatnonzero(is_mod[names]) if names.size else np.empty(0, dtype=np.int64)
+    path_of: dict[int, tuple[str, ...]] = {}
+    agg: dict[tuple[str, ...], list[int]] = {}
+    par = host.parent.tolist()
+    for j in sorted(local.tolist(), key=lambda r: int(host.rows[r])):
+        up = par[j]
+        while up >= 0 and up not in path_of:
+            up = par[up]
+        path = path_of.get(up, ()) + (table.names[names[j]][len(MODULE_PREFIX):],)
+        path_of[j] = path
+        a = agg.setdefault(path, [0, 0, 0])
+        a[0] += 1
+        a[1] += int(table["dur_ns"][host.rows[j]])
+        a[2] += int(host.device_total_ns[j])
+    return tuple(ModuleNode(p, *v) for p, v in sorted(agg.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchStats:
+    """Kernel launches matched to their runtime call by correlation id (trace timings, ns).
+
+    launch_* : CPU duration of the launch call. gpu_*: kernel duration. delay_*: kernel start minus
+    launch start (queueing). p50/p95 are medians / 95th percentiles over matched kernels. short_kernels:
+    kernels shorter than their own launch call (launch-bound), short_kernel_gpu_pct their share of kernel
+    time. long_launches / long_delays: launches over launch_threshold_ns / delays over delay_threshold_ns
+    (HTA's 50 µs and 100 µs defaults).
+    """
+
+    kernels: int
+    matched: int
+    launch_p50_ns: float | None
+    launch_p95_ns: float | None
+    gpu_p50_ns: float | None
+    gpu_p95_ns: float | None
+    delay_p50_ns: float | None
+    delay_p95_ns: float | None
+    short_kernels: int
+    short_kernel_gpu_pct: float | None
+    long_launches: int
+    long_delays: int
+    launch_threshold_ns: int = 50_000
+    delay_threshold_ns: int = 100_000
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def _q(a: Array, q: float) -> float | None:
+    return float(np.percentile(a, q)) if a.size else None
+
+
+def launch_stats(table: EventTable, gpu: GpuView) -> LaunchStats | None:
+    k = gpu.rows[gpu.kind == EventKind.KERNEL]
+    if not k.size:
+        return None
+    corr = table["correlation"][k]
+    start = launch_start_ns(table, corr)
+    hit = start >= 0
+    rt = np.flatnonzero((table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0))
+    rdur = dict(zip(table["correlation"][rt].tolist(), table["dur_ns"][rt].tolist()))
+    launch = np.asarray([rdur.get(c, 0) for c in corr[hit].tolist()], dtype=np.int64)
+    gdur, delay = table["dur_ns"][k][hit], (table["ts_ns"][k] - start)[hit]
+    short = gdur < launch
+    total = table["dur_ns"][k].sum()
+    return LaunchStats(int(k.size), int(hit.sum()), _q(launch, 50), _q(launch, 95), _q(gdur, 50), _q(gdur, 95),
+                       _q(delay, 50), _q(delay, 95), int(short.sum()),
+                       100.0 * float(gdur[short].sum()) / float(total) if total else None,
+                       int((launch > 50_000).sum()), int((delay > 100_000).sum()))

@@ -1,0 +1,108 @@
+"""Per-step times from ``ProfilerStep#N`` and the step-time breakdown of the TensorBoard plugin."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analyze.trace.gpuview import GpuView, KernelType
+from stepscope.analyze.trace.intervals import covered, merge
+from stepscope.model.events import EventKind, EventTable
+
+Array = npt.NDArray[Any]
+STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
+DATALOADER = re.compile(r"enumerate\(DataLoader\)|DataLoader|_MultiProcessingDataLoaderIter|dataloader", re.I)
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu", "other")
+"""Priority order: each instant of a step counts once, in the first category active at that instant."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    """One ProfilerStep: wall time on the host (the annotation's duration) and its breakdown.
+
+    breakdown_ns maps each of CATEGORIES to ns; the values add up exactly to dur_ns. kernel: GPU kernels
+    other than communication; memcpy/memset: GPU copies/sets; communication: communication kernels;
+    runtime: CUDA/HIP runtime calls; dataloader: operators named like DataLoader iteration; cpu: other host
+    operators, annotations and Python functions; other: nothing recorded.
+    """
+
+    step: int
+    start_ns: int
+    dur_ns: int
+    breakdown_ns: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "start_ns": self.start_ns, "dur_ns": self.dur_ns, "breakdown_ns": self.breakdown_ns}
+
+
+@dataclass(frozen=True, slots=True)
+class StepSummary:
+    """Steps in order; median/mean/min/max of step duration over all recorded steps (none excluded)."""
+
+    steps: tuple[StepTime, ...]
+
+    def stat(self, fn: Any) -> float | None:
+        d = np.asarray([s.dur_ns for s in self.steps], dtype=np.float64)
+        return float(fn(d)) if d.size else None
+
+    def to_dict(self) -> dict[str, Any]:
+        totals = {c: sum(s.breakdown_ns[c] for s in self.steps) for c in CATEGORIES}
+        return {"count": len(self.steps), "median_ns": self.stat(np.median), "mean_ns": self.stat(np.mean),
+                "min_ns": self.stat(np.min), "max_ns": self.stat(np.max), "breakdown_total_ns": totals,
+                "steps": [s.to_dict() for s in self.steps]}
+
+
+def profiler_steps(table: EventTable) -> Array:
+    """Rows of ProfilerStep#N host annotations, sorted by start."""
+    is_step = np.asarray([bool(STEP_NAME.match(n)) for n in table.names], dtype=bool)
+    if not is_step.size:
+        return np.empty(0, dtype=np.int64)
+    host = table["kind"] != EventKind.GPU_USER_ANNOTATION
+    return np.flatnonzero(is_step[table["name"]] & host)
+
+
+def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Array]]:
+    kind = table["kind"]
+    names_dl = np.asarray([bool(DATALOADER.search(n)) for n in table.names], dtype=bool)
+    dl = names_dl[table["name"]] if names_dl.size else np.zeros(len(table), dtype=bool)
+    ts, end = table["ts_ns"], table.end_ns
+    is_step = np.zeros(len(table), dtype=bool)
+    is_step[profiler_steps(table)] = True
+    host = np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION],
+                                    dtype=np.int8)) & ~is_step
+    gk = gpu.kind
+    masks = [
+        (gk == EventKind.KERNEL) & (gpu.ktype != KernelType.COMMUNICATION) & (gpu.ktype != KernelType.MEMORY),
+        (gk == EventKind.MEMCPY) | ((gpu.ktype == KernelType.MEMORY) & (gk != EventKind.MEMSET)),
+        gk == EventKind.MEMSET,
+        gpu.ktype == KernelType.COMMUNICATION,
+    ]
+    out = [gpu.merged(m) for m in masks]
+    for m in (kind == EventKind.RUNTIME, host & dl, host & ~dl):
+        out.append(merge(ts[m], end[m]))
+    return out
+
+
+def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
+    rows = profiler_steps(table)
+    if not rows.size:
+        return StepSummary(())
+    s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
+    cats = _category_intervals(table, gpu)
+    bounds = np.unique(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
+    left, width = bounds[:-1], np.diff(bounds)
+    label = np.full(left.size, len(CATEGORIES) - 1, dtype=np.int64)
+    for c in range(len(cats) - 1, -1, -1):
+        label[covered(left, cats[c])] = c
+    steps = []
+    for r, s, e in zip(rows.tolist(), s0.tolist(), e0.tolist()):
+        lo, hi = np.searchsorted(left, s), np.searchsorted(left, e)
+        per = np.bincount(label[lo:hi], weights=width[lo:hi], minlength=len(CATEGORIES)).astype(np.int64)
+        per[-1] += (e - s) - int(per.sum())
+        m = STEP_NAME.match(table.names[table["name"][r]])
+        steps.append(StepTime(int(m.group(1)) if m else len(steps), s, e - s, dict(zip(CATEGORIES, per.tolist()))))
+    return StepSummary(tuple(steps))
