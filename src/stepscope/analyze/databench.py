@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 import numpy as np
@@ -104,7 +104,7 @@ class LoaderBench:
     later: PhaseThroughput | None
 
 
-class InputVerdict(str, Enum):
+class InputVerdict(StrEnum):
     INPUT_BOUND = "input_bound"
     NOT_INPUT_BOUND = "not_input_bound"
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.hostprof import stack_table
 from stepscope.analyze.summary import RunSummary
 from stepscope.model.tables import RunData
 
@@ -47,6 +48,8 @@ def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
     out["region_stats"] = _region_stats(summary)
     out["system_stats"] = _system_stats(summary)
     out["ranks"] = _ranks(summary)
+    if (stacks := stack_table(data))["rank"]:  # sampled stacks (--sample-stacks), see analyze/hostprof.py
+        out["stacks"] = stacks
     return out
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import UserError
+from stepscope.report.export.collapsed import write_collapsed
 
 Columns = dict[str, list[Any]]
 
@@ -61,6 +62,7 @@ def write_parquet(tables: dict[str, Columns], out: Path) -> list[Path]:
 
 
 WRITERS: dict[str, Callable[[dict[str, Columns], Path], list[Path]]] = {
+    "collapsed": write_collapsed,
     "csv": write_csv,
     "json": write_json,
     "parquet": write_parquet,
