@@ -71,6 +71,9 @@ def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | 
         st.index.upsert_run(replace(run, status=status, end_ns=end), str(run_dir))
         st.close()
         set_current(None)
+        from stepscope.collect.hooks import remove_all
+
+        remove_all()  # an in-process session leaves torch as it found it
 
     session = Session(run_dir, run_id, Options(), role=role, on_close=finish)
     set_current(session)
