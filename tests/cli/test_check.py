@@ -1,0 +1,103 @@
+"""`stepscope check`: the CI gate on real benchmark runs in a real git repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.cli.history_repo import bench_at, bench_history, git, make_repo
+
+from stepscope.cli import main
+from stepscope.cli.check import parse_fraction
+
+
+@pytest.fixture(scope="module")
+def history_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """The issue's 'done when' scenario: 20 commits, commit 12 makes the region 10% slower.
+
+    3 repeats at the first commit (tag v1.0), at the commit before the step and at HEAD; 1 elsewhere."""
+    mp = pytest.MonkeyPatch()
+    tmp = tmp_path_factory.mktemp("hist")
+    repo, store = tmp / "repo", tmp / "store"
+    shas = make_repo(repo)
+    bench_history(mp, repo, store, shas, {0: 3, 11: 2, 19: 3})
+    mp.undo()
+    return repo, store, shas
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    rc = main(list(argv))
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_check_flags_the_slow_commit(history_store, monkeypatch, capsys) -> None:
+    repo, store, shas = history_store
+    monkeypatch.chdir(repo)
+    rc, doc = run_json(capsys, "check", "--store", str(store), "--baseline", "v1.0", "--max-regression", "5%", "--json")
+    assert rc == 1, doc
+    assert doc["verdict"] == "regression"
+    by = {c["metric"]: c for c in doc["checks"]}
+    work = by["region.work.p50_s"]
+    assert work["verdict"] == "regressed"
+    assert 0.06 < work["change"] < 0.16  # sleep 5.5 ms vs 5 ms plus the same wake-up latency
+    assert doc["step"]["first_bad"] == shas[12] and doc["step"]["last_good"] == shas[11]
+    assert doc["baseline"] == shas[0] and doc["candidate"] == shas[19]
+
+    capsys.readouterr()
+    assert main(["check", "--store", str(store), "--baseline", "v1.0"]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out and shas[12][:10] in out and "make work 10% slower" in out
+    assert f"stepscope diff {doc['step']['last_good_run']} {doc['step']['first_bad_run']}" in out
+
+
+def test_check_passes_without_a_step(history_store, monkeypatch, capsys) -> None:
+    repo, store, shas = history_store
+    monkeypatch.chdir(repo)
+    # HEAD against the commit just after the step: same code speed, only noise
+    git(repo, "checkout", "-q", shas[19])
+    rc, doc = run_json(capsys, "check", "--store", str(store), "--baseline", shas[11][:8], "--json",
+                       "--metric", "step_time", "--max-regression", "25%")
+    assert rc == 0, doc
+    assert doc["verdict"] == "pass"
+
+
+def test_too_few_repeats_cannot_tell(history_store, monkeypatch, capsys) -> None:
+    repo, store, shas = history_store
+    monkeypatch.chdir(repo)
+    git(repo, "checkout", "-q", shas[19])
+    rc, doc = run_json(capsys, "check", "--store", str(store), "--baseline", shas[5], "--json")
+    assert rc == 2
+    assert doc["verdict"] == "cannot_tell"
+    assert "the baseline has 1 run(s)" in doc["reason"] and "need 2" in doc["reason"]
+
+
+def test_unknown_baseline_names_closest(history_store, monkeypatch, capsys) -> None:
+    repo, store, _ = history_store
+    monkeypatch.chdir(repo)
+    capsys.readouterr()
+    assert main(["check", "--store", str(store), "--baseline", "v1.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "baseline 'v1.1'" in err and "closest: v1.0" in err
+
+
+def test_no_runs_at_head_cannot_tell(tmp_path, monkeypatch, capsys) -> None:
+    repo = tmp_path / "repo"
+    shas = make_repo(repo, commits=2, slow_at=5, steps=5)
+    store = tmp_path / "store"
+    assert bench_at(monkeypatch, repo, store, shas[0], 1) == 0
+    git(repo, "checkout", "-q", shas[1])
+    capsys.readouterr()
+    assert main(["check", "--store", str(store)]) == 2
+    assert "no runs at the current commit" in capsys.readouterr().err
+
+
+def test_parse_fraction() -> None:
+    assert parse_fraction("5%") == pytest.approx(0.05)
+    assert parse_fraction("0.1") == pytest.approx(0.1)
+    from stepscope.errors import UserError
+
+    with pytest.raises(UserError):
+        parse_fraction("five")
