@@ -152,7 +152,7 @@ def module_tree(table: EventTable, host: HostTimes) -> tuple[ModuleNode, ...]:
         up = par[j]
         while up >= 0 and up not in path_of:
             up = par[up]
-        path = path_of.get(up, ()) + (table.names[names[j]][len(MODULE_PREFIX):],)
+        path = (*path_of.get(up, ()), table.names[names[j]][len(MODULE_PREFIX):])
         path_of[j] = path
         a = agg.setdefault(path, [0, 0, 0])
         a[0] += 1
