@@ -1,0 +1,243 @@
+"""Terminal rendering of a run diff (rich): verdict and the biggest changes first, then the tables.
+
+Renderers only render: every number and verdict comes computed in the RunDiff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from stepscope.analyze.diff import Change, Finding, RunDiff, Verdict
+from stepscope.analyze.diff.breakdown import BreakdownRow
+from stepscope.analyze.diff.overview import OverviewRow
+from stepscope.analyze.diff.series import MetricRow
+from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
+from stepscope.report import format as f
+
+VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.NO_SIGNIFICANT_CHANGE: "dim"}
+VERDICT_TEXT = {Verdict.FASTER: "faster", Verdict.SLOWER: "slower",
+                Verdict.NO_SIGNIFICANT_CHANGE: "no significant change"}
+
+
+def value(v: float | str | None, unit: str) -> str:
+    """A value in its unit ('ns', 'bytes', 'share', '%', 'samples/s', 'J', '' or 'text')."""
+    if v is None or isinstance(v, str):
+        return f.DASH if v is None else v
+    if unit.startswith("ns"):
+        return f.duration_ns(v)
+    if unit == "bytes":
+        return f.nbytes(v)
+    if unit == "share":
+        return f.share(v)
+    if unit == "%":
+        return f"{v:.1f}%"
+    if unit.endswith("/s"):
+        return f.rate(v, unit[:-2])
+    if unit == "J":
+        return f"{v:.2f} J"
+    return f.number(v)
+
+
+def signed(v: float | None, unit: str) -> str:
+    if v is None:
+        return f.DASH
+    if unit == "share":
+        return f"{100 * v:+.1f} pp"
+    text = value(v, unit)
+    return text if text.startswith("-") or v == 0 else "+" + text
+
+
+def pct(v: float | None) -> str:
+    return f.DASH if v is None else f"{v:+.1f}%"
+
+
+def verdict_text(ch: Change | None) -> Text:
+    if ch is None:
+        return Text(f.DASH, style="dim")
+    t = Text(VERDICT_TEXT[ch.verdict], style=VERDICT_STYLE[ch.verdict])
+    if ch.p_value is not None:
+        t.append(f"  p={ch.p_value:.2g}", style="dim")
+    if ch.ci_low is not None and ch.ci_high is not None:
+        t.append(f" ratio CI {ch.ci_low:.3f}–{ch.ci_high:.3f}", style="dim")
+    if ch.note:
+        t.append(f"  ({ch.note})", style="dim")
+    return t
+
+
+def _table(title: str, *cols: str) -> Table:
+    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    for i, c in enumerate(cols):
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0, min_width=12 if i == 0 else None,
+                     overflow="fold")
+    return t
+
+
+def header(d: RunDiff) -> RenderableType:
+    t = Text()
+    for role, s in (("baseline  ", d.baseline), ("experiment", d.experiment)):
+        t.append(f"{role} ", style="bold")
+        what = f"run {s.run_id} {s.name}" if s.run_id else f"trace set {s.label}"
+        t.append(f"{what}  ({s.kind}{', ' + s.status if s.status else ''}, world size {s.world_size or '?'})\n")
+    return t
+
+
+def _finding_line(fd: Finding) -> Text:
+    t = Text("• ")
+    label = {"step_time": "", "throughput": "", "setup": ""}.get(fd.kind, f"{fd.kind} ")
+    t.append(f"{label}{fd.name}: ", style="bold")
+    if fd.kind == "setup":
+        t.append(f"{fd.baseline_text or f.DASH} → {fd.experiment_text or f.DASH}")
+        return t
+    if fd.baseline is None or fd.experiment is None:
+        only = "only in experiment" if fd.baseline is None else "only in baseline"
+        t.append(f"{value(fd.baseline if fd.baseline is not None else fd.experiment, fd.unit)} ({only})")
+    else:
+        t.append(f"{value(fd.baseline, fd.unit)} → {value(fd.experiment, fd.unit)} "
+                 f"({signed(fd.delta, fd.unit)}, {pct(fd.delta_pct)})")
+    if "per" in fd.unit or fd.kind in ("phase", "region"):
+        t.append("  per step" if fd.kind in ("phase", "region") else "  " + fd.unit.removeprefix("ns "), style="dim")
+    if fd.verdict is not None:
+        t.append("  " + VERDICT_TEXT[fd.verdict], style=VERDICT_STYLE[fd.verdict])
+    return t
+
+
+def verdict_panel(d: RunDiff) -> RenderableType:
+    lines: list[RenderableType] = []
+    head = next((x for x in d.findings if x.kind == "step_time"), None)
+    if head is not None and head.verdict is not None:
+        word = {Verdict.FASTER: "FASTER", Verdict.SLOWER: "SLOWER",
+                Verdict.NO_SIGNIFICANT_CHANGE: "NO SIGNIFICANT CHANGE"}[head.verdict]
+        lines.append(Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[head.verdict]))
+    lines += [_finding_line(x) for x in d.findings] or [Text("nothing to compare", style="dim")]
+    lines.append(Text(f"test: {d.settings.describe()}", style="dim"))
+    style = "red" if head and head.verdict is Verdict.SLOWER else "green" if head and head.verdict is Verdict.FASTER \
+        else "blue"
+    return Panel(Group(*lines), title="what changed (biggest first)", border_style=style, expand=False)
+
+
+def messages(d: RunDiff) -> RenderableType | None:
+    notes = list(d.messages) + ([f"module / operator / kernel diff: {d.trace_note}"] if d.trace_note else [])
+    notes += list(d.traces.notes) if d.traces else []
+    if not notes:
+        return None
+    return Panel(Text("\n".join(notes)), title="notes", border_style="yellow", expand=False)
+
+
+def context(d: RunDiff) -> RenderableType:
+    if not d.context:
+        if d.baseline.run_id and d.experiment.run_id:
+            return Text("set-up: same command, parameters, code, host, model and data loader", style="dim")
+        return Text("")
+    t = _table("Set-up differences", "", "baseline", "experiment")
+    for c in d.context:
+        t.add_row(c.key, Text(c.baseline or f.DASH), Text(c.experiment or f.DASH))
+    return t
+
+
+def overview(rows: Iterable[OverviewRow]) -> RenderableType:
+    t = _table("Overview", "", "scope", "baseline", "experiment", "delta", "delta %", "verdict")
+    for r in rows:
+        t.add_row(r.label, r.scope, value(r.baseline, r.unit), value(r.experiment, r.unit),
+                  signed(r.delta, r.unit) if r.unit != "text" else "", pct(r.delta_pct), verdict_text(r.change))
+    return t
+
+
+def ranks(d: RunDiff) -> RenderableType | None:
+    if not d.ranks:
+        return None
+    t = _table("Step time per rank (median)", "rank", "baseline", "experiment", "delta %", "verdict")
+    for r in d.ranks:
+        p = None if r.baseline_ns is None or r.experiment_ns is None or not r.baseline_ns else \
+            100 * (r.experiment_ns - r.baseline_ns) / r.baseline_ns
+        t.add_row(str(r.rank), value(r.baseline_ns, "ns"), value(r.experiment_ns, "ns"), pct(p), verdict_text(r.change))
+    return t
+
+
+def _presence(b: float | None, e: float | None, unit: str) -> tuple[str, str]:
+    return (value(b, unit) if b is not None else "(only in experiment)",
+            value(e, unit) if e is not None else "(only in baseline)")
+
+
+def breakdown(rows: Iterable[BreakdownRow], limit: int | None) -> RenderableType | None:
+    rows = list(rows)
+    if not rows:
+        return None
+    t = _table("Phases and regions (mean per step, rank 0), biggest change first", "", "baseline", "experiment",
+               "delta", "delta %", "verdict")
+    for r in rows[:limit]:
+        b, e = _presence(r.baseline_ns, r.experiment_ns, "ns")
+        t.add_row(Text(f"{r.kind} {r.name}"), b, e, signed(r.delta_ns, "ns"), pct(r.delta_pct),
+                  verdict_text(r.change))
+    if limit is not None and len(rows) > limit:
+        t.caption = f"{len(rows) - limit} more: --all"
+    return t
+
+
+def delta_table(title: str, rows: Iterable[DeltaRow], limit: int | None, ops: bool) -> RenderableType | None:
+    rows = list(rows)
+    if not rows:
+        return None
+    cols = ["", "component", "calls b/e"] + (["self CPU b", "self CPU e"] if ops else []) + \
+        ["device b", "device e", "delta", "delta %"]
+    t = _table(title, *cols)
+    for r in rows[:limit]:
+        cells = [Text(r.name[:80]), r.component, f"{f.number(r.calls_baseline)} / {f.number(r.calls_experiment)}"]
+        if ops:
+            cells += list(_presence(r.self_baseline, r.self_experiment, "ns"))
+        cells += list(_presence(r.device_baseline, r.device_experiment, "ns")) if r.sort_key == "device" or not ops \
+            else [value(r.device_baseline, "ns"), value(r.device_experiment, "ns")]
+        cells += [signed(r.delta, "ns"), pct(r.delta_pct)]
+        t.add_row(*cells)
+    if limit is not None and len(rows) > limit:
+        t.caption = f"{len(rows) - limit} more: --all, or --json"
+    return t
+
+
+def module_tree(td: TraceDiff, limit: int | None) -> RenderableType | None:
+    if not td.modules:
+        return None
+    kind = "GPU" if td.time_kind == "gpu" else "CPU"
+    t = _table(f"Module tree ({kind} time {'per profiled step' if td.per_step else 'in window'})", "module", "type",
+               "baseline", "experiment", "delta", "delta %")
+    for m in td.modules[:limit]:
+        b, e = _presence(m.baseline_ns, m.experiment_ns, "ns")
+        t.add_row(Text("  " * m.depth + m.name), m.type or "", b, e, signed(m.delta_ns, "ns"), pct(m.delta_pct))
+    if td.module_overlap is not None:
+        t.caption = f"{td.module_overlap:.0%} of module time on paths present in both runs"
+    return t
+
+
+def metrics(rows: Iterable[MetricRow], title: str, mean: str, peak: str) -> RenderableType | None:
+    rows = list(rows)
+    if not rows:
+        return None
+    t = _table(title, "", f"{mean} b", f"{mean} e", f"{peak} b", f"{peak} e", "delta %")
+    for r in rows:
+        fmt = (lambda v: f.metric_value(r.name, v)) if r.kind == "system" else f.number  # noqa: B023
+        t.add_row(r.name, fmt(r.baseline_mean), fmt(r.experiment_mean), fmt(r.baseline_peak), fmt(r.experiment_peak),
+                  pct(r.delta_pct))
+    return t
+
+
+def diff_report(d: RunDiff, *, limit: int | None = 15) -> RenderableType:
+    """The whole terminal diff. ``limit``: rows per long table (None: all)."""
+    parts: list[RenderableType | None] = [header(d), verdict_panel(d), messages(d), context(d), overview(d.overview),
+                                          ranks(d), breakdown(d.breakdown, limit)]
+    if d.traces is not None:
+        td = d.traces
+        unit = "per profiled step" if td.per_step else "in window"
+        parts += [delta_table(f"Components ({unit})", td.components, None, ops=False), module_tree(td, limit),
+                  delta_table(f"Operators ({unit}), biggest change first", td.operators, limit, ops=True),
+                  delta_table(f"Kernels ({unit}), biggest change first", td.kernels, limit, ops=False)]
+    parts += [metrics(d.system, "System metrics (rank 0)", "mean", "peak"),
+              metrics(d.logged, "Logged metrics (rank 0)", "last", "min")]
+    out: list[RenderableType] = []
+    for p in parts:
+        if p is not None:
+            out += [p, Text("")]
+    return Group(*out)
