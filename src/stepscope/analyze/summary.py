@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.flops import FlopsSummary, counted_steps, flops_summary
 from stepscope.analyze.regions import RegionStats, region_stats
 from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import StepStats, step_stats
@@ -83,6 +84,8 @@ class RunSummary:
     models: tuple[dict[str, Any], ...]
     artifacts: tuple[str, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    flops: FlopsSummary | None = None
+    """FLOPs per step, achieved FLOP/s and MFU (analyze/flops.py); None when not measured or given."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -130,7 +133,7 @@ def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
 
 
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
-    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank))
+    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank) + counted_steps(rank))
     regions = region_stats(rank.regions, first_step=st.warmup_steps, measured_steps=st.measured_steps,
                            step_wall_ns=st.wall_ns)
     system = metric_stats(rank.samples)
@@ -203,7 +206,8 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
                             "last flush")
     models = tuple(rec["summary"] for r in data.ranks[:1] for rec in r.extra.get("model", []) if rec.get("summary"))
     return RunSummary(run=data.run, headline=headline(ranks), ranks=tuple(ranks), models=models,
-                      artifacts=data.artifacts, warnings=tuple(warnings))
+                      artifacts=data.artifacts, warnings=tuple(warnings),
+                      flops=flops_summary(data, [r.steps for r in ranks]))
 
 
 def index_metrics(summary: RunSummary) -> dict[str, float]:
@@ -226,6 +230,10 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
     put("peak_gpu_mem_bytes", h.peak_gpu_mem_bytes)
     put("energy_per_step_j", h.energy_per_step_j)
     put("duration_s", summary.run.duration_ns, 1e-9)
+    if summary.flops is not None:
+        put("flops_per_step", summary.flops.flops_per_step)
+        put("achieved_flops", summary.flops.achieved_flops)
+        put("mfu", summary.flops.mfu)
     if summary.ranks:
         r0 = summary.ranks[0]
         for p in r0.steps.phases + (r0.steps.other,):

@@ -36,7 +36,7 @@ def measure_step_index(session: Session) -> int:
         return MEASURE_STEP
     first_traced = o.profile_skip + o.profile_wait
     last = first_traced + o.profile_warmup + o.profile_steps
-    return MEASURE_STEP if MEASURE_STEP < first_traced else last + 1
+    return MEASURE_STEP if first_traced > MEASURE_STEP else last + 1
 
 
 def _counter_class() -> Any:

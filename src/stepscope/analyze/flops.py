@@ -1,0 +1,134 @@
+"""FLOPs per step, achieved FLOP/s and model-FLOPs utilisation (MFU) of a run.
+
+Definitions: FLOPs per step are the model FLOPs of one training step on one rank (matmul, convolution
+and attention ops of forward + backward, counted by PyTorch's FLOP counter, see collect/flops.py; or
+given with ``--flops-per-step``). Achieved FLOP/s of a rank = FLOPs per step / its median step time
+(warm-up and traced steps excluded); the run's figure adds up the ranks. MFU = achieved FLOP/s /
+(peak FLOP/s of one device x ranks), with the peak given by ``--peak-flops`` or looked up in
+``PEAK_TABLE`` from the device name and the precision the step's matmuls ran in (bf16/fp16 dense
+tensor-core peak; tf32 when float32 matmuls may use TF32; else fp32). No GPU and no ``--peak-flops``:
+MFU is None (a CPU's peak depends on its vector units and clocks; give it if you know it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stepscope.analyze.steps import StepStats
+from stepscope.model.tables import RankData, RunData
+
+PEAK_TABLE: tuple[tuple[str, dict[str, float]], ...] = (
+    # (regex on the device name, {precision: dense peak FLOP/s of one device}); first match wins.
+    (r"H100.*PCIe", {"bf16": 756e12, "fp16": 756e12, "tf32": 378e12, "fp32": 51.2e12}),
+    (r"H100.*NVL", {"bf16": 835e12, "fp16": 835e12, "tf32": 417.5e12, "fp32": 60e12}),
+    (r"H100|H800|GH200", {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12}),
+    (r"H200", {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12}),
+    (r"A100|A800", {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12}),
+    (r"V100.*PCIe", {"fp16": 112e12, "fp32": 14e12}),
+    (r"V100", {"fp16": 125e12, "fp32": 15.7e12}),
+    (r"L40S", {"bf16": 362.05e12, "fp16": 362.05e12, "tf32": 183e12, "fp32": 91.6e12}),
+    (r"\bL4\b", {"bf16": 121e12, "fp16": 121e12, "tf32": 60e12, "fp32": 30.3e12}),
+    (r"\bA10\b", {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12}),
+    (r"MI300X", {"bf16": 1307.4e12, "fp16": 1307.4e12, "tf32": 653.7e12, "fp32": 163.4e12}),
+    (r"MI250X", {"bf16": 383e12, "fp16": 383e12, "fp32": 95.7e12}),
+    (r"MI250", {"bf16": 362.1e12, "fp16": 362.1e12, "fp32": 90.5e12}),
+)
+"""Vendor data-sheet dense peaks (no sparsity). Precisions a device lacks fall back to fp32."""
+
+
+@dataclass(frozen=True, slots=True)
+class FlopsSummary:
+    """FLOPs and MFU of a run (see the module docstring for the definitions).
+
+    flops_per_step: rank 0's FLOPs per training step. source: 'measured' (FLOP counter) or 'given'
+    (--flops-per-step). precision: 'bf16' / 'fp16' / 'tf32' / 'fp32' (dtype holding most FLOPs; None
+    when not known). achieved_flops: FLOP/s summed over ranks. peak_flops: one device's peak used for
+    MFU, peak_source says where it comes from. mfu: 0-1, None without a peak. measured_step: the step
+    counted (None if given). measure_cost_ns: how much longer the counted step took than the median
+    step (the one-off cost of counting; None when unknown). ranks: ranks with a FLOPs figure.
+    """
+
+    flops_per_step: float
+    source: str
+    precision: str | None
+    achieved_flops: float | None
+    peak_flops: float | None
+    peak_source: str | None
+    mfu: float | None
+    device_name: str | None
+    measured_step: int | None
+    measure_cost_ns: float | None
+    ranks: int
+
+
+def peak_for(device_name: str | None, precision: str | None) -> tuple[float, str] | None:
+    """Dense peak FLOP/s of one device from PEAK_TABLE, and a label saying which entry; None if unknown."""
+    if not device_name:
+        return None
+    prec = precision or "fp32"
+    for pattern, peaks in PEAK_TABLE:
+        if re.search(pattern, device_name, flags=re.IGNORECASE):
+            p = prec if prec in peaks else "fp32"
+            return peaks[p], f"{device_name}, {p} dense peak"
+    return None
+
+
+def precision_of(by_dtype: dict[str, Any], tf32: bool) -> str | None:
+    """The precision of the dtype holding most of the counted FLOPs."""
+    if not by_dtype:
+        return None
+    dtype = max(by_dtype, key=lambda k: float(by_dtype[k]))
+    if dtype in ("bfloat16", "float16"):
+        return "bf16" if dtype == "bfloat16" else "fp16"
+    if dtype == "float32":
+        return "tf32" if tf32 else "fp32"
+    return dtype
+
+
+def flops_summary(data: RunData, step_stats: list[StepStats]) -> FlopsSummary | None:
+    """FLOPs / MFU of ``data``; ``step_stats`` are the ranks' step statistics (same order). None when
+    neither measured nor given."""
+    opts = data.run.options
+    given = opts.get("flops_per_step")
+    peak_given = opts.get("peak_flops")
+    if given is not None and float(given) <= 0:
+        return None
+    per_rank: list[tuple[float, float | None]] = []  # (flops per step, median step s)
+    first: dict[str, Any] | None = None
+    for rank, st in zip(data.ranks, step_stats):
+        recs = rank.extra.get("flops", [])
+        if given is None and not recs:
+            continue
+        flops = float(given) if given is not None else float(recs[-1]["flops"])
+        if first is None and recs:
+            first = recs[-1]
+        median = st.step_time.p50 if st.step_time else None
+        per_rank.append((flops, median * 1e-9 if median else None))
+    if not per_rank:
+        return None
+    achieved = [f / t for f, t in per_rank if t]
+    total = sum(achieved) if achieved else None
+    precision = precision_of(first.get("by_dtype", {}), bool(first.get("tf32"))) if first else None
+    device_name = first.get("device_name") if first else None
+    if device_name is None and data.ranks and data.ranks[0].stream.gpus and first is None:
+        device_name = data.ranks[0].stream.gpus[0].name
+    peak: tuple[float, str] | None
+    peak = (float(peak_given), "--peak-flops") if peak_given else peak_for(device_name, precision)
+    mfu = total / (peak[0] * len(achieved)) if peak and total is not None and achieved else None
+    cost = None
+    if first is not None and step_stats and step_stats[0].step_time:
+        cost = max(0.0, float(first.get("step_wall_ns", 0)) - step_stats[0].step_time.p50)
+    return FlopsSummary(
+        flops_per_step=per_rank[0][0], source="given" if given is not None else "measured", precision=precision,
+        achieved_flops=total, peak_flops=peak[0] if peak else None, peak_source=peak[1] if peak else None,
+        mfu=mfu, device_name=device_name, measured_step=int(first["step"]) if first else None,
+        measure_cost_ns=cost, ranks=len(per_rank),
+    )
+
+
+def counted_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
+    """The step whose FLOPs were counted (slowed by counting: kept out of step statistics)."""
+    steps = [int(r["step"]) for r in rank.extra.get("flops", []) if isinstance(r.get("step"), int)]
+    return tuple((k, k) for k in steps)
