@@ -93,7 +93,7 @@
   }
 
   function drawLine(fig, spec) {
-    var W = width(fig), H = spec.height || 260, M = {l: 70, r: 14, t: 10, b: 40};
+    var W = width(fig), H = spec.height || 260, M = {l: 92, r: 14, t: 10, b: 40};
     var x = spec.x || [], series = spec.series || [], n = x.length;
     var colors = series.map(function (s, i) { return s.color || PALETTE[i % PALETTE.length]; });
     var tops = series.map(function () { return new Array(n).fill(null); });

@@ -1,0 +1,172 @@
+"""Sections of the HTML run report after speed: time, system, memory, kernels, model, user metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from stepscope.analyze.advisor import Advice
+from stepscope.analyze.advisor.tracefacts import top_names, trace_facts
+from stepscope.analyze.summary import RunSummary
+from stepscope.model.events import EventKind, EventTable
+from stepscope.model.tables import RunData
+from stepscope.report import format as f
+from stepscope.report.html.page import grid, heading, notice, paragraph, tiles
+from stepscope.report.html.plots import Mark, Series, bar_chart, line_chart
+from stepscope.report.html.tables import Col, table
+
+SYSTEM_PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    # title, y label, unit, column names (gpu columns are expanded per device)
+    ("CPU", "CPU", "%", ("cpu_process_pct", "cpu_system_pct")),
+    ("Memory", "memory", "bytes", ("rss_bytes", "mem_system_used_bytes")),
+    ("GPU utilisation", "utilisation", "%", ("gpu{i}_util_pct",)),
+    ("GPU memory", "memory", "bytes", ("gpu{i}_mem_used_bytes",)),
+    ("Power", "power", "W", ("gpu{i}_power_w",)),
+    ("Disk I/O", "throughput", "bytes/s", ("disk_read_bps", "disk_write_bps")),
+    ("Network I/O", "throughput", "bytes/s", ("net_recv_bps", "net_sent_bps")),
+)
+
+
+def time_section(s: RunSummary) -> str:
+    if not s.ranks:
+        return paragraph("No process was observed.")
+    r = s.ranks[0]
+    parts = [heading("Time per step by phase" + (f" (rank {r.rank})" if len(s.ranks) > 1 else ""))]
+    rows = [{"phase": p.phase.replace("_", " "), "mean": p.mean_ns, "share": p.share}
+            for p in (*r.steps.phases, r.steps.other) if p.mean_ns is not None]
+    parts.append(table([Col("phase", "phase", "text"), Col("mean", "mean per step", "ns"),
+                        Col("share", "% of step", "share")], rows, table_id="phases",
+                       caption=f"timing: {'CUDA events' if r.timing == 'cuda_events' else 'CPU wall clock'}; "
+                               f"steps marked by {r.step_source or '—'}"))
+    parts.append(heading("Regions"))
+    if not r.regions:
+        parts.append(paragraph("No region was recorded (stepscope.region(...) or module hooks)."))
+        return "".join(parts)
+    cols = [Col("name", "region", "text"), Col("count", "count", "count"), Col("total", "total", "ns"),
+            Col("mean", "mean", "ns"), Col("p50", "p50", "ns"), Col("p95", "p95", "ns"),
+            Col("share", "% of step", "share", hint="time inside measured steps / measured step time")]
+    rows = [{"_id": g.path, "_depth": g.depth, "name": g.name, "count": g.time.count, "total": g.time.total,
+             "mean": g.time.mean, "p50": g.time.p50, "p95": g.time.p95, "share": g.share_of_steps} for g in r.regions]
+    parts.append(table(cols, rows, table_id="regions", tree=True))
+    return "".join(parts)
+
+
+def _epoch_marks(data: RunData, t0: int) -> list[Mark]:
+    if not data.ranks:
+        return []
+    st = data.ranks[0].steps
+    ep = st["epoch"]
+    if not len(ep) or ep.max() <= 0:
+        return []
+    starts = np.flatnonzero(np.diff(ep) != 0) + 1
+    return [Mark(float((st["start_ns"][i] - t0) / 1e9), f"epoch {int(ep[i])}") for i in starts[:50]]
+
+
+def system_section(data: RunData, s: RunSummary) -> str:
+    if not data.ranks or not len(data.ranks[0].samples):
+        return paragraph("No system samples were recorded.")
+    smp = data.ranks[0].samples
+    t0 = int(smp.t_ns[0])
+    x = (smp.t_ns - t0) / 1e9
+    marks = _epoch_marks(data, t0)
+    gpus = smp.gpu_indices()
+    plots = []
+    for title, ylabel, unit, names in SYSTEM_PLOTS:
+        cols = [n.format(i=i) for n in names for i in (gpus if "{i}" in n else [0])]
+        series = [Series(c, smp.columns[c]) for c in cols if c in smp.columns and np.isfinite(smp.columns[c]).any()]
+        if series:
+            plots.append(line_chart(title, x, series, xlabel="time", xunit="s", ylabel=ylabel, yunit=unit, marks=marks,
+                                    height=200, plot_id=f"plot-sys-{title.lower().replace(' ', '-').replace('/', '')}"))
+    note = paragraph(f"Rank {data.ranks[0].stream.rank}'s process and host, sampled every "
+                     f"{data.run.options.get('sample_interval_s', '?')} s; dashed lines mark epochs.")
+    return note + grid(*plots) if plots else paragraph("No system metric was readable.")
+
+
+def memory_section(s: RunSummary, traces: Mapping[int, EventTable]) -> str:
+    rows = []
+    for r in s.ranks:
+        rows.append({"rank": r.rank, "device": "process RSS", "peak": r.peak_rss_bytes})
+        rows += [{"rank": r.rank, "device": dev, "peak": v} for dev, v in sorted(r.peak_gpu_mem_bytes.items())]
+    out = table([Col("rank", "rank"), Col("device", "memory", "text"), Col("peak", "peak", "bytes")], rows,
+                table_id="memory",
+                caption="cuda:N = allocator's reserved peak per step; gpuN = NVML used (all processes)")
+    if traces:
+        out += paragraph("Allocations by operator need a window recorded with --profile-memory; the trace's "
+                         "memory events are not analysed in this report yet.")
+    return out
+
+
+def kernels_section(advice: Advice, traces: Mapping[int, EventTable], problems: Sequence[str]) -> str:
+    parts = [notice(p, "warn") for p in problems]
+    if not traces:
+        parts.append(paragraph("No profiled window in this run: record one with stepscope run --profile-steps N "
+                               "to see kernels, operators, GPU idle time and overlap."))
+        return "".join(parts)
+    for rank, t in sorted(traces.items()):
+        fa = trace_facts(t)
+        parts.append(heading(f"Rank {rank}: {fa.profiled_steps} profiled step(s)"
+                             + (f" on {fa.device_name}" if fa.device_name else "")))
+        per = fa.profiled_steps
+        parts.append(tiles([
+            ("GPU busy per step", f.duration_ns(fa.gpu_busy_ns / per) if fa.gpu_span_ns else "—", None),
+            ("GPU idle", f.share(fa.gpu_idle_share), "of the window's GPU span"),
+            ("kernels per step", f"{fa.kernels / per:,.0f}", f"median {f.duration_ns(fa.kernel_median_ns)}"),
+            ("communication", f.duration_ns(fa.comm_ns / per), f"overlapped {f.share(fa.comm_overlap_share)}"),
+            ("fp32 GEMM per step", f.duration_ns(fa.fp32_gemm_ns / per), None),
+        ]))
+        kern = top_names(t, EventKind.KERNEL, limit=15)
+        ops = top_names(t, EventKind.CPU_OP, limit=15)
+        cols = [Col("name", "name", "text"), Col("count", "count", "count"), Col("total", "total", "ns"),
+                Col("mean", "mean", "ns"), Col("share", "share", "share")]
+        blocks = []
+        if kern:
+            blocks.append(bar_chart("Top kernels by total time", [k.name for k in kern],
+                                    [("total time", [k.total_ns for k in kern])], ylabel="total time", yunit="ns",
+                                    plot_id=f"plot-kernels-{rank}"))
+        if ops:
+            blocks.append(table(cols, [{"name": o.name, "count": o.count, "total": o.total_ns, "mean": o.mean_ns,
+                                        "share": o.share} for o in ops], table_id=f"ops-{rank}",
+                                caption="top CPU operators (inclusive time; nested operators overlap)"))
+        if blocks:
+            parts.append(grid(*blocks))
+        if kern:
+            parts.append(table(cols, [{"name": k.name, "count": k.count, "total": k.total_ns, "mean": k.mean_ns,
+                                       "share": k.share} for k in kern], table_id=f"kernels-{rank}"))
+    return "".join(parts)
+
+
+def model_section(s: RunSummary) -> str:
+    if not s.models:
+        return paragraph("No model summary was recorded (the model's forward was never observed).")
+    parts = []
+    cols = [Col("name", "layer", "text"), Col("type", "type", "text"), Col("shape", "output shape", "text"),
+            Col("params", "parameters", "count"), Col("bytes", "bytes", "bytes")]
+    for i, m in enumerate(s.models):
+        parts.append(heading(f"{m['name']}: {m['total_params']:,} parameters ({m['trainable_params']:,} trainable), "
+                             f"{f.nbytes(m['param_bytes'])} of parameters, {f.nbytes(m['buffer_bytes'])} of buffers"))
+        rows = []
+        for row in m["layers"]:
+            rows.append({"_id": row["name"].replace(".", "/"), "_depth": row["depth"], "name": row["name"],
+                         "type": row["type"], "shape": str(row["output_shape"] or "—"), "params": row["params"],
+                         "bytes": row["param_bytes"] + row["buffer_bytes"]})
+        parts.append(table(cols, rows, table_id=f"model-{i}", tree=True))
+    return "".join(parts)
+
+
+def metrics_section(data: RunData) -> str:
+    if not data.ranks or not len(data.ranks[0].metrics):
+        return paragraph("No metric was logged (stepscope.log(loss=...) or a Lightning / Hugging Face callback).")
+    mt = data.ranks[0].metrics
+    t0 = int(data.ranks[0].stream.start_ns)
+    plots = []
+    for code, name in enumerate(mt.names):
+        m = mt["name_code"] == code
+        if not m.any():
+            continue
+        steps, vals, t = mt["step"][m].astype(float), mt["value"][m], (mt["t_ns"][m] - t0) / 1e9
+        plots.append(line_chart(f"{name} by step", steps, [Series(name, vals)], xlabel="step", ylabel=name,
+                                height=200, plot_id=f"plot-metric-step-{code}"))
+        plots.append(line_chart(f"{name} over time", t, [Series(name, vals)], xlabel="time", xunit="s", ylabel=name,
+                                height=200, plot_id=f"plot-metric-time-{code}"))
+    return grid(*plots)
