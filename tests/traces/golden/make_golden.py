@@ -52,7 +52,7 @@ def golden_for(path: Path) -> dict[str, Any]:
         return {k: float(df[k].iloc[0]) for k in df.columns if k != "rank"}
 
     def idle() -> Any:
-        df = ta.get_idle_time_breakdown(visualize=False, rank=0)[0]
+        df = ta.get_idle_time_breakdown(ranks=[0], visualize=False)[0]
         return [{"stream": int(r.stream), "idle_category": str(r.idle_category), "idle_time": float(r.idle_time)}
                 for r in df.itertuples()]
 
