@@ -19,7 +19,9 @@ class ExportCommand:
         from stepscope.report.export import WRITERS
 
         parser.add_argument("run", nargs="?", default="latest", help="the run (default: latest)")
-        parser.add_argument("--format", "-f", default="csv", help=f"one of: {', '.join(sorted(WRITERS))} (default csv)")
+        formats = ", ".join(sorted([*WRITERS, "perfetto"]))
+        parser.add_argument("--format", "-f", default="csv", help=f"one of: {formats} (default csv); perfetto: one "
+                            "Chrome-trace JSON file (-o FILE) for ui.perfetto.dev")
         parser.add_argument("-o", "--output", default=None, help="output folder (default: ./stepscope-export-<run id>)")
         add_store_args(parser)
 
@@ -29,6 +31,13 @@ class ExportCommand:
 
         store = store_from(args)
         data = store.load(args.run)
+        if args.format == "perfetto":
+            from stepscope.cli.runinputs import load_traces
+            from stepscope.report.export.perfetto import write_perfetto
+
+            traces = load_traces(data)
+            print(write_perfetto(data, Path(args.output or f"stepscope-{data.run.id}.perfetto.json"), traces.tables))
+            return 0
         out = Path(args.output or f"stepscope-export-{data.run.id}")
         paths = write_tables(run_tables(data, summarize_run(data)), args.format, out)
         for p in paths:

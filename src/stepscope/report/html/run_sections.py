@@ -108,13 +108,16 @@ def kernels_section(advice: Advice, traces: Mapping[int, EventTable], problems: 
         parts.append(heading(f"Rank {rank}: {fa.profiled_steps} profiled step(s)"
                              + (f" on {fa.device_name}" if fa.device_name else "")))
         per = fa.profiled_steps
-        parts.append(tiles([
-            ("GPU busy per step", f.duration_ns(fa.gpu_busy_ns / per) if fa.gpu_span_ns else "—", None),
-            ("GPU idle", f.share(fa.gpu_idle_share), "of the window's GPU span"),
-            ("kernels per step", f"{fa.kernels / per:,.0f}", f"median {f.duration_ns(fa.kernel_median_ns)}"),
-            ("communication", f.duration_ns(fa.comm_ns / per), f"overlapped {f.share(fa.comm_overlap_share)}"),
-            ("fp32 GEMM per step", f.duration_ns(fa.fp32_gemm_ns / per), None),
-        ]))
+        if fa.kernels:
+            parts.append(tiles([
+                ("GPU busy per step", f.duration_ns(fa.gpu_busy_ns / per), None),
+                ("GPU idle", f.share(fa.gpu_idle_share), "of the window's GPU span"),
+                ("kernels per step", f"{fa.kernels / per:,.0f}", f"median {f.duration_ns(fa.kernel_median_ns)}"),
+                ("communication", f.duration_ns(fa.comm_ns / per), f"overlapped {f.share(fa.comm_overlap_share)}"),
+                ("fp32 GEMM per step", f.duration_ns(fa.fp32_gemm_ns / per), None),
+            ]))
+        else:
+            parts.append(paragraph("No GPU activity in this window (CPU-only): operators below."))
         kern = top_names(t, EventKind.KERNEL, limit=15)
         ops = top_names(t, EventKind.CPU_OP, limit=15)
         cols = [Col("name", "name", "text"), Col("count", "count", "count"), Col("total", "total", "ns"),
