@@ -1,0 +1,98 @@
+"""Collection overhead, measured side by side in one run.
+
+The same training loop (benchmarks/_loop.py, ~10 ms steps on one CPU thread) runs bare, under
+`stepscope run` with default settings, under torch.profiler, and under Lightning's SimpleProfiler,
+interleaved over several rounds so machine drift hits every mode alike. Prints the median step time
+of each mode and its ratio to the bare loop. Also times a region enter/exit and the per-step cost of
+the zero-code hooks on a tiny step, where it can be resolved.
+
+Targets: stepscope's always-on collection < 1% of a 10 ms step; a region enter/exit < 3 µs.
+
+    python benchmarks/overhead.py [--rounds 5] [--steps 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOOP = HERE / "_loop.py"
+
+
+def run_mode(mode: str, steps: int, hidden: int, store: str) -> float:
+    base = [sys.executable, str(LOOP), "--steps", str(steps), "--hidden", str(hidden)]
+    if mode == "stepscope":
+        cmd = [sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--", *base]
+    else:
+        cmd = [*base, "--mode", mode]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    line = [ln for ln in out.splitlines() if ln.startswith("{")][-1]
+    return float(json.loads(line)["median_step_ns"])
+
+
+def have_lightning() -> bool:
+    try:
+        import lightning  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def region_cost_ns(store: str) -> tuple[float, float]:
+    """(region enter+exit, empty context manager) in ns per use, inside an active session."""
+    import contextlib
+
+    import stepscope
+
+    with stepscope.session(name="bench-region", store=store):
+        n = 200_000
+        region = stepscope.region
+        t_region = min(timeit.repeat(lambda: region("x").__enter__().__exit__(None, None, None),
+                                     number=n, repeat=5)) / n
+        null = contextlib.nullcontext()
+        t_null = min(timeit.repeat(lambda: null.__enter__() or null.__exit__(None, None, None),
+                                   number=n, repeat=5)) / n
+    return t_region * 1e9, t_null * 1e9
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--hidden", type=int, default=1024, help="hidden size: 1024 gives ~10 ms steps on one thread")
+    args = p.parse_args()
+    modes = ["bare", "stepscope", "torch-profiler"] + (["lightning-simple"] if have_lightning() else [])
+    tiny_modes = ["bare", "stepscope"]
+    results: dict[str, list[float]] = {m: [] for m in modes}
+    tiny: dict[str, list[float]] = {m: [] for m in tiny_modes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for m in modes:
+                results[m].append(run_mode(m, args.steps, args.hidden, tmp))
+            for m in tiny_modes:
+                tiny[m].append(run_mode(m, 1000, 16, tmp))
+            print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+        region_ns, null_ns = region_cost_ns(tmp)
+    bare = statistics.median(results["bare"])
+    print(f"\nmedian step time over {args.rounds} interleaved rounds ({args.steps} steps each, warm-up excluded)")
+    print(f"{'mode':<20}{'step':>12}{'vs bare':>10}")
+    for m in modes:
+        med = statistics.median(results[m])
+        print(f"{m:<20}{med / 1e6:>10.3f} ms{med / bare:>10.4f}")
+    tb, ts = statistics.median(tiny["bare"]), statistics.median(tiny["stepscope"])
+    per_step_us = (ts - tb) / 1e3
+    print(f"\nzero-code hooks on a tiny step: bare {tb / 1e3:.1f} µs, stepscope {ts / 1e3:.1f} µs "
+          f"-> {per_step_us:.1f} µs per step = {per_step_us / 100:.3f}% of a 10 ms step (target < 1%)")
+    print(f"region enter+exit: {region_ns:.2f} µs-equivalent ns={region_ns:.0f} (empty context manager "
+          f"{null_ns:.0f} ns; target < 3000 ns)")
+
+
+if __name__ == "__main__":
+    main()
