@@ -1,0 +1,57 @@
+"""Attach traces recorded elsewhere to a stored run."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import sys
+from pathlib import Path
+
+from stepscope.cli.common import add_store_args, store_from
+from stepscope.errors import UserError
+
+
+class ImportCommand:
+    """Attach Kineto / PyTorch-profiler traces recorded elsewhere to RUN, one per rank (the rank is read from
+    the trace's distributedInfo, else its file name). They are stored gzipped as
+    artifacts/traces/rank<R>.json.gz, where `show --traces`, the report and `diff` find them. Every file
+    is parsed first: a damaged one is named and nothing is attached."""
+
+    name = "import"
+    help = "attach traces recorded elsewhere to a run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run", help="the run to attach the traces to")
+        parser.add_argument("traces", nargs="+", help="trace files or folders of them (.json, .json.gz)")
+        parser.add_argument("--force", action="store_true", help="replace a rank's trace the run already has")
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.traces.kineto import read_trace
+        from stepscope.traces.traceset import trace_files
+
+        store = store_from(args)
+        run_dir = store.run_path(store.resolve(args.run))
+        files = trace_files(args.traces)
+        ranks: dict[int, Path] = {}
+        for f in files:
+            rank = read_trace(f).meta.rank  # validates the whole file before anything is copied
+            if rank in ranks:
+                raise UserError(f"{f}: rank {rank} again (also {ranks[rank].name}) — import one trace per rank")
+            ranks[rank] = f
+        dest_dir = run_dir / "artifacts" / "traces"
+        clashes = [r for r in ranks if (dest_dir / f"rank{r}.json.gz").exists()]
+        if clashes and not args.force:
+            raise UserError(f"the run already has traces for rank(s) {', '.join(map(str, sorted(clashes)))} — "
+                            "pass --force to replace them")
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        for rank, src in sorted(ranks.items()):
+            dest = dest_dir / f"rank{rank}.json.gz"
+            tmp = dest.with_suffix(".tmp")
+            with (gzip.open(src, "rb") if src.name.endswith(".gz") else src.open("rb")) as fin, \
+                    gzip.open(tmp, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+            tmp.replace(dest)
+            print(f"rank {rank}: {src} -> {dest.relative_to(run_dir)}", file=sys.stdout)
+        return 0
