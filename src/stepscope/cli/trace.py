@@ -1,0 +1,99 @@
+"""`stepscope trace`: analyse Kineto / PyTorch-profiler traces (files or folders of per-rank traces)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from stepscope.analyze.trace.kernels import KernelStats
+from stepscope.analyze.trace.multirank import TraceSetAnalysis, analyze_traceset
+from stepscope.analyze.trace.ops import OP_SORT_KEYS
+from stepscope.report import trace_terminal as view
+from stepscope.traces.components import ComponentRules
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+
+
+class TraceCommand:
+    """Analyse profiler traces: GPU time breakdown, idle causes, kernels by component, operators.
+
+      stepscope trace analyze traces/            every analysis, ranks side by side
+      stepscope trace kernels traces/ --top 20 --by component
+      stepscope trace ops traces/ --sort device_self
+      stepscope trace rules [--explain NAME]      the component rules in effect
+    """
+
+    name = "trace"
+    help = "analyse Kineto / PyTorch-profiler traces"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        sub = parser.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
+        for action, text in (("analyze", "every analysis of each rank"), ("kernels", "GPU time by kernel"),
+                             ("ops", "CPU operators with attributed GPU time")):
+            p = sub.add_parser(action, help=text)
+            p.add_argument("paths", nargs="+", help="trace files (.json, .json.gz) or folders of them")
+            p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+            p.add_argument("--top", type=int, default=30, help="rows per table (default 30)")
+            p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+            if action == "kernels":
+                p.add_argument("--by", choices=("component", "kernel"), default="component")
+            if action == "ops":
+                p.add_argument("--sort", choices=OP_SORT_KEYS, default="device_total")
+        r = sub.add_parser("rules", help="print the component rules in effect")
+        r.add_argument("--explain", metavar="NAME", help="say which rule names NAME's component")
+        r.add_argument("--json", action="store_true")
+
+    def run(self, args: argparse.Namespace) -> int:
+        console = Console(soft_wrap=False)
+        if args.trace_command == "rules":
+            return self._rules(args, console)
+        result = analyze_traceset(args.paths, workers=args.workers)
+        if args.trace_command == "analyze":
+            return self._analyze(result, args, console)
+        if args.trace_command == "kernels":
+            return self._kernels(result, args, console)
+        return self._ops(result, args, console)
+
+    def _rules(self, args: argparse.Namespace, console: Console) -> int:
+        rules = ComponentRules.for_project()
+        if args.explain is not None:
+            e = rules.explain(args.explain)
+            _emit_json(e.to_dict()) if args.json else console.print(view.explain_view(e))
+        else:
+            _emit_json([r.to_dict() for r in rules.rules]) if args.json else console.print(view.rules_view(rules))
+        return 0
+
+    def _analyze(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:
+        if args.json:
+            _emit_json(result.to_dict())
+            return 0
+        for a in result.ranks:
+            console.print(view.summary_view(a))
+        console.print(view.traceset_view(result))
+        return 0
+
+    def _kernels(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:
+        def rows(a: Any) -> tuple[KernelStats, ...]:
+            return a.kernels.by_component if args.by == "component" else a.kernels.by_kernel  # type: ignore[no-any-return]
+        if args.json:
+            _emit_json({str(a.rank): [s.to_dict() for s in rows(a)[:args.top]] for a in result.ranks})
+            return 0
+        for a in result.ranks:
+            console.print(view.kernel_view(rows(a), top=args.top, title=f"rank {a.rank}: GPU time by {args.by}"))
+        return 0
+
+    def _ops(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:
+        key = f"{args.sort}_ns" if args.sort != "calls" else "calls"
+        if args.json:
+            _emit_json({str(a.rank): [o.to_dict() for o in sorted(a.operators, key=lambda o: -getattr(o, key))
+                                      [:args.top]] for a in result.ranks})
+            return 0
+        for a in result.ranks:
+            console.print(view.ops_view(sorted(a.operators, key=lambda o: -getattr(o, key)), top=args.top))
+        return 0
