@@ -36,7 +36,7 @@ OUT = Path(__file__).resolve().parent
 def _safe(fn: Any) -> Any:
     try:
         return fn()
-    except Exception as exc:  # noqa: BLE001 - record HTA's failure as data
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300], "tb": traceback.format_exc()[-600:]}
 
 
@@ -45,7 +45,7 @@ def golden_for(path: Path) -> dict[str, Any]:
 
     ta = TraceAnalysis(trace_files={0: str(path)}, include_last_profiler_step=True)
     trace = ta.t.get_trace(0)
-    out: dict[str, Any] = {"file": f"{path.parent.name}/{path.name}", "hta_events": int(len(trace))}
+    out: dict[str, Any] = {"file": f"{path.parent.name}/{path.name}", "hta_events": len(trace)}
 
     def temporal() -> Any:
         df = ta.get_temporal_breakdown(visualize=False)
@@ -62,7 +62,7 @@ def golden_for(path: Path) -> dict[str, Any]:
         by_type = {str(r.kernel_type): float(r.sum) for r in types.itertuples()}
         gk = trace[trace["stream"].ne(-1)]
         return {"by_type_us": by_type, "per_kernel_sum_us": {str(r[1]): float(r[2]) for r in
-                per_kernel[["name", "sum (us)"]].itertuples()}, "gpu_events": int(len(gk))}
+                per_kernel[["name", "sum (us)"]].itertuples()}, "gpu_events": len(gk)}
 
     def overlap() -> Any:
         df = ta.get_comm_comp_overlap(visualize=False)
