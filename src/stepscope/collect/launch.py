@@ -93,6 +93,7 @@ def guess_world_size(command: list[str]) -> int:
 
 def create_run(store: Store, command: list[str], *, name: str | None, params: dict[str, str],
                tags: dict[str, str], options: Options, group: str | None = None) -> tuple[Run, Path]:
+    _ = store.index  # connect first: an unreachable database leaves no half-written run directory
     run_id, run_dir = store.new_run_dir()
     script = next((Path(a).stem for a in command if a.endswith(".py")), Path(command[0]).name)
     run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,

@@ -38,11 +38,16 @@ MIGRATIONS: list[list[str]] = [
         """CREATE TABLE run_groups (id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
             created_ns BIGINT NOT NULL, spec TEXT NOT NULL)""",
     ],
+    [  # 2: shallow-clone flag (history says when commit order may be incomplete); metric-name lookups
+        "ALTER TABLE runs ADD COLUMN git_shallow INTEGER",
+        "CREATE INDEX run_metrics_name ON run_metrics (name)",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 RUN_COLUMNS = ("id", "name", "status", "start_ns", "end_ns", "exit_code", "world_size", "command", "cwd", "host",
-               "git_commit", "git_branch", "git_dirty", "git_commit_time", "git_subject", "grp", "path", "params", "tags")
+               "git_commit", "git_branch", "git_dirty", "git_commit_time", "git_subject", "grp", "path", "params", "tags",
+               "git_shallow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,8 @@ class RunRow:
     path: str
     params: dict[str, str]
     tags: dict[str, str]
+    git_shallow: bool | None = None
+    """The run's work tree was a shallow clone (None: unknown, e.g. indexed before schema 2)."""
 
     @classmethod
     def from_tuple(cls, t: Sequence[Any]) -> RunRow:
@@ -75,6 +82,7 @@ class RunRow:
         d["params"] = json.loads(d["params"])
         d["tags"] = json.loads(d["tags"])
         d["git_dirty"] = None if d["git_dirty"] is None else bool(d["git_dirty"])
+        d["git_shallow"] = None if d["git_shallow"] is None else bool(d["git_shallow"])
         return cls(**d)
 
 
@@ -163,15 +171,15 @@ class Index:
         return int(rows[0][0]) if rows else 0
 
     def _migrate(self) -> None:
+        """Bring the schema to SCHEMA_VERSION in one transaction (all of it or none of it). Concurrent
+        openers queue: PostgreSQL on an advisory lock, SQLite on its write lock (BEGIN IMMEDIATE)."""
+        if self.schema_version() == SCHEMA_VERSION:
+            return  # the common case: no write lock taken just to open
         with self.transaction() as cur:
-            self.execute(cur, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        if self.is_postgres:
-            with self.transaction() as cur:  # serialise concurrent migrators
+            if self.is_postgres:
                 cur.execute("SELECT pg_advisory_xact_lock(734201)")
-                self._apply_migrations(cur)
-        else:
-            with self.transaction() as cur:
-                self._apply_migrations(cur)
+            self.execute(cur, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._apply_migrations(cur)
 
     def _apply_migrations(self, cur: Any) -> None:
         rows = self.execute(cur, "SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
@@ -194,7 +202,8 @@ class Index:
                " ".join(run.command), run.cwd, run.host.hostname,
                g.commit if g else None, g.branch if g else None, (int(g.dirty) if g else None),
                g.commit_time_s if g else None, g.subject if g else None, run.group, path,
-               json.dumps(run.params, sort_keys=True), json.dumps(run.tags, sort_keys=True))
+               json.dumps(run.params, sort_keys=True), json.dumps(run.tags, sort_keys=True),
+               (int(g.shallow) if g else None))
         placeholders = ", ".join("?" * len(RUN_COLUMNS))
         with self.transaction() as cur:
             self.execute(cur, "DELETE FROM runs WHERE id = ?", (run.id,))
