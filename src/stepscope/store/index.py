@@ -46,8 +46,8 @@ MIGRATIONS: list[list[str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 RUN_COLUMNS = ("id", "name", "status", "start_ns", "end_ns", "exit_code", "world_size", "command", "cwd", "host",
-               "git_commit", "git_branch", "git_dirty", "git_commit_time", "git_subject", "grp", "path", "params", "tags",
-               "git_shallow")
+               "git_commit", "git_branch", "git_dirty", "git_commit_time", "git_subject", "grp", "path", "params",
+               "tags", "git_shallow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,8 @@ class Index:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
         except sqlite3.Error as e:
-            raise UserError(f"cannot open the index {self.url}: {e} — check the store path and its permissions") from None
+            raise UserError(f"cannot open the index {self.url}: {e} — check the store path and its "
+                            "permissions") from None
         return conn
 
     def close(self) -> None:
