@@ -20,7 +20,17 @@ def loader_config(loader: Any) -> dict[str, Any]:
             "pin_memory": get("pin_memory"), "prefetch_factor": get("prefetch_factor"),
             "persistent_workers": get("persistent_workers"), "drop_last": get("drop_last"),
             "dataset": type(getattr(loader, "dataset", None)).__name__,
-            "dataset_len": _safe_len(getattr(loader, "dataset", None))}
+            "dataset_len": _safe_len(getattr(loader, "dataset", None)), "torch_threads": _torch_threads()}
+
+
+def _torch_threads() -> int | None:
+    """torch's intra-op threads in this process (the advisor's oversubscription rule reads it)."""
+    try:
+        import torch
+
+        return int(torch.get_num_threads())
+    except Exception:
+        return None
 
 
 def _safe_len(obj: Any) -> int | None:
