@@ -125,7 +125,7 @@ def _train(rank: RankData) -> Any:
     return s.take(s["phase"] == int(Phase.TRAIN))
 
 
-def _window(data: RunData, warmup: int | None) -> tuple[int, int] | None:
+def step_window(data: RunData, warmup: int | None) -> tuple[int, int] | None:
     trains = [(_train(r), r.stream.complete) for r in data.ranks]
     trains = [(t, c) for t, c in trains if len(t)]
     if not trains:
@@ -222,7 +222,7 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     incomplete = tuple(r.stream.rank for r in ranks if not r.stream.complete)
     warnings = [f"rank {r} ended without its end record (died or was killed): analysed up to its last flush"
                 for r in incomplete]
-    window = _window(data, warmup)
+    window = step_window(data, warmup)
     measured = _comm_measured(data)
     trace_split = _trace_split(traces)
     if window is None:

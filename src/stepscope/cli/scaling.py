@@ -1,0 +1,94 @@
+"""`stepscope scaling`: weak / strong scaling of a group of runs at several world sizes."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+from pathlib import Path
+
+from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
+from stepscope.errors import UserError
+from stepscope.store import Store
+
+
+def parse_target(text: str | None):  # type: ignore[no-untyped-def]
+    """``loss=0.5`` -> Target; a one-line error otherwise."""
+    from stepscope.analyze.scaling import Target
+
+    if text is None:
+        return None
+    name, sep, value = text.partition("=")
+    try:
+        return Target(name.strip(), float(value)) if sep and name.strip() else _bad_target(text)
+    except ValueError:
+        return _bad_target(text)
+
+
+def _bad_target(text: str) -> None:
+    raise UserError(f"--target {text!r}: expected METRIC=VALUE with a number, e.g. --target loss=0.5")
+
+
+def select_runs(store: Store, refs: list[str], tags: dict[str, str], pattern: str | None) -> list[str]:
+    """Run ids: the listed runs, else every run with the tags and whose name matches the pattern."""
+    if refs:
+        return [store.resolve(r) for r in refs]
+    if not tags and not pattern:
+        raise UserError("no runs given — list runs (stepscope scaling RUN1 RUN2 ...), or select them with "
+                        "--tag KEY=VALUE or --name PATTERN")
+    rows = [r for r in store.rows() if all(r.tags.get(k) == v for k, v in tags.items())]
+    if pattern:
+        rows = [r for r in rows if fnmatch.fnmatchcase(r.name, pattern)]
+    if not rows:
+        what = " ".join([f"--tag {k}={v}" for k, v in tags.items()] + ([f"--name {pattern}"] if pattern else []))
+        raise UserError(f"no run matches {what} — `stepscope ls` lists runs with their tags")
+    return [r.id for r in reversed(rows)]
+
+
+class ScalingCommand:
+    """Scaling of a group of runs at several world sizes: samples, total time, per-rank and total
+    throughput (mean ± std), ideal lines from the smallest size, efficiency; first vs later epochs where
+    epochs exist; communication share; time to a target metric value. Weak or strong (inferred from the
+    samples unless --mode is given)."""
+
+    name = "scaling"
+    help = "weak / strong scaling of runs at several world sizes"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("runs", nargs="*", metavar="RUN", help="runs of the study (or select with --tag / --name)")
+        parser.add_argument("--tag", action="append", metavar="KEY=VALUE", help="runs with this tag (repeatable)")
+        parser.add_argument("--name", metavar="PATTERN", help="runs whose name matches (shell pattern, e.g. 'ddp-*')")
+        parser.add_argument("--mode", choices=("weak", "strong"), help="scaling mode (default: inferred)")
+        parser.add_argument("--target", metavar="METRIC=VALUE", help="time to reach a metric value, e.g. loss=0.5")
+        parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
+        parser.add_argument("--json", action="store_true", help="machine-readable output (schema stepscope.scaling/1)")
+        parser.add_argument("--html", metavar="FILE", help="also write an HTML report with the plots")
+        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.analyze.scaling import analyze_scaling
+
+        target = parse_target(args.target)
+        store = store_from(args)
+        ids = select_runs(store, args.runs, parse_pairs(args.tag, "tag"), args.name)
+        result = analyze_scaling([store.load(i) for i in ids], mode=args.mode, target=target,
+                                 warmup=args.warmup_steps)
+        if len(result.sizes) < 2:
+            sizes = ", ".join(map(str, result.sizes)) or "none"
+            raise UserError(f"the {len(ids)} run(s) selected have a single world size ({sizes}) — a scaling study "
+                            "needs runs at two or more sizes, e.g. torchrun --nproc-per-node 1, 2 and 4")
+        if args.html:
+            from stepscope.report.html.scaling import scaling_page
+
+            Path(args.html).write_text(scaling_page(result), encoding="utf-8")
+        if args.json:
+            for w in result.warnings:
+                print(f"stepscope: warning: {w}", file=sys.stderr)
+            print_json(result.to_dict())
+            return 0
+        from stepscope.report.scaling_terminal import scaling_report
+        from stepscope.report.terminal import console
+
+        console(width=args.width).print(scaling_report(result))
+        return 0

@@ -1,0 +1,142 @@
+"""`stepscope sweep`: run a command over a grid of parameters, store each run tagged with its values."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
+from stepscope.cli.run import add_collection_args, command_from, options_from
+from stepscope.errors import UserError
+from stepscope.store import Store
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def parse_grid(specs: list[str] | None) -> dict[str, list[str]]:
+    """``--param workers=0,2,4`` (repeatable) -> {"workers": ["0", "2", "4"]}, in the order given."""
+    grid: dict[str, list[str]] = {}
+    for spec in specs or []:
+        name, sep, values = spec.partition("=")
+        vals = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not name.strip() or not vals:
+            raise UserError(f"--param {spec!r}: expected NAME=V1,V2,..., e.g. --param workers=0,2,4")
+        if name.strip() in grid:
+            raise UserError(f"--param {name.strip()} given twice — list every value in one: --param {name.strip()}=a,b")
+        grid[name.strip()] = vals
+    if not grid:
+        raise UserError("no --param given — a sweep needs at least one, e.g. --param workers=0,2,4")
+    return grid
+
+
+def check_placeholders(command: list[str], grid: dict[str, list[str]]) -> None:
+    """Every {name} in the command must have a --param (checked before anything runs)."""
+    used = {m for a in command for m in _PLACEHOLDER.findall(a)}
+    missing = sorted(used - set(grid))
+    if missing:
+        raise UserError(f"the command uses {{{missing[0]}}} but no --param {missing[0]}=... is given — add one, "
+                        f"e.g. --param {missing[0]}=1,2 (placeholders: {', '.join(sorted(used))})")
+
+
+def fill(command: list[str], values: dict[str, str]) -> list[str]:
+    return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), a) for a in command]
+
+
+def sweep_runs(store: Store, group: str) -> list[Any]:
+    """The runs of a stored sweep group as analysis inputs."""
+    from stepscope.analyze.sweep import SweepRun
+    from stepscope.cli.common import ensure_metrics
+
+    rows = [r for r in store.rows() if r.grp == group]
+    ensure_metrics(store, [r.id for r in rows])
+    metrics = store.index.metrics([r.id for r in rows])
+    return [SweepRun(r.id, dict(r.params), r.status, metrics.get(r.id, {})) for r in rows]
+
+
+def run_grid(store: Store, command: list[str], grid: dict[str, list[str]], args: argparse.Namespace,
+             group: str) -> None:
+    """Launch every point x repeat; a failing point is reported and the sweep goes on."""
+    from stepscope.cli.finish import finish_run
+    from stepscope.collect.launch import launch
+
+    options, tags = options_from(args), parse_pairs(args.tag, "tag")
+    points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
+    total = len(points) * args.repeat
+    for i, (values, rep) in enumerate(itertools.product(points, range(args.repeat)), 1):
+        kv = " ".join(f"{k}={v}" for k, v in values.items())
+        result = launch(store, fill(command, values), name=args.name, params=values,
+                        tags={**tags, "sweep": group}, options=options, group=group)
+        finish_run(store, result.run_id, print_summary=False)
+        state = "ok" if result.exit_code == 0 else f"FAILED (exit code {result.exit_code})"
+        print(f"sweep {i}/{total}: {kv} repeat {rep + 1} → {result.run_id} {state}", file=sys.stderr)
+
+
+class SweepCommand:
+    """Run a command over a grid of parameters (every combination, --repeat times each); {NAME} in the
+    command takes each value of --param NAME=V1,V2,... Each run is stored with its values as parameters
+    and tagged sweep=<group>. Shows the chosen metric per setting, a heat map over two parameters and the
+    best setting; a failed point is recorded as failed and the sweep goes on. --group shows a stored
+    sweep again without running anything."""
+
+    name = "sweep"
+    help = "run a command over a grid of parameters: heat map and best setting"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--param", action="append", metavar="NAME=V1,V2", help="a swept parameter (repeatable)")
+        parser.add_argument("--repeat", "-r", type=int, default=1, metavar="N", help="runs per setting (default 1)")
+        parser.add_argument("--metric", default="samples_per_s", help="metric to compare (default samples_per_s; "
+                            "any `stepscope ls --json` metric, e.g. step_time_median_s)")
+        parser.add_argument("--heatmap", metavar="ROW,COL", help="heat map parameters (default: first two)")
+        parser.add_argument("--group", help="show a stored sweep (its group id) instead of running one")
+        parser.add_argument("--name", help="run name (default: the script's name)")
+        parser.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of every run")
+        parser.add_argument("--json", action="store_true", help="machine-readable output (schema stepscope.sweep/1)")
+        parser.add_argument("--html", metavar="FILE", help="also write an HTML report with the heat map")
+        add_collection_args(parser)
+        add_store_args(parser)
+        parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command, with {NAME}s")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.analyze.sweep import analyze_sweep
+
+        if args.repeat < 1:
+            raise UserError(f"--repeat {args.repeat}: must be 1 or more")
+        heat = tuple(args.heatmap.split(",")) if args.heatmap else None
+        if args.group:
+            store = store_from(args)
+            spec = next((s for g, _, _, _, s in store.index.groups("sweep") if g == args.group), None)
+            if spec is None:
+                raise UserError(f"no sweep {args.group!r} in the store — `stepscope ls --tag sweep=...` lists runs")
+            grid, group = spec["grid"], args.group
+        else:
+            grid, command = parse_grid(args.param), command_from(args)
+            check_placeholders(command, grid)
+            from stepscope.collect.launch import check_command
+
+            check_command(fill(command, {k: v[0] for k, v in grid.items()}))
+            store, group = store_from(args, create=True), "sweep-" + secrets.token_hex(4)
+            store.index.add_group(group, "sweep", args.name or "", time.time_ns(),
+                                  {"command": command, "grid": grid, "repeat": args.repeat})
+            run_grid(store, command, grid, args, group)
+        if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
+            raise UserError(f"--heatmap {args.heatmap}: expected two swept parameters ROW,COL out of {', '.join(grid)}")
+        result = analyze_sweep(sweep_runs(store, group), grid, metric=args.metric, heat=heat)  # type: ignore[arg-type]
+        if args.html:
+            from stepscope.report.html.scaling import sweep_page
+
+            Path(args.html).write_text(sweep_page(result), encoding="utf-8")
+        if args.json:
+            print_json({"group": group, **result.to_dict()})
+        else:
+            from stepscope.report.scaling_terminal import sweep_report
+            from stepscope.report.terminal import console
+
+            print(f"sweep {group}", file=sys.stderr)
+            console().print(sweep_report(result))
+        return 0 if not result.failed else 1
