@@ -47,7 +47,8 @@ def classify(code: CodeType) -> str | None:
     norm = fn.replace(_SEP, "/")
     if name == "__next__" and norm.endswith(("torch/utils/data/dataloader.py", "stepscope/collect/loader.py")):
         return "data_wait"
-    if name == "backward" and norm.endswith(("torch/autograd/__init__.py", "torch/_tensor.py")):
+    if name == "backward" and norm.endswith(("torch/autograd/__init__.py", "torch/_tensor.py",
+                                              "stepscope/collect/hooks.py")):
         return "backward"
     if "/torch/optim/" in norm and (name == "step" or "profile_hook_step" in getattr(code, "co_qualname", "")):
         return "optimizer"
