@@ -33,6 +33,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--first-step-sleep", type=float, default=0.0, help="extra seconds in step 0 (warm-up)")
     p.add_argument("--compute", type=int, default=0, help="extra matmuls per step (busy compute)")
+    p.add_argument("--instrument", action="store_true", help="stepscope regions and logged metrics")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -42,12 +43,24 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = nn.CrossEntropyLoss()
     a = torch.randn(128, 128)
+    import contextlib
+
+    region = contextlib.nullcontext
+    if args.instrument:
+        import stepscope
+
+        region = stepscope.region  # type: ignore[assignment]
     for step, (x, y) in enumerate(loader):
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        for _ in range(args.compute):
-            a = torch.tanh(a @ a)
+        with region("model"):  # type: ignore[call-arg]
+            with region("forward"):  # type: ignore[call-arg]
+                loss = loss_fn(model(x), y)
+            loss.backward()
+        with region("extra"):  # type: ignore[call-arg]
+            for _ in range(args.compute):
+                a = torch.tanh(a @ a)
+        if args.instrument:
+            stepscope.log(loss=float(loss), lr=0.1)
         if step == 0 and args.first_step_sleep:
             time.sleep(args.first_step_sleep)
         opt.step()
