@@ -125,7 +125,17 @@ def _train(rank: RankData) -> Any:
     return s.take(s["phase"] == int(Phase.TRAIN))
 
 
+def run_warmup(data: RunData, warmup: int | None) -> int | None:
+    """The warm-up override in force: the caller's, else the run's ``--warmup-steps``, else None (automatic)."""
+    if warmup is not None:
+        return warmup
+    opt = data.run.options.get("warmup_steps")
+    return int(opt) if isinstance(opt, int) else None
+
+
 def step_window(data: RunData, warmup: int | None) -> tuple[int, int] | None:
+    """(first, last) training step index analysed: steps of every complete rank, warm-up excluded."""
+    warmup = run_warmup(data, warmup)
     trains = [(_train(r), r.stream.complete) for r in data.ranks]
     trains = [(t, c) for t, c in trains if len(t)]
     if not trains:
@@ -215,9 +225,6 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     warmup: steps to exclude (None: the run's option, else automatic). traces: rank -> EventTable of the
     profiler window, for the kernel-based split (optional; the CLI loads them).
     """
-    if warmup is None:
-        opt = data.run.options.get("warmup_steps")
-        warmup = int(opt) if isinstance(opt, int) else None
     ranks = sorted(data.ranks, key=lambda r: r.stream.rank)
     incomplete = tuple(r.stream.rank for r in ranks if not r.stream.complete)
     warnings = [f"rank {r} ended without its end record (died or was killed): analysed up to its last flush"
