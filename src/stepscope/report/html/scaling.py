@@ -43,7 +43,7 @@ def svg_plot(title: str, x: Sequence[float], lines: Sequence[tuple[str, str, Seq
     if not ys or not x:
         return ""
     x_lo, x_hi = min(x), max(x) if max(x) > min(x) else min(x) * 2
-    y_lo, y_hi = (min(ys) / 1.3, max(ys) * 1.3) if log_y else (0.0, max(1.1, max(ys) * 1.1))
+    y_lo, y_hi = (min(ys) / 1.3, max(ys) * 1.3) if log_y else (0.0, max(1.25, math.ceil(max(ys) * 4) / 4))
     h = height
 
     def px(v: float) -> float:
@@ -56,7 +56,7 @@ def svg_plot(title: str, x: Sequence[float], lines: Sequence[tuple[str, str, Seq
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" width="{W}" height="{h}" '
              f'role="img" aria-label="{esc(title)}" font-size="11" font-family="sans-serif">']
-    y_ticks = _ticks_log(y_lo, y_hi) if log_y else [y_lo + i * (y_hi - y_lo) / 5 for i in range(6)]
+    y_ticks = _ticks_log(y_lo, y_hi) if log_y else [i * 0.25 for i in range(int(y_hi / 0.25) + 1)]
     for t in y_ticks:
         parts.append(f'<line x1="{PAD_L}" x2="{W - PAD_R}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#ddd"/>'
                      f'<text x="{PAD_L - 4}" y="{py(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
