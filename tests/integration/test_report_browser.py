@@ -1,0 +1,70 @@
+"""The HTML run report in a real headless Chromium, opened from file://: no console errors, no network
+request, every section present, every plot drawn, hostile names shown as text. Screenshots go to
+test-artifacts/ (gitignored)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.conftest import ROOT
+from tests.report.conftest import HOSTILE, profiled_store  # noqa: F401  (shared real run)
+
+from stepscope.cli import main
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model", "metrics")
+
+
+@pytest.fixture
+def browser():  # type: ignore[no-untyped-def]
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium) — the real-browser test needs it")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
+                                                              "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+def test_report_in_chromium(browser, profiled_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    out = tmp_path / "report.html"
+    assert main(["report", "--store", str(profiled_store), "-o", str(out)]) == 0
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    page.on("dialog", lambda d: errors.append("dialog opened: " + d.message))
+    page.goto(out.as_uri())
+    page.wait_for_load_state("load")
+    assert errors == [] and requests == []
+    for s in SECTIONS:
+        assert page.locator(f"section#{s} > h2").is_visible()
+    figures = page.locator("figure.ss-plot")
+    n = figures.count()
+    assert n >= 6
+    assert page.locator("figure.ss-plot[data-drawn='1'] svg").count() == n  # every plot drawn
+    assert page.locator("#plot-step-time svg polyline.ss-series").count() >= 1
+    assert page.locator("#plot-phases svg polygon.ss-area").count() >= 3
+    assert HOSTILE in page.locator("header h1").inner_text()  # shown as text, never run
+    assert page.evaluate("document.querySelectorAll('script:not([type])').length") == 1
+    # sorting: click 'total' of the regions table twice -> descending then ascending
+    header = page.locator("#regions th", has_text="total")
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    # tooltip on hover
+    svg = page.locator("#plot-step-time svg")
+    svg.scroll_into_view_if_needed()
+    box = svg.bounding_box()
+    assert box is not None
+    svg.hover(position={"x": box["width"] * 0.6, "y": box["height"] * 0.4})
+    assert page.locator("#ss-tip").is_visible() and "step" in page.locator("#ss-tip").inner_text()
+    shots = ROOT / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    page.screenshot(path=str(shots / "report_full.png"), full_page=True)
+    assert errors == [] and requests == []
