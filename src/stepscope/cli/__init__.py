@@ -42,6 +42,8 @@ COMMANDS: list[str] = [
     "stepscope.cli.bench:BenchCommand",
     "stepscope.cli.history:HistoryCommand",
     "stepscope.cli.check:CheckCommand",
+    "stepscope.cli.dashboard:DashboardCommand",
+    "stepscope.cli.serve:ServeCommand",
 ]
 """module:Class of every subcommand, in the order `stepscope --help` lists them."""
 

@@ -8,6 +8,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from stepscope.analyze.history import RunPoint
 from stepscope.errors import UserError
@@ -119,3 +120,39 @@ def resolve_baseline(ref: str, points: list[RunPoint], cwd: Path) -> str:
     hint = f"closest: {', '.join(close)}" if close else "give a commit with runs, a tag or a branch"
     why = "ambiguous commit prefix" if len(hits) > 1 else "no such commit, tag, branch or run"
     raise UserError(f"baseline {ref!r}: {why} — {hint}")
+
+
+def site_from_store(store: Store, *, name: str | None = None, report_ids: set[str] | None = None) -> Any:
+    """The dashboard's Site: every run (newest first) and the tracked metrics' histories of runs named
+    ``name`` (default: the newest run's name). ``report_ids``: runs that will have a full report page."""
+    from stepscope.analyze.history import metric_history, tracked_metrics
+    from stepscope.report.dashboard import DashRun, Site
+
+    rows = store.index.runs()
+    metrics = store.index.metrics()
+    runs = tuple(DashRun(id=r.id, name=r.name, status=r.status, start_s=r.start_ns / 1e9, commit=r.git_commit,
+                         branch=r.git_branch, dirty=bool(r.git_dirty), subject=r.git_subject, group=r.grp,
+                         host=r.host, params=r.params, tags=r.tags, metrics=metrics.get(r.id, {}),
+                         has_report=r.id in (report_ids or set())) for r in rows)
+    name = default_name(store, name)
+    points = [point_from_row(r, metrics.get(r.id, {})) for r in reversed(rows) if r.name == name]
+    histories = tuple(metric_history(points, m) for m in tracked_metrics(points))
+    return Site(runs=runs, histories=histories,
+                note=f"{len(runs)} runs · history of runs named {name!r}" if name else "no runs yet")
+
+
+def render_report(store: Store, run_id: str) -> str | None:
+    """A run's full HTML report (the `stepscope report` renderer), or None when it cannot be rendered."""
+    try:
+        from stepscope.analyze.advisor import advise
+        from stepscope.analyze.summary import summarize_run
+        from stepscope.cli.runinputs import advisor_input, load_traces
+        from stepscope.report.html.run_report import render_run_report
+
+        data = store.load(run_id)
+        summary = summarize_run(data)
+        traces = load_traces(data)
+        return render_run_report(data, summary, advise(advisor_input(summary, traces)), traces.tables,
+                                 traces.problems)
+    except Exception:  # a damaged or synthetic run dir: the dashboard links to its index page instead
+        return None

@@ -1,0 +1,52 @@
+"""The static dashboard: `stepscope dashboard build -o site/`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from stepscope.cli.common import add_store_args, store_from
+from stepscope.errors import UserError
+
+
+class DashboardCommand:
+    """Build the dashboard as a static site: a runs list (sortable, filterable by name, branch, tag,
+    parameter, status), one history page per tracked metric (steps marked, points open their run), a
+    compare page, and the full HTML report of the newest runs. Open <dir>/index.html from disk or publish
+    the folder on any static web server (GitHub Pages, GitLab Pages, S3)."""
+
+    name = "dashboard"
+    help = "build the static dashboard site: stepscope dashboard build -o site/"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("action", choices=("build",), help="build: write the site")
+        parser.add_argument("-o", "--output", default="site", metavar="DIR", help="output folder (default: site)")
+        parser.add_argument("--name", help="history of runs of this name (default: the newest run's name)")
+        parser.add_argument("--reports", type=int, default=100, metavar="N",
+                            help="render the full report of the N newest runs (default: 100; 0: none)")
+        add_store_args(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from stepscope.cli.historydata import render_report, site_from_store
+        from stepscope.report.dashboard import write_site
+
+        t0 = time.perf_counter()
+        store = store_from(args)
+        out = Path(args.output)
+        if out.exists() and not out.is_dir():
+            raise UserError(f"{out} exists and is not a folder — choose another -o DIR")
+        reports: dict[str, str] = {}
+        for row in store.index.runs(limit=max(args.reports, 0)) if args.reports > 0 else []:
+            html = render_report(store, row.id)
+            if html is not None:
+                reports[row.id] = html
+        site = site_from_store(store, name=args.name, report_ids=set(reports))
+        try:
+            written = write_site(site, out, reports)
+        except OSError as e:
+            raise UserError(f"cannot write the site to {out}: {e.strerror or e} — choose another -o DIR") from None
+        print(f"{out / 'index.html'}  ({len(written)} files, {len(site.runs)} runs, {len(site.histories)} "
+              f"histories, {len(reports)} reports, {time.perf_counter() - t0:.1f} s)", file=sys.stdout)
+        return 0

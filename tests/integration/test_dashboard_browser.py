@@ -1,0 +1,165 @@
+"""The dashboard in headless Chromium (Playwright): from file:// and from `stepscope serve`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.cli.history_repo import bench_history, make_repo
+
+from stepscope.cli import main
+
+pytestmark = pytest.mark.browser
+CHROMIUM = Path("/usr/bin/chromium")
+HOSTILE = '<img src=x onerror="window.__pwned=1">"&\'</script>'
+
+
+def _hostile_run(store: Path) -> None:
+    """A run whose name, tag and parameter are HTML/JS, indexed without a run directory."""
+    from stepscope.model.run import HostInfo, Run, RunStatus, SoftwareInfo
+    from stepscope.store import open_store
+
+    st = open_store(store)
+    st.index.upsert_run(Run(id="hostile1", name=HOSTILE, status=RunStatus.FAILED, start_ns=1, end_ns=2,
+                            command=("x",), cwd="/", exit_code=1, git=None,
+                            host=HostInfo("h", "linux", None, None, None, None), software=SoftwareInfo("3", "0"),
+                            world_size=1, params={"lr": HOSTILE}, tags={"team": HOSTILE}),
+                        "/nonexistent", {"step_time_median_s": 0.5})
+    st.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, list[str]]]:
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium")
+    pytest.importorskip("playwright.sync_api")
+    mp = pytest.MonkeyPatch()
+    tmp = tmp_path_factory.mktemp("dash")
+    repo, store = tmp / "repo", tmp / "store"
+    shas = make_repo(repo, commits=8, slow_at=4)
+    bench_history(mp, repo, store, shas, {})
+    _hostile_run(store)
+    assert main(["dashboard", "build", "--store", str(store), "-o", str(tmp / "site"), "--name", "tiny",
+                 "--reports", "2"]) == 0
+    mp.undo()
+    yield tmp / "site", store, shas
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM),
+                              args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+class Watched:
+    """A page that records console errors, page errors, dialogs and every request URL."""
+
+    def __init__(self, browser: Any) -> None:
+        self.page = browser.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.errors.append("dialog: " + d.message), d.dismiss()))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+
+    def outside(self, prefix: str) -> list[str]:
+        return [u for u in self.requests if not u.startswith(prefix)]
+
+
+def test_runs_list_filters_and_hostile_names(site, browser) -> None:
+    out, _, _ = site
+    w = Watched(browser)
+    w.page.goto((out / "index.html").as_uri())
+    count = w.page.locator("#ss-count")
+    assert count.inner_text().startswith("9 of 9 runs")
+    w.page.fill("#f-text", "hostile")
+    assert count.inner_text().startswith("1 of 9")
+    w.page.fill("#f-text", "")
+    w.page.select_option("#f-status", "failed")
+    assert count.inner_text().startswith("1 of 9")
+    w.page.select_option("#f-status", "")
+    w.page.fill("#f-tag", "team")
+    assert count.inner_text().startswith("1 of 9")
+    w.page.fill("#f-tag", "")
+    w.page.fill("#f-param", "lr=nope")
+    assert count.inner_text().startswith("0 of 9")
+    w.page.fill("#f-param", "")
+    # the hostile name is text in the table, never markup
+    cell = w.page.locator('tr[data-run="hostile1"] td').first
+    assert cell.inner_text() == HOSTILE
+    assert w.page.locator("#ss-runs-table img").count() == 0
+    assert w.page.evaluate("window.__pwned") is None
+    # sorting by name puts the hostile '<' name first
+    w.page.click('th[data-key="name"]')
+    assert w.page.locator("#ss-runs-table tbody tr").first.get_attribute("data-run") == "hostile1"
+    assert w.errors == [] and w.outside("file://") == []
+
+
+def test_history_click_opens_the_run_and_marks_the_step(site, browser) -> None:
+    out, _, shas = site
+    w = Watched(browser)
+    w.page.goto((out / "history" / "region.work.p50_s.html").as_uri())
+    points = w.page.locator("circle.ss-point")
+    assert points.count() == 8
+    steps = w.page.locator("line.ss-step")
+    assert steps.count() == 1 and steps.get_attribute("data-commit") == shas[4]
+    target = points.nth(5)
+    run_id, commit = target.get_attribute("data-run"), target.get_attribute("data-commit")
+    assert commit == shas[5]
+    target.hover()
+    assert shas[5][:10] in w.page.locator("#ss-tip").inner_text()
+    w.page.click("#x-commit")  # commit-order axis redraws the same points
+    assert w.page.locator("circle.ss-point").count() == 8
+    w.page.locator("circle.ss-point").nth(5).click()
+    w.page.wait_for_load_state()
+    assert run_id in w.page.url
+    assert run_id in w.page.content()
+    assert w.errors == [] and w.outside("file://") == []
+
+
+def test_compare_and_run_pages(site, browser) -> None:
+    out, _, _ = site
+    w = Watched(browser)
+    w.page.goto((out / "compare.html").as_uri() + "#hostile1,hostile1")
+    assert w.page.locator("#cmp-cmd").inner_text() == "stepscope diff hostile1 hostile1"
+    assert w.page.locator("#cmp-table tbody tr").count() >= 1
+    w.page.goto((out / "run.html").as_uri() + "#hostile1")
+    assert w.page.locator("#run-name").inner_text() == f"{HOSTILE} (hostile1)"
+    assert w.errors == [] and w.outside("file://") == []
+
+
+def test_serve_same_pages_read_only(site, browser) -> None:
+    import urllib.error
+    import urllib.request
+
+    from stepscope.cli.serve import make_handler
+    from stepscope.store import open_store
+
+    _, store, _ = site
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(lambda: open_store(store), "tiny"))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        w = Watched(browser)
+        w.page.goto(base)
+        assert w.page.locator("#ss-count").inner_text().startswith("9 of 9")
+        w.page.goto(base + "history/region.work.p50_s.html")
+        assert w.page.locator("line.ss-step").count() == 1
+        assert w.errors == [] and w.outside(base) == []
+        req = urllib.request.Request(base + "index.html", data=b"x", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req)
+        assert e.value.code == 501
+    finally:
+        server.shutdown()
+        server.server_close()
