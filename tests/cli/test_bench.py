@@ -1,0 +1,54 @@
+"""`stepscope bench`: repeats stored as one group, warm-up runs discarded, failures stop it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli import main
+from stepscope.store import open_store
+
+SCRIPT = """import time, stepscope
+for i in stepscope.steps(range(6)):
+    with stepscope.region("work"):
+        time.sleep(0.004)
+"""
+
+
+def test_bench_groups_repeats_and_discards_warmup(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # not a git work tree: runs carry no commit
+    (tmp_path / "t.py").write_text(SCRIPT)
+    store = tmp_path / "store"
+    rc = main(["bench", "--store", str(store), "--repeat", "2", "--warmup-runs", "1", "--name", "nightly",
+               "--sample-interval", "0", "--json", "--", sys.executable, "t.py"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    st = open_store(store)
+    rows = st.index.runs()
+    assert len(rows) == 2 and {r.id for r in rows} == set(doc["runs"])  # the warm-up run is gone
+    assert len(list((store / "runs").iterdir())) == 2
+    assert {r.grp for r in rows} == {doc["group"]} and {r.name for r in rows} == {"nightly"}
+    groups = st.index.groups("bench")
+    assert [g[0] for g in groups] == [doc["group"]] and groups[0][4]["repeat"] == 2
+    work = doc["metrics"]["region.work.p50_s"]
+    assert len(work["values"]) == 2 and 0.004 <= work["median"] < 0.02
+    assert all(r.git_commit is None for r in rows)
+    st.close()
+
+
+def test_bench_stops_at_a_failing_run(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text("import sys; sys.exit(3)\n")
+    store = tmp_path / "store"
+    assert main(["bench", "--store", str(store), "--repeat", "3", "--sample-interval", "0", "--",
+                 sys.executable, "bad.py"]) == 3
+    assert len(open_store(store).index.runs()) == 1
+
+
+@pytest.mark.parametrize("argv", [["--repeat", "0"], ["--warmup-runs", "-1"]])
+def test_bench_bad_counts(tmp_path: Path, argv: list[str], capsys) -> None:
+    assert main(["bench", "--store", str(tmp_path / "s"), *argv, "--", sys.executable, "x.py"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
