@@ -113,7 +113,7 @@ class SweepCommand:
             spec = next((s for g, _, _, _, s in store.index.groups("sweep") if g == args.group), None)
             if spec is None:
                 raise UserError(f"no sweep {args.group!r} in the store — `stepscope ls --tag sweep=...` lists runs")
-            grid, group = spec["grid"], args.group
+            grid, group = {k: spec["grid"][k] for k in spec.get("params", spec["grid"])}, args.group
         else:
             grid, command = parse_grid(args.param), command_from(args)
             check_placeholders(command, grid)
@@ -122,7 +122,7 @@ class SweepCommand:
             check_command(fill(command, {k: v[0] for k, v in grid.items()}))
             store, group = store_from(args, create=True), "sweep-" + secrets.token_hex(4)
             store.index.add_group(group, "sweep", args.name or "", time.time_ns(),
-                                  {"command": command, "grid": grid, "repeat": args.repeat})
+                                  {"command": command, "grid": grid, "params": list(grid), "repeat": args.repeat})
             run_grid(store, command, grid, args, group)
         if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
             raise UserError(f"--heatmap {args.heatmap}: expected two swept parameters ROW,COL out of {', '.join(grid)}")

@@ -14,7 +14,7 @@ TITLES = {"all": "all steps after warm-up", "first_epoch": "first epoch", "later
 
 
 def _table(title: str, *cols: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    t = Table(title=title or None, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for c in cols:
         t.add_column(c, justify="right", no_wrap=True)
     return t
@@ -69,19 +69,19 @@ def scaling_report(a: ScalingAnalysis) -> RenderableType:
 
 
 def sweep_report(s: SweepAnalysis) -> RenderableType:
-    parts: list[RenderableType] = []
-    t = _table(f"Sweep: {s.metric} per setting (mean ± std over repeats)", *s.params, "runs", "failed", s.metric)
+    parts: list[RenderableType] = [Text(f"Sweep: {s.metric} per setting (mean ± std over repeats)", style="bold")]
+    t = _table("", *s.params, "runs", "failed", s.metric)
     for p in s.points:
         label = [p.values[k] for k in s.params]
         t.add_row(*label, str(p.runs), str(p.failed), _pm(p.mean, p.std))
     parts.append(t)
     if s.heatmap is not None:
         h = s.heatmap
-        hm = _table(f"Heat map of {s.metric}: {h.row_param} (rows) × {h.col_param} (columns)", h.row_param,
-                    *h.col_values)
+        head = Text(f"Heat map of {s.metric}: {h.row_param} (rows) × {h.col_param} (columns)", style="bold")
+        hm = _table("", h.row_param, *h.col_values)
         for rv, row in zip(h.row_values, h.cells, strict=True):
             hm.add_row(rv, *[f.number(v, 4) if v is not None else f.DASH for v in row])
-        parts += [Text(), hm]
+        parts += [Text(), head, hm]
     if s.best is not None:
         kv = " ".join(f"{k}={v}" for k, v in s.best.values.items())
         parts.append(Text(f"best setting: {kv} — {s.metric} {f.number(s.best.mean, 4)} "
