@@ -38,13 +38,13 @@ class DiffCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.diff import TestSettings, diff
+        from stepscope.analyze.diff import DiffSettings, diff
 
         if not 0 < args.confidence < 1:
             raise UserError(f"--confidence {args.confidence}: must be between 0 and 1, e.g. 0.95")
         if not 0 <= args.threshold < 100:
             raise UserError(f"--threshold {args.threshold}: must be a percentage in [0, 100), e.g. 2")
-        settings = TestSettings(confidence=args.confidence, threshold=args.threshold / 100)
+        settings = DiffSettings(confidence=args.confidence, threshold=args.threshold / 100)
         base = load_side(args, args.baseline)
         exp = load_side(args, args.experiment)
         result = diff(base, exp, settings=settings)
@@ -93,8 +93,12 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
         data = read_run(path)
     else:
         data = store_from(args).load(ref)
-    files = [Path(data.path) / a for a in data.artifacts if a.startswith("traces/") and a.endswith(TRACE_SUFFIXES)]
+    files = [Path(data.path) / a for a in data.artifacts if "traces/" in a and a.endswith(TRACE_SUFFIXES)]
     traces, note = load_window(files) if files else (None, None)
+    asked = data.run.options.get("profile_steps")
+    if not files and isinstance(asked, int) and asked > 0:
+        note = (f"a window of {asked} steps was asked for, but no trace was saved (did the run end before "
+                "the window?) — run with more steps or a smaller --profile-skip")
     return DiffSide(label=f"{data.run.id} {data.run.name}", data=data, traces=traces, trace_note=note,
                     warmup=args.warmup_steps)
 

@@ -72,7 +72,7 @@ def verdict_text(ch: Change | None) -> Text:
 def _table(title: str, *cols: str) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for i, c in enumerate(cols):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0, min_width=12 if i == 0 else None,
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0, min_width=26 if i == 0 else None,
                      overflow="fold")
     return t
 
@@ -182,15 +182,21 @@ def delta_table(title: str, rows: Iterable[DeltaRow], limit: int | None, ops: bo
     rows = list(rows)
     if not rows:
         return None
-    cols = ["", "component", "calls b/e"] + (["self CPU b", "self CPU e"] if ops else []) + \
-        ["device b", "device e", "delta", "delta %"]
-    t = _table(title, *cols)
+    device = rows[0].sort_key == "device"
+    cols = ["", "component", "calls b/e"] + (["self CPU b", "self CPU e", "total CPU b", "total CPU e"] if ops else
+                                             [] if device else ["self CPU b", "self CPU e"])
+    cols += ["device b", "device e"] if device or ops else []
+    t = _table(title, *cols, "delta", "delta %")
     for r in rows[:limit]:
-        cells = [Text(r.name[:80]), r.component, f"{f.number(r.calls_baseline)} / {f.number(r.calls_experiment)}"]
-        if ops:
+        cells = [Text(r.name[:100]), "" if r.name == r.component else r.component,
+                 f"{f.number(r.calls_baseline)} / {f.number(r.calls_experiment)}"]
+        if ops or not device:
             cells += list(_presence(r.self_baseline, r.self_experiment, "ns"))
-        cells += list(_presence(r.device_baseline, r.device_experiment, "ns")) if r.sort_key == "device" or not ops \
-            else [value(r.device_baseline, "ns"), value(r.device_experiment, "ns")]
+        if ops:
+            cells += [value(r.total_baseline, "ns"), value(r.total_experiment, "ns")]
+        if device or ops:
+            cells += [value(r.device_baseline, "ns"), value(r.device_experiment, "ns")] if ops else \
+                list(_presence(r.device_baseline, r.device_experiment, "ns"))
         cells += [signed(r.delta, "ns"), pct(r.delta_pct)]
         t.add_row(*cells)
     if limit is not None and len(rows) > limit:
@@ -208,7 +214,7 @@ def module_tree(td: TraceDiff, limit: int | None) -> RenderableType | None:
         b, e = _presence(m.baseline_ns, m.experiment_ns, "ns")
         t.add_row(Text("  " * m.depth + m.name), m.type or "", b, e, signed(m.delta_ns, "ns"), pct(m.delta_pct))
     if td.module_overlap is not None:
-        t.caption = f"{td.module_overlap:.0%} of module time on paths present in both runs"
+        t.caption = f"tree similarity {td.module_overlap:.0%} (time on shared paths, weighted Jaccard)"
     return t
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.diff.sides import StepSample
-from stepscope.analyze.diff.significance import Change, TestSettings, compare_samples
+from stepscope.analyze.diff.significance import Change, DiffSettings, compare_samples
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class BreakdownRow:
 
 
 def _row(kind: str, name: str, b: np.ndarray | None, e: np.ndarray | None, mb: float, me: float,
-         settings: TestSettings, floor: float) -> BreakdownRow:
+         settings: DiffSettings, floor: float) -> BreakdownRow:
     vb = float(b.mean()) if b is not None and b.size else (0.0 if b is not None else None)
     ve = float(e.mean()) if e is not None and e.size else (0.0 if e is not None else None)
     delta = (ve or 0.0) - (vb or 0.0)
@@ -65,7 +65,7 @@ def _row(kind: str, name: str, b: np.ndarray | None, e: np.ndarray | None, mb: f
 
 
 def breakdown_diff(base: StepSample | None, exp: StepSample | None, base_regions: dict[str, np.ndarray],
-                   exp_regions: dict[str, np.ndarray], settings: TestSettings) -> list[BreakdownRow]:
+                   exp_regions: dict[str, np.ndarray], settings: DiffSettings) -> list[BreakdownRow]:
     """Phase rows then region rows, all sorted together by absolute delta (largest first)."""
     if base is None or exp is None or not len(base) or not len(exp):
         return []

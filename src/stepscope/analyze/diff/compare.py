@@ -12,7 +12,7 @@ from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
 from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, step_trends, system_diff
 from stepscope.analyze.diff.sides import DiffSide, StepSample, region_per_step, step_sample
-from stepscope.analyze.diff.significance import Change, TestSettings, Verdict, compare_samples
+from stepscope.analyze.diff.significance import Change, DiffSettings, Verdict, compare_samples
 from stepscope.analyze.diff.traces import TraceDiff, trace_diff, trace_overview
 from stepscope.analyze.summary import summarize_run
 
@@ -74,7 +74,7 @@ class RunDiff:
 
     baseline: SideInfo
     experiment: SideInfo
-    settings: TestSettings
+    settings: DiffSettings
     world: str
     findings: tuple[Finding, ...]
     context: tuple[ContextItem, ...]
@@ -89,7 +89,14 @@ class RunDiff:
     messages: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": DIFF_SCHEMA, **_clean(asdict(self)), "settings": self.settings.to_dict()}
+        d = _clean(asdict(self))
+        for row, src in zip(d["breakdown"], self.breakdown, strict=True):
+            row["presence"] = src.presence
+        for row, src in ((r, s) for part in ("overview", "breakdown") for r, s in zip(d[part], getattr(self, part),
+                                                                                     strict=True)):
+            if src.change is not None:
+                row["change"]["delta_pct"] = src.change.delta_pct
+        return {"schema": DIFF_SCHEMA, **d, "settings": self.settings.to_dict()}
 
 
 def _clean(obj: Any) -> Any:
@@ -122,7 +129,7 @@ def _samples(side: DiffSide) -> list[StepSample]:
     return [step_sample(r, warmup=side.effective_warmup()) for r in side.data.ranks]
 
 
-def _rank_rows(base: list[StepSample], exp: list[StepSample], settings: TestSettings) -> list[RankRow]:
+def _rank_rows(base: list[StepSample], exp: list[StepSample], settings: DiffSettings) -> list[RankRow]:
     if len(base) < 2 and len(exp) < 2:
         return []
     by_b, by_e = {s.rank: s for s in base}, {s.rank: s for s in exp}
@@ -169,9 +176,9 @@ def _num(v: float | str | None) -> float | None:
     return v if isinstance(v, (int, float)) else None
 
 
-def diff(base: DiffSide, exp: DiffSide, *, settings: TestSettings | None = None) -> RunDiff:
+def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None) -> RunDiff:
     """Compare two loaded inputs (runs, trace sets, or runs with their profiled windows analysed)."""
-    s = settings or TestSettings()
+    s = settings or DiffSettings()
     messages: list[str] = []
     if base.data is not None and exp.data is not None and base.data.path == exp.data.path:
         messages.append(f"comparing run {base.data.run.id} with itself: every difference is zero by construction")
@@ -220,7 +227,7 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: TestSettings | None = None)
     )
 
 
-def trace_overview_rows(base: DiffSide, exp: DiffSide, settings: TestSettings) -> list[OverviewRow]:
+def trace_overview_rows(base: DiffSide, exp: DiffSide, settings: DiffSettings) -> list[OverviewRow]:
     """Overview rows from the profiled windows alone (when an input is a bare trace set)."""
     from stepscope.analyze.diff.traces import overview_rows_from_traces
 

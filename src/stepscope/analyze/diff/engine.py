@@ -63,7 +63,7 @@ def from_engine(result: Any, *, table: EventTable | None = None,
                           module=op_modules.get(o.name)) for o in result.operators}
     kernels = {k.key: OpStat(calls=k.count, self_ns=None, total_ns=None, device_ns=float(k.sum_ns),
                              component=k.component) for k in result.kernels.by_kernel}
-    modules = {"/".join(m.path): ModuleStat(type=None, calls=m.calls, cpu_ns=float(m.cpu_ns),
+    modules = {"/".join(m.path): ModuleStat(type=_module_type(m.path[-1]), calls=m.calls, cpu_ns=float(m.cpu_ns),
                                             gpu_ns=float(m.device_ns)) for m in result.modules}
     roots = [m for m in result.modules if len(m.path) == 1]
     steps = result.steps.steps
@@ -83,3 +83,9 @@ def from_engine(result: Any, *, table: EventTable | None = None,
         outside_cpu_ns=max(host_span - sum(m.cpu_ns for m in roots), 0.0) if modules else 0.0,
         outside_gpu_ns=max(float(result.kernels.total_ns) - sum(m.device_ns for m in roots), 0.0) if modules else 0.0,
     )
+
+
+def _module_type(name: str) -> str:
+    """``Linear_0`` (the profiler's module label: class name and instance number) -> ``Linear``."""
+    head, sep, tail = name.rpartition("_")
+    return head if sep and tail.isdigit() else name

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.diff.sides import StepSample, global_rate_per_step
-from stepscope.analyze.diff.significance import Change, TestSettings, compare_samples
+from stepscope.analyze.diff.significance import Change, DiffSettings, compare_samples
 from stepscope.analyze.summary import RunSummary
 from stepscope.model.tables import RunData
 
@@ -96,7 +96,7 @@ def _share_per_step(s: StepSample, phase: str) -> np.ndarray:
 
 
 def run_overview(base: RunSummary, exp: RunSummary, base_steps: list[StepSample], exp_steps: list[StepSample],
-                 base_data: RunData, exp_data: RunData, settings: TestSettings) -> list[OverviewRow]:
+                 base_data: RunData, exp_data: RunData, settings: DiffSettings) -> list[OverviewRow]:
     """Overview rows of two stored runs. Step time and data wait compare rank 0 of each; throughput the
     totals over all ranks (per step: samples summed over ranks / mean step time)."""
     hb, he = base.headline, exp.headline

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.steps import PHASES, step_stats
+from stepscope.analyze.summary import profiled_steps
 from stepscope.model.tables import Phase, RankData, RunData
 
 
@@ -57,8 +58,9 @@ class StepSample:
     ``index``: step indices; ``duration_ns``: CPU wall-clock step time; ``phases``: phase name -> per-step
     ns (only phases measured on this rank; ``other`` = step time not in a measured phase, clipped at 0);
     ``samples``/``tokens``: per step (NaN: not known); ``device_ns``: GPU step time by CUDA events (NaN
-    when not measured). ``warmup``: how many leading steps were excluded; ``all_duration_ns``: every
-    training step, warm-up included (for trend plots).
+    when not measured). ``warmup``: how many leading steps were excluded (traced steps of a profiled window
+    are left out too); ``all_duration_ns``: every training step, warm-up and traced steps included (for
+    trend plots).
     """
 
     rank: int
@@ -77,10 +79,15 @@ class StepSample:
 
 
 def step_sample(rank: RankData, *, warmup: int | None = None) -> StepSample:
-    """The measured steps of one rank, with the same warm-up rule as the run summary."""
+    """The measured steps of one rank, with the same rules as the run summary: warm-up excluded, and the
+    profiled window's traced steps (slowed by tracing) left out."""
     train = rank.steps.take(rank.steps["phase"] == int(Phase.TRAIN))
-    k = step_stats(rank.steps, warmup=warmup).warmup_steps
-    m = train.take(np.arange(k, len(train)))
+    exclude = profiled_steps(rank)
+    k = step_stats(rank.steps, warmup=warmup, exclude=exclude).warmup_steps
+    keep = np.arange(len(train)) >= k
+    for lo, hi in exclude:
+        keep &= ~((train["index"] >= lo) & (train["index"] <= hi))
+    m = train.take(keep)
     dur = m.duration_ns.astype("float64")
     phases: dict[str, np.ndarray] = {}
     measured = np.zeros(len(m))

@@ -40,7 +40,7 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class TestSettings:
+class DiffSettings:
     """How verdicts are decided (one instance per diff, shown in every report)."""
 
     confidence: float = 0.95
@@ -121,7 +121,7 @@ def _bootstrap_mean_ratio_ci(base: np.ndarray, exp: np.ndarray, *, confidence: f
     return float(lo), float(hi)
 
 
-def compare_samples(base: Any, exp: Any, *, settings: TestSettings | None = None, statistic: str = "median",
+def compare_samples(base: Any, exp: Any, *, settings: DiffSettings | None = None, statistic: str = "median",
                     higher_is_better: bool = False, floor: float = 0.0) -> Change:
     """Compare two samples of per-step values (NaN dropped) and decide a verdict (see the module docstring).
 
@@ -131,7 +131,7 @@ def compare_samples(base: Any, exp: Any, *, settings: TestSettings | None = None
         higher_is_better: True for rates (throughput): a larger value is FASTER.
         floor: smallest absolute change (in the values' unit) that counts as practical.
     """
-    s = settings or TestSettings()
+    s = settings or DiffSettings()
     b = np.asarray(base, dtype="float64")
     e = np.asarray(exp, dtype="float64")
     b, e = b[np.isfinite(b)], e[np.isfinite(e)]
@@ -156,7 +156,7 @@ def compare_samples(base: Any, exp: Any, *, settings: TestSettings | None = None
 
 
 def _decide(vb: float, ve: float, ratio: float | None, ci: tuple[float | None, float | None], p: float,
-            s: TestSettings, floor: float, higher_is_better: bool) -> Verdict:
+            s: DiffSettings, floor: float, higher_is_better: bool) -> Verdict:
     if not (math.isfinite(p) and p < s.alpha):
         return Verdict.NO_SIGNIFICANT_CHANGE
     if abs(ve - vb) < floor or ve == vb:

@@ -71,9 +71,9 @@ class ModuleRow:
 @dataclass(frozen=True, slots=True)
 class TraceDiff:
     """The windows compared. ``rank_*``: the rank whose trace was used on each side (rank 0, or the only
-    trace); ``steps_*``: profiled steps in each window (None: unknown); ``module_overlap``: share of the
-    two module trees' time on paths present in both (1 = same model, ~0 = different models; None without
-    module data); ``notes``: what could not be compared and why."""
+    trace); ``steps_*``: profiled steps in each window (None: unknown); ``module_overlap``: weighted Jaccard
+    similarity of the two trees, sum over paths of min(baseline, experiment) time / sum of max (1 = same
+    model and time, ~0 = different models; None without module data); ``notes``: what could not be compared and why."""
 
     per_step: bool
     rank_baseline: int
@@ -192,13 +192,10 @@ def _modules(b: WindowTables, e: WindowTables, sb: float, se: float,
     oe = (e.outside_gpu_ns if use_device else e.outside_cpu_ns) / se
     rows.append(ModuleRow(OTHER_NODE, OTHER_NODE, 0, None, "gpu" if use_device else "cpu", ob, oe, oe - ob,
                           _pct(ob, oe), "both"))
-    roots = [r for r in rows if r.depth == 0 and r.path != OTHER_NODE]
-    total = sum((r.baseline_ns or 0.0) + (r.experiment_ns or 0.0) for r in roots)
-    shared = sum((r.baseline_ns or 0.0) + (r.experiment_ns or 0.0) for r in roots if r.presence == "both")
-    leaves_total = sum((r.baseline_ns or 0.0) + (r.experiment_ns or 0.0) for r in rows if r.path != OTHER_NODE)
-    leaves_shared = sum((r.baseline_ns or 0.0) + (r.experiment_ns or 0.0) for r in rows
-                        if r.path != OTHER_NODE and r.presence == "both")
-    overlap = leaves_shared / leaves_total if leaves_total > 0 else (shared / total if total > 0 else None)
+    mods = [r for r in rows if r.path != OTHER_NODE]
+    union = sum(max(r.baseline_ns or 0.0, r.experiment_ns or 0.0) for r in mods)
+    shared = sum(min(r.baseline_ns or 0.0, r.experiment_ns or 0.0) for r in mods if r.presence == "both")
+    overlap = shared / union if union > 0 else None
     return _tree_order(rows), overlap
 
 
@@ -242,7 +239,7 @@ def compare_windows(b: WindowTables, e: WindowTables) -> TraceDiff:
         notes.append("no module tree in the traces (record with with_stack=True, or the model ran outside "
                      "nn.Module calls)")
     elif overlap is not None and overlap < LOW_OVERLAP:
-        notes.append(f"the module trees barely overlap ({overlap:.0%} of module time on shared paths): these look "
+        notes.append(f"the module trees barely overlap (similarity {overlap:.0%} by path and time): these look "
                      "like different models; only matching paths compare, the rest is shown as only in one run")
     return TraceDiff(per_step=per_step, rank_baseline=b.rank, rank_experiment=e.rank, steps_baseline=b.steps,
                      steps_experiment=e.steps, time_kind="gpu" if use_device else "cpu",

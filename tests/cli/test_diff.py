@@ -1,0 +1,116 @@
+"""`stepscope diff` on real runs: identical script -> no significant change, a 10% sleep -> slower and named
+first, bad input -> one line; and on the fixture trace pair."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepscope.cli import main
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diff_train.py"
+PAIR = (Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "traces" / "a100_8rank_diff").resolve()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three real runs recorded at the same time (so CPU contention on a shared machine hits them alike):
+    base and same (the unchanged script twice) and slow (sleeps 10% of each step's own time)."""
+    root = tmp_path_factory.mktemp("diffruns")
+    variants = {"base": [], "same": [], "slow": ["--slow-pct", "10"]}
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    procs = {name: subprocess.Popen([sys.executable, "-m", "stepscope", "run", "--store", str(root / name), "--quiet",
+                                     "--sample-interval", "0.2", "--", sys.executable, str(SCRIPT), *extra],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for name, extra in variants.items()}
+    for name, p in procs.items():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, (name, err[-2000:])
+    return {name: next((root / name / "runs").iterdir()) for name in variants}
+
+
+def _diff_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: ignore[type-arg]
+    assert main(["diff", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _row(doc: dict, key: str) -> dict:  # type: ignore[type-arg]
+    return next(r for r in doc["overview"] if r["key"] == key)
+
+
+def test_unchanged_script_twice_is_no_significant_change(runs: dict[str, Path],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _diff_json(capsys, str(runs["base"]), str(runs["same"]))
+    step = _row(doc, "step_time_median_ns")
+    assert step["change"]["verdict"] == "no_significant_change", step
+    assert doc["findings"][0]["kind"] == "step_time"
+    assert doc["settings"]["threshold"] == 0.02 and "Mann-Whitney" in doc["settings"]["test"]
+    assert not doc["context"]  # same command, model, data loader
+    assert doc["schema"] == "stepscope.diff/1"
+
+
+def test_ten_percent_sleep_is_slower_and_named_first(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    from stepscope.store.rundir import read_run
+
+    doc = _diff_json(capsys, str(runs["base"]), str(runs["slow"]))
+    step = _row(doc, "step_time_median_ns")
+    assert step["change"]["verdict"] == "slower", step
+    assert step["change"]["ratio"] > 1.05
+    head = doc["findings"][0]
+    assert head["kind"] == "step_time" and head["verdict"] == "slower"
+    parts = [f for f in doc["findings"] if f["kind"] in ("phase", "region")]
+    assert parts[0]["name"] == "extra" and parts[0]["baseline"] is None  # the new region, named first
+    # the region's mean per step, derived from the stored records independently of the diff
+    slow = read_run(runs["slow"]).ranks[0]
+    extra = slow.regions.mask_of("extra")
+    assert extra.sum() >= 100
+    row = next(r for r in doc["breakdown"] if r["name"] == "extra")
+    assert row["presence"] == "only in experiment"
+    stored_mean = slow.regions["duration_ns"][extra].mean()
+    assert 0.5 * stored_mean < row["experiment_ns"] < 2 * stored_mean
+    assert any(c["key"] == "command" for c in doc["context"])
+    assert "not profiled" in doc["trace_note"] and "--profile-steps" in doc["trace_note"]
+    trends = {t["key"]: t for t in doc["trends"]}
+    assert trends["cumulative_time"]["baseline"]["y"][-1] > 0 and "logged.loss" in trends
+
+
+def test_terminal_names_the_change_first(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", str(runs["base"]), str(runs["slow"]), "--width", "160"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("SLOWER") < out.index("region extra") < out.index("Overview")
+    assert "only in experiment" in out and "Traceback" not in out
+
+
+def test_run_with_itself(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _diff_json(capsys, str(runs["base"]), str(runs["base"]))
+    assert any("with itself" in m for m in doc["messages"])
+    assert all(r["delta"] in (0, None) for r in doc["overview"])
+    assert _row(doc, "step_time_median_ns")["change"]["verdict"] == "no_significant_change"
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["diff", str(empty), str(empty), "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "no .json or .json.gz trace" in err and len(err.strip().splitlines()) == 1
+    assert main(["diff", "nosuchrun", "latest", "--store", str(tmp_path / "s")]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("stepscope: error:") and "Traceback" not in err
+    assert main(["diff", str(empty), str(empty), "--threshold", "-1"]) == 2
+
+
+def test_fixture_trace_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _diff_json(capsys, str(PAIR / "control_rank3.json.gz"), str(PAIR / "test_rank3.json.gz"))
+    assert doc["baseline"]["kind"] == "traces" and doc["world"] == "per_rank_and_totals"
+    assert any("world sizes differ (8 vs 2)" in m for m in doc["messages"])
+    setup = {f["name"]: f for f in doc["findings"] if f["kind"] == "setup"}
+    assert "A100" in setup["device"]["baseline_text"] and "V100" in setup["device"]["experiment_text"]
+    assert doc["findings"][0]["kind"] == "step_time"
+    kernels = doc["traces"]["kernels"]
+    assert abs(kernels[0]["delta"]) == max(abs(k["delta"]) for k in kernels)
