@@ -93,6 +93,10 @@ class RunCommand:
         command = command_from(args)
         params, tags = parse_pairs(args.param, "param"), parse_pairs(args.tag, "tag")
         options = options_from(args)
+        if options.mlflow:
+            from stepscope.integrations.mlflow import require_mlflow
+
+            require_mlflow()
         check_command(command)
         store = store_from(args, create=True)
         result = launch(store, command, name=args.name, params=params, tags=tags, options=options)

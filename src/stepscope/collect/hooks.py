@@ -24,6 +24,7 @@ def install_torch_hooks(session: Session) -> None:
     from stepscope.collect.flops import install_flop_meter
     from stepscope.collect.loader import install_loader_hooks
     from stepscope.collect.memsnapshot import install_memory_snapshot
+    from stepscope.collect.mlflowrun import install_mlflow_probe
     from stepscope.collect.stacks import install_stacks
     from stepscope.collect.modules import ModuleWatch
 
@@ -39,6 +40,7 @@ def install_torch_hooks(session: Session) -> None:
         ("window", lambda: _install_window(session)),
         ("flops", lambda: install_flop_meter(session)),
         ("memory-snapshot", lambda: install_memory_snapshot(session)),
+        ("mlflow", lambda: install_mlflow_probe(session)),
     ]
     for name, install in parts:
         try:
