@@ -12,7 +12,7 @@ ALLOWED = {
     "traces": {"model", "errors"},
     "collect": {"model", "store", "errors"},
     "analyze": {"model", "traces", "errors"},
-    "report": {"model", "analyze", "errors"},
+    "report": {"model", "analyze", "traces", "errors"},  # traces: record types (component rules) only
 }
 
 

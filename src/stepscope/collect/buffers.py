@@ -23,7 +23,7 @@ class Buffers:
 
     def _reset(self) -> None:
         self.steps: dict[str, list[Any]] = {c: [] for c in STEP_COLS}
-        self.regions: dict[str, list[Any]] = {c: [] for c in REGION_COLS}
+        self.region_rows: list[tuple[str, int, int, int, int]] = []
         self.metrics: dict[str, list[Any]] = {c: [] for c in METRIC_COLS}
         self.comm: dict[str, list[Any]] = {c: [] for c in COMM_COLS}
         self.samples: list[dict[str, Any]] = []
@@ -35,13 +35,8 @@ class Buffers:
                 self.steps[c].append(row.get(c))
 
     def add_region(self, path: str, step: int, start_ns: int, duration_ns: int, depth: int) -> None:
-        r = self.regions
-        with self.lock:
-            r["path"].append(path)
-            r["step"].append(step)
-            r["start_ns"].append(start_ns)
-            r["duration_ns"].append(duration_ns)
-            r["depth"].append(depth)
+        with self.lock:  # one append of a tuple: the hot path of region() exit
+            self.region_rows.append((path, step, start_ns, duration_ns, depth))
 
     def add_metric(self, name: str, step: int, t_ns: int, value: float) -> None:
         m = self.metrics
@@ -67,10 +62,12 @@ class Buffers:
     def drain(self) -> list[dict[str, Any]]:
         """Everything buffered so far as record lines, leaving the buffers empty."""
         with self.lock:
-            steps, regions, metrics, comm = self.steps, self.regions, self.metrics, self.comm
+            steps, rows, metrics, comm = self.steps, self.region_rows, self.metrics, self.comm
             samples, other = self.samples, self.other
             self._reset()
         out: list[dict[str, Any]] = []
+        regions = {c: list(v) for c, v in zip(REGION_COLS, zip(*rows, strict=True), strict=True)} if rows else {
+            c: [] for c in REGION_COLS}
         for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
             if next(iter(cols.values())):
                 out.append({"kind": kind, "cols": cols})

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from stepscope.collect import session as _sessions
+from stepscope.collect.api import session_for_api
 from stepscope.collect.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,10 +38,13 @@ class region:
         self.name = str(name)
 
     def __enter__(self) -> region:
-        from stepscope.collect.api import session_for_api
-
-        self._session: Session | None = session_for_api()
-        stack = _stack()
+        s = _sessions._CURRENT
+        # fast path: a recording session exists; otherwise find or create one (standalone use)
+        self._session: Session | None = s if s is not None and s.active and not s.disabled else session_for_api()
+        try:
+            stack = _tls.stack
+        except AttributeError:
+            stack = _stack()
         self._path = f"{stack[-1]}/{self.name}" if stack else self.name
         stack.append(self._path)
         self._t0 = _perf()
@@ -47,13 +52,17 @@ class region:
 
     def __exit__(self, *exc: object) -> None:
         t1 = _perf()
-        stack = _stack()
+        try:
+            stack = _tls.stack
+        except AttributeError:
+            stack = _stack()
         if stack:
             stack.pop()
         s = self._session
         if s is not None and not s.disabled:
-            s.touch(self._t0)
-            s.add_region(self._path, self._t0, t1, len(stack))
+            if s.step.start is None:
+                s.step.start = self._t0
+            s.buffers.add_region(self._path, s.step_index, s.clock.wall(self._t0), t1 - self._t0, len(stack))
 
     def __call__(self, fn: F) -> F:
         name = self.name

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.summary import RankSummary, RunSummary
+from stepscope.analyze.trace.ops import ModuleNode
 from stepscope.report import format as f
 from stepscope.report.advice import advice_view
 from stepscope.report.flops import flops_table
@@ -199,6 +200,15 @@ def short_report(s: RunSummary) -> RenderableType:
         regions(r0, limit=8) if r0 else None,
         Text(f"full report: stepscope show {s.run.id}", style="dim"),
     ]))
+
+
+def module_tree_view(modules: Iterable[ModuleNode]) -> RenderableType:
+    """The nn.Module tree of a profiled window: calls, CPU and GPU time per module, indented by depth."""
+    t = _table("Module tree (profiled window)", "module", "calls", "CPU time", "GPU time")
+    for m in modules:
+        t.add_row(Text("  " * (len(m.path) - 1) + m.path[-1]), f"{m.calls:,}", f.duration_ns(m.cpu_ns),
+                  f.duration_ns(m.device_ns or None))
+    return t
 
 
 def console(file: object = None, width: int | None = None) -> Console:
