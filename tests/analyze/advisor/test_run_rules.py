@@ -36,7 +36,7 @@ def test_input_bound_fires_on_a_sleeping_dataset(observed, store: Path) -> None:
 
 
 def test_quiet_run_has_no_host_findings(observed, store: Path) -> None:  # type: ignore[no-untyped-def]
-    _, advice = _advice(observed, store, "--steps", "14", "--compute", "3")
+    _, advice = _advice(observed, store, "--steps", "14", "--compute", "30")
     fired = {f.rule_id for f in advice.findings}
     assert not fired & {InputBound.id, CpuOversubscription.id, LongFirstSteps.id}, advice.findings
     assert any("no profiled window" in n for n in advice.notes)
