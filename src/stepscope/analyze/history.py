@@ -27,6 +27,10 @@ LOWER_IS_BETTER_PREFIXES = ("step_time", "data_wait", "peak_", "energy", "durati
 metric.accuracy, ...) are benefits. ``metric.loss`` style user metrics containing "loss" or "error" are costs."""
 
 
+MAX_FIT_POINTS = 400
+"""Step detection looks at the newest this-many clean commits (the exact fit is quadratic in points)."""
+
+
 class Order(Enum):
     """How points are placed: COMMIT orders by commit time (then first run); DATE by first run start."""
 
@@ -107,7 +111,8 @@ class MetricHistory:
     points: commit points in order (no-commit runs excluded; see ``no_commit``).
     no_commit: the point pooling runs made outside a git work tree, or None.
     baseline: key of the baseline point (relative = 1.0 there), or None when none was found.
-    fit: step detection over the medians of the clean (non-dirty) points; ``steps`` indexes ``points``.
+    fit: step detection over the medians of the newest MAX_FIT_POINTS clean (non-dirty) points; ``steps``
+        indexes ``points``.
     steps: (last good point index, first point after the step, relative change) for each detected step.
     lower_is_better: the metric's direction.
     """
@@ -187,7 +192,7 @@ def metric_history(runs: Sequence[RunPoint], metric: str, *, order: Order = Orde
     points = [_relative(p, base_val) for p in points]
     if no_commit is not None:
         no_commit = _relative(no_commit, base_val)
-    clean = [i for i, p in enumerate(points) if not p.dirty]
+    clean = [i for i, p in enumerate(points) if not p.dirty][-MAX_FIT_POINTS:]
     fit = detect_steps([points[i].median for i in clean], min_size=min_step_size) if clean else None
     steps = tuple((clean[s.index - 1], clean[s.index], s.relative_change) for s in fit.steps) if fit else ()
     return MetricHistory(metric=metric, order=order, points=tuple(points), no_commit=no_commit,
