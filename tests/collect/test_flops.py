@@ -47,16 +47,10 @@ def test_peak_table_and_precision() -> None:
 
 @pytest.mark.slow
 def test_run_counts_flops_once_and_reports_mfu_against_given_peak(observed, store: Path) -> None:
-    res = observed("tiny_train.py", "--steps", "12", opts=("--peak-flops", "1e12", "--memory-snapshot", "2",
-                                                              "--warmup-steps", "1"))
+    res = observed("tiny_train.py", "--steps", "12", opts=("--peak-flops", "1e12", "--warmup-steps", "1"))
     assert res.rc == 0, res
-    # --memory-snapshot on a machine without CUDA: one warning, the run goes on
-    assert "--memory-snapshot needs a CUDA GPU" in res.err
     data = load(store)
-    assert data.run.status.value == "completed"
     rank = data.ranks[0]
-    assert any("--memory-snapshot needs a CUDA GPU" in n for n in rank.notes)
-    assert not any(a.startswith("artifacts/memory/") for a in data.artifacts)
     recs = rank.extra["flops"]
     assert len(recs) == 1
     assert recs[0]["flops"] == TINY_FLOPS and recs[0]["step"] == 2 and recs[0]["device"] == "cpu"
