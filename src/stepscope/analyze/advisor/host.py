@@ -28,7 +28,7 @@ class InputBound:
         if worst is None or (worst.steps.data_wait_share or 0.0) < INPUT_BOUND_SHARE:
             return None
         wait = worst.steps.phases[0]
-        workers = sorted({d.get("num_workers") for d in worst.dataloaders if d.get("num_workers") is not None})
+        workers = sorted({int(d["num_workers"]) for d in worst.dataloaders if d.get("num_workers") is not None})
         ev: dict[str, float | int | str] = {
             "rank": worst.rank, "data_wait_share": worst.steps.data_wait_share or 0.0,
             "data_wait_per_step_s": (wait.mean_ns or 0.0) / 1e9,

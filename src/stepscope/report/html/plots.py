@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy.typing as npt
+
 from stepscope.report.html.escape import esc, json_script
+
+Values = Sequence[float | None] | npt.NDArray[Any]
+"""A series' values: a sequence or a NumPy array (None / NaN = gap)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +25,7 @@ class Series:
     """One named series: ``y`` values (None / NaN = gap), optional CSS colour, dashed line."""
 
     name: str
-    y: Sequence[float | None]
+    y: Values
     color: str | None = None
     dash: bool = False
     area: bool = False
@@ -52,7 +57,7 @@ def _figure(spec: dict[str, Any], title: str, plot_id: str | None) -> str:
             f'{json_script(spec, css_class="ss-spec")}</figure>')
 
 
-def line_chart(title: str, x: Sequence[float], series: Sequence[Series], *, xlabel: str, ylabel: str,
+def line_chart(title: str, x: Values, series: Sequence[Series], *, xlabel: str, ylabel: str,
                xunit: str = "", yunit: str = "", stacked: bool = False, bands: Sequence[Band] = (),
                marks: Sequence[Mark] = (), ymin: float | None = None, ymax: float | None = None,
                height: int = 260, plot_id: str | None = None) -> str:
@@ -67,7 +72,7 @@ def line_chart(title: str, x: Sequence[float], series: Sequence[Series], *, xlab
     return _figure(spec, title, plot_id)
 
 
-def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], *,
+def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Values]], *,
               ylabel: str, yunit: str = "", stacked: bool = False, plot_id: str | None = None) -> str:
     """Horizontal bars, one row per category; several series side by side or ``stacked``."""
     spec = {"kind": "bar", "categories": list(categories), "ylabel": ylabel, "yunit": yunit, "stacked": stacked,
@@ -75,7 +80,7 @@ def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str,
     return _figure(spec, title, plot_id)
 
 
-def heatmap(title: str, xlabels: Sequence[str], ylabels: Sequence[str], values: Sequence[Sequence[float | None]], *,
+def heatmap(title: str, xlabels: Sequence[str], ylabels: Sequence[str], values: Sequence[Values], *,
             xlabel: str, ylabel: str, unit: str = "", vmin: float | None = None, vmax: float | None = None,
             plot_id: str | None = None) -> str:
     """A matrix: ``values[row][col]`` with rows named by ``ylabels``; light = low, dark = high."""
