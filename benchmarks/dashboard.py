@@ -23,8 +23,6 @@ def make_store(root: Path, n: int) -> None:
     rng = random.Random(0)
     commits = [f"{i:040x}" for i in range(n // 5 + 1)]
     idx = st.index
-    with idx.transaction() as cur:
-        pass  # schema ready
     for i in range(n):
         k = i // 5
         run_id = f"r{i:07d}"
