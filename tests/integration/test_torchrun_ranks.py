@@ -1,0 +1,78 @@
+"""Real torchrun jobs (gloo, CPU) of 1, 2 and 4 ranks whose step times are set by sleeps: the balanced
+job is reported balanced, rank 3 of the 4-rank job sleeps 30 ms more per step and is named the straggler
+with a load balance that matches the injected delay, and the three runs make a weak-scaling table.
+(One test, so that the three launches are shared and never repeated on another xdist worker.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import SCRIPTS, load
+
+from stepscope.analyze.ranks import analyze_ranks
+from stepscope.cli import main
+
+SLEEP_MS, DELAY_MS, STEPS = 10.0, 30.0, 16
+
+
+def _observed(store: Path, ranks: int, *extra: str) -> None:
+    cmd = [sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet", "--sample-interval", "0.2",
+           "--warmup-steps", "2", "--tag", "study=weak", "--name", f"ddp-{ranks}", "--",
+           sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
+           str(SCRIPTS / "dist_steps.py"), "--steps", str(STEPS), "--sleep-ms", str(SLEEP_MS), *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_balance_straggler_and_weak_scaling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    _observed(store, 1)
+    _observed(store, 2)
+    _observed(store, 4, "--straggler", "3", "--delay-ms", str(DELAY_MS))
+
+    balanced = analyze_ranks(load(store, "ddp-2"))
+    assert balanced.stragglers == () and balanced.balanced is True, balanced.ranks
+    assert balanced.pop is not None and balanced.pop.load_balance > 0.9
+
+    slow = analyze_ranks(load(store, "ddp-4"))
+    assert [s.rank for s in slow.stragglers] == [3]
+    assert slow.stragglers[0].excess_ns / 1e6 == pytest.approx(DELAY_MS, rel=0.3)
+    # the fast ranks' useful time u (measured), the straggler's u + delay: LB = (3u + u + d) / (4 (u + d))
+    u = sum(r.useful_ns for r in slow.ranks[:3]) / 3 / 1e6
+    assert slow.pop is not None
+    assert slow.pop.load_balance == pytest.approx((4 * u + DELAY_MS) / (4 * (u + DELAY_MS)), abs=0.06)
+    fast_comm = [r.comm_ns / 1e6 for r in slow.ranks[:3]]  # type: ignore[operator]
+    assert min(fast_comm) > 0.6 * DELAY_MS  # the others wait for rank 3 in their all_reduce
+    assert slow.comm_split is not None and slow.comm_split.ops[0].sync_ns > slow.comm_split.ops[0].transfer_ns
+
+    assert main(["show", "--store", str(store), "ddp-4", "--ranks", "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "straggler: rank 3 is slower by" in out and "load balance" in out
+
+    assert main(["scaling", "--store", str(store), "--tag", "study=weak", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "weak" and doc["sizes"] == [1, 2, 4]
+    rows = {r["world_size"]: r for r in doc["tables"][0]["rows"]}
+    assert rows[1]["total_efficiency"] == pytest.approx(1.0)
+    # 2 balanced ranks scale nearly perfectly; with rank 3 sleeping 30 ms more, 4 ranks cannot
+    assert rows[2]["total_efficiency"] > 0.75
+    assert rows[4]["total_efficiency"] < 0.6
+    assert rows[4]["total_ideal"] == pytest.approx(4 * rows[1]["total_throughput_mean"])
+    assert rows[4]["comm_share"] > rows[2]["comm_share"]
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not installed (Debian: openmpi-bin)")
+def test_mpirun_ranks_are_observed(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet", "--sample-interval", "0",
+           "--", "mpirun", "--oversubscribe", "-n", "2", sys.executable, str(SCRIPTS / "dist_steps.py"), "--steps", "4"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = load(store)
+    assert sorted(r.stream.rank for r in data.ranks) == [0, 1]
+    assert {r.stream.world_size for r in data.ranks} == {2}
