@@ -63,17 +63,19 @@ def verdict_text(ch: Change | None) -> Text:
     if ch.p_value is not None:
         t.append(f"  p={ch.p_value:.2g}", style="dim")
     if ch.ci_low is not None and ch.ci_high is not None:
-        t.append(f" ratio CI {ch.ci_low:.3f}–{ch.ci_high:.3f}", style="dim")
+        t.append(f" [{ch.ci_low:.2f}, {ch.ci_high:.2f}]", style="dim")
     if ch.note:
         t.append(f"  ({ch.note})", style="dim")
     return t
 
 
-def _table(title: str, *cols: str) -> Table:
+def _table(title: str, *cols: str, wrap: bool = False) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    last = len(cols) - 1
     for i, c in enumerate(cols):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0, min_width=26 if i == 0 else None,
-                     overflow="fold")
+        # the name column keeps its width; the last column (verdict, delta %) or every column of a text table wraps
+        t.add_column(c, justify="left" if i == 0 or wrap else "right", no_wrap=not wrap and i != last,
+                     max_width=60 if i == 0 else None, overflow="fold")
     return t
 
 
@@ -114,7 +116,8 @@ def verdict_panel(d: RunDiff) -> RenderableType:
                 Verdict.NO_SIGNIFICANT_CHANGE: "NO SIGNIFICANT CHANGE"}[head.verdict]
         lines.append(Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[head.verdict]))
     lines += [_finding_line(x) for x in d.findings] or [Text("nothing to compare", style="dim")]
-    lines.append(Text(f"test: {d.settings.describe()}", style="dim"))
+    lines.append(Text(f"test: {d.settings.describe()}; [a, b]: interval of the ratio experiment / baseline",
+                      style="dim"))
     style = "red" if head and head.verdict is Verdict.SLOWER else "green" if head and head.verdict is Verdict.FASTER \
         else "blue"
     return Panel(Group(*lines), title="what changed (biggest first)", border_style=style, expand=False)
@@ -133,16 +136,17 @@ def context(d: RunDiff) -> RenderableType:
         if d.baseline.run_id and d.experiment.run_id:
             return Text("set-up: same command, parameters, code, host, model and data loader", style="dim")
         return Text("")
-    t = _table("Set-up differences", "", "baseline", "experiment")
+    t = _table("Set-up differences", "", "baseline", "experiment", wrap=True)
     for c in d.context:
-        t.add_row(c.key, Text(c.baseline or f.DASH), Text(c.experiment or f.DASH))
+        t.add_row(Text(c.key), Text(c.baseline or f.DASH), Text(c.experiment or f.DASH))
     return t
 
 
 def overview(rows: Iterable[OverviewRow]) -> RenderableType:
-    t = _table("Overview", "", "scope", "baseline", "experiment", "delta", "delta %", "verdict")
+    t = _table("Overview", "", "baseline", "experiment", "delta", "delta %", "verdict")
     for r in rows:
-        t.add_row(r.label, r.scope, value(r.baseline, r.unit), value(r.experiment, r.unit),
+        label = r.label + (", all ranks" if r.scope.startswith("all ranks") else "")
+        t.add_row(Text(label), value(r.baseline, r.unit), value(r.experiment, r.unit),
                   signed(r.delta, r.unit) if r.unit != "text" else "", pct(r.delta_pct), verdict_text(r.change))
     return t
 
@@ -212,7 +216,7 @@ def module_tree(td: TraceDiff, limit: int | None) -> RenderableType | None:
                "baseline", "experiment", "delta", "delta %")
     for m in td.modules[:limit]:
         b, e = _presence(m.baseline_ns, m.experiment_ns, "ns")
-        t.add_row(Text("  " * m.depth + m.name), m.type or "", b, e, signed(m.delta_ns, "ns"), pct(m.delta_pct))
+        t.add_row(Text("  " * m.depth + m.name), Text(m.type or ""), b, e, signed(m.delta_ns, "ns"), pct(m.delta_pct))
     if td.module_overlap is not None:
         t.caption = f"tree similarity {td.module_overlap:.0%} (time on shared paths, weighted Jaccard)"
     return t
@@ -225,8 +229,8 @@ def metrics(rows: Iterable[MetricRow], title: str, mean: str, peak: str) -> Rend
     t = _table(title, "", f"{mean} b", f"{mean} e", f"{peak} b", f"{peak} e", "delta %")
     for r in rows:
         fmt = (lambda v: f.metric_value(r.name, v)) if r.kind == "system" else f.number  # noqa: B023
-        t.add_row(r.name, fmt(r.baseline_mean), fmt(r.experiment_mean), fmt(r.baseline_peak), fmt(r.experiment_peak),
-                  pct(r.delta_pct))
+        t.add_row(Text(r.name), fmt(r.baseline_mean), fmt(r.experiment_mean), fmt(r.baseline_peak),
+                  fmt(r.experiment_peak), pct(r.delta_pct))
     return t
 
 
