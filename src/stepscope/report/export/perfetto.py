@@ -70,6 +70,16 @@ def align_window(table: EventTable, rank: RankData) -> tuple[int, str]:
     return start - (int(table["ts_ns"].min()) if len(table) else 0), "window placed at its first step (approximate)"
 
 
+def _comm_args(tab: Any, i: int) -> dict[str, Any]:
+    """Step, payload bytes, peer and sequence number of one communication call (those recorded)."""
+    args: dict[str, Any] = {"step": int(tab["step"][i]), "seq": int(tab["seq"][i])}
+    if np.isfinite(tab["bytes"][i]):
+        args["bytes"] = float(tab["bytes"][i])
+    if tab["peer"][i] >= 0:
+        args["peer"] = int(tab["peer"][i])
+    return args
+
+
 def _rank_events(r: RankData, t0: int, thinned: dict[str, Any]) -> list[dict[str, Any]]:
     pid = r.stream.rank
     ev: list[dict[str, Any]] = [
@@ -95,7 +105,7 @@ def _rank_events(r: RankData, t0: int, thinned: dict[str, Any]) -> list[dict[str
             name = names[i].rsplit("/", 1)[-1] if key == "path" else names[i]
             ev.append({"ph": "X", "pid": pid, "tid": tid, "cat": label, "name": name,
                        "ts": _us(tab["start_ns"][i] - t0), "dur": _us(tab["duration_ns"][i]),
-                       "args": {"path": names[i]} if key == "path" else {"step": int(tab["step"][i])}})
+                       "args": {"path": names[i]} if key == "path" else _comm_args(tab, i)})
     smp = r.samples
     k = _stride(len(smp), MAX_COUNTER_POINTS)
     thinned[f"rank{pid}.samples"] = {"total": len(smp), "kept": len(range(0, len(smp), k)), "every": k}
