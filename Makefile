@@ -25,7 +25,9 @@ system-deps:
 
 demo: setup
 	rm -rf .stepscope-demo
-	STEPSCOPE_HOME=.stepscope-demo stepscope run --name demo-mlp -- python examples/train_mlp.py --epochs 3
+	STEPSCOPE_HOME=.stepscope-demo stepscope run --name demo-mlp --profile-steps 3 -- python examples/train_mlp.py --epochs 3
+	STEPSCOPE_HOME=.stepscope-demo stepscope advise latest
+	STEPSCOPE_HOME=.stepscope-demo stepscope report latest
 
 test: setup system-deps
 	$(PY) -m pytest -n 2 -q tests
