@@ -170,7 +170,10 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
                 split: CommSplit | None) -> RankTimes:
     n = len(v["dur"])
     s = rank.stream
-    mean = (lambda a: float(a.mean())) if n else (lambda a: float("nan"))
+
+    def mean(a: np.ndarray) -> float:
+        return float(a.mean()) if n else float("nan")
+
     rs = split.rank(s.rank) if split is not None else None
     wall = float(v["dur"].sum())
     samples = v["samples"]

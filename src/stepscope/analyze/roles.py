@@ -79,10 +79,10 @@ def analyze_roles(data: RunData, *, bins: int = 20) -> RoleAnalysis:
     for p in per_rank:
         by_role.setdefault(p[0], []).append(p)
     for role, items in sorted(by_role.items()):
-        busy = sum(_spread(p[2], p[3], p[4], edges) for p in items)
-        wait = sum(_spread(p[2], p[3], p[5], edges) for p in items)
+        busy = np.sum([_spread(p[2], p[3], p[4], edges) for p in items], axis=0)
+        wait = np.sum([_spread(p[2], p[3], p[5], edges) for p in items], axis=0)
         tot = busy + wait
-        share = [float(b / t) if t > 0 else None for b, t in zip(busy, tot, strict=True)]
+        share = [float(b / t) if t > 0 else None for b, t in zip(busy.tolist(), tot.tolist(), strict=True)]
         b_all, w_all = float(sum(p[4].sum() for p in items)), float(sum(p[5].sum() for p in items))
         whole = b_all + w_all
         loads.append(RoleLoad(role=role, ranks=tuple(sorted(p[1] for p in items)),

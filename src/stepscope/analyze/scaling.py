@@ -223,10 +223,10 @@ def _table(selection: str, windows: list[Window], ttt: dict[str, float | None], 
         lt, lt_std = _stat([w.local_throughput for w in ws])
         gt, gt_std = _stat([w.total_throughput for w in ws])
         comm, _ = _stat([w.comm_share for w in ws])
-        reached = [ttt[i] for i in ids if ttt.get(i) is not None]
-        t_mean, t_std = _stat(reached)  # type: ignore[arg-type]
+        hits = [ttt.get(i) for i in ids if ttt.get(i) is not None]
+        t_mean, t_std = _stat(hits)
         raw.append((n, len(ids), len(ws), float(np.nanmean([w.samples for w in ws])), tt or 0.0, tt_std or 0.0,
-                    lt, lt_std, gt, gt_std, comm, t_mean, t_std, len(reached)))
+                    lt, lt_std, gt, gt_std, comm, t_mean, t_std, len(hits)))
     n0, t0, l0, g0 = raw[0][0], raw[0][4], raw[0][6], raw[0][8]
     rows = []
     for n, runs, nw, samples, tt, tt_std, lt, lt_std, gt, gt_std, comm, t_mean, t_std, reached in raw:

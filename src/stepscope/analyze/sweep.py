@@ -115,7 +115,7 @@ def heatmap(points: Sequence[SweepPoint], grid: dict[str, tuple[str, ...]], row:
         line = []
         for cv in grid[col]:
             vals = [p.mean for p in points if p.values[row] == rv and p.values[col] == cv and p.mean is not None]
-            line.append(_pick(vals, higher))  # type: ignore[arg-type]
+            line.append(_pick(vals, higher))
         cells.append(tuple(line))
     return Heatmap(row, col, grid[row], grid[col], tuple(cells))
 

@@ -126,7 +126,7 @@ class SweepCommand:
             run_grid(store, command, grid, args, group)
         if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
             raise UserError(f"--heatmap {args.heatmap}: expected two swept parameters ROW,COL out of {', '.join(grid)}")
-        result = analyze_sweep(sweep_runs(store, group), grid, metric=args.metric, heat=heat)  # type: ignore[arg-type]
+        result = analyze_sweep(sweep_runs(store, group), grid, metric=args.metric, heat=heat)
         if args.html:
             from stepscope.report.html.scaling import sweep_page
 

@@ -26,6 +26,7 @@ part stops recording.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -135,9 +136,9 @@ class CommRecorder:
             return None
         import torch
 
-        a = torch.cuda.Event(enable_timing=True)
+        a = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         a.record()
-        return a, torch.cuda.Event(enable_timing=True)
+        return a, torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
 
     def drain_cuda(self, *, block: bool = False) -> None:
         keep = []
@@ -273,7 +274,8 @@ def _wrap_batch(rec: CommRecorder, orig: Callable[..., Any]) -> Callable[..., An
         try:
             nbytes = sum(_nbytes(p.tensor) for p in p2p_op_list)
             gid, size = rec.group_info(getattr(p2p_op_list[0], "group", None)) if p2p_op_list else (0, -1)
-            row = {"nbytes": nbytes, "peer": -1, "group_size": size, "seq": rec.next_seq((gid, "batch_p2p"), gid),
+            row: dict[str, Any] = {"nbytes": nbytes, "peer": -1, "group_size": size,
+                                   "seq": rec.next_seq((gid, "batch_p2p"), gid),
                    "step": rec.session.step_index}
             if not works:
                 rec.add("batch_isend_irecv", t0, t1, t1 - t0, **row)
@@ -310,7 +312,7 @@ def install_comm_hooks(session: Session, undo: list[Callable[[], None]]) -> None
         for mod in (c10d, dist):
             if getattr(mod, op, None) is orig:
                 setattr(mod, op, w)
-                undo.append(lambda mod=mod, op=op, orig=orig: setattr(mod, op, orig))
+                undo.append(functools.partial(setattr, mod, op, orig))
 
     def on_step() -> None:
         if rec.cuda_pending:

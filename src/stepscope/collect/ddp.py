@@ -109,11 +109,11 @@ def install_ddp_hook(session: Session, rec: CommRecorder, undo: list[Callable[[]
             slot[:] = [state, timed]
             return None
         self._stepscope_user_hook = True
-        return orig_register(self, state, timed)
+        orig_register(self, state, timed)
 
     def register_builtin(self: Any, comm_hook_type: Any) -> None:
         self._stepscope_user_hook = True
-        return orig_builtin(self, comm_hook_type)
+        orig_builtin(self, comm_hook_type)  # type: ignore[no-untyped-call]
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         orig_init(self, *args, **kwargs)

@@ -39,7 +39,9 @@ def svg_plot(title: str, x: Sequence[float], lines: Sequence[tuple[str, str, Seq
              Sequence[float | None] | None]], *, ylabel: str, log_y: bool, height: int = H) -> str:
     """An SVG line plot with log x (world size). lines: (name, colour, y, dashed, std or None)."""
     ys = [v for _, _, y, _, s in lines for i, v in enumerate(y) if v is not None and v > 0]
-    ys += [y[i] + (s[i] or 0) for _, _, y, _, s in lines if s for i in range(len(y)) if y[i] is not None]
+    for _, _, y, _, s in lines:
+        if s:
+            ys += [v + (d or 0.0) for v, d in zip(y, s, strict=True) if v is not None]
     if not ys or not x:
         return ""
     x_lo, x_hi = min(x), max(x) if max(x) > min(x) else min(x) * 2
