@@ -34,3 +34,18 @@ def test_show_traces_without_a_window_or_with_a_deleted_trace(observed, cli, sto
     shutil.rmtree(store / "runs" / load(store).run.id / "artifacts" / "traces")
     r = cli("show", "latest", "--traces")
     assert r.rc == 2 and "missing" in r.err and "Traceback" not in r.err
+
+
+def test_export_includes_the_trace_tables_of_a_profiled_run(observed, cli, store, tmp_path):
+    import csv
+
+    assert observed("tiny_train.py", "--steps", "12", opts=("--profile-steps", "2")).rc == 0
+    out = tmp_path / "out"
+    assert cli("export", "latest", "-o", str(out)).rc == 0
+    with (out / "operators.csv").open() as fh:
+        ops = {row["name"]: row for row in csv.DictReader(fh)}
+    assert int(ops["aten::addmm"]["calls"]) == 2 * 2  # 2 profiled steps x 2 Linear layers
+    with (out / "modules.csv").open() as fh:
+        paths = {row["path"] for row in csv.DictReader(fh)}
+    assert "Sequential_0/Linear_1" in paths
+    assert (out / "kernels.csv").exists() and (out / "components.csv").exists()

@@ -6,11 +6,13 @@ import argparse
 from pathlib import Path
 
 from stepscope.cli.common import add_store_args, store_from
+from stepscope.model.tables import RunData
 
 
 class ExportCommand:
     """Export every table of a run (steps, regions, region_stats, samples, system_stats, metrics, comm,
-    ranks) as CSV or Parquet files, or one JSON document, into a folder."""
+    ranks; and components, kernels, operators, modules when a window was profiled) as CSV or Parquet
+    files, or one JSON document, into a folder; or the timeline as one Perfetto / Chrome-trace file."""
 
     name = "export"
     help = "export a run's tables (csv, json, parquet)"
@@ -39,7 +41,24 @@ class ExportCommand:
             print(write_perfetto(data, Path(args.output or f"stepscope-{data.run.id}.perfetto.json"), traces.tables))
             return 0
         out = Path(args.output or f"stepscope-export-{data.run.id}")
-        paths = write_tables(run_tables(data, summarize_run(data)), args.format, out)
+        tables = run_tables(data, summarize_run(data))
+        tables.update(_trace_tables(data))
+        paths = write_tables(tables, args.format, out)
         for p in paths:
             print(p)
         return 0
+
+
+def _trace_tables(data: RunData) -> dict[str, dict[str, list[object]]]:
+    """Trace tables when the run has traces; none (not an error) otherwise."""
+    from stepscope.cli.views.traces import run_trace_files
+    from stepscope.errors import UserError
+
+    try:
+        files = run_trace_files(data)
+    except UserError:
+        return {}
+    from stepscope.analyze.trace.multirank import analyze_traceset
+    from stepscope.report.export.trace_tables import trace_tables
+
+    return trace_tables(analyze_traceset([str(f) for f in files]))
