@@ -43,7 +43,7 @@ def measure_step_index(session: Session) -> int:
 def _counter_class() -> Any:
     from torch.utils.flop_counter import FlopCounterMode
 
-    class DtypeFlopCounter(FlopCounterMode):  # type: ignore[misc]
+    class DtypeFlopCounter(FlopCounterMode):
         """FlopCounterMode that also adds up FLOPs by input dtype and remembers the device."""
 
         def __init__(self) -> None:
@@ -52,7 +52,7 @@ def _counter_class() -> Any:
             self.device: str | None = None
 
         def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
-            result = super()._count_flops(func_packet, out, args, kwargs)
+            result = super()._count_flops(func_packet, out, args, kwargs)  # type: ignore[no-untyped-call]
             fn = self.flop_registry.get(func_packet)
             if fn is not None:
                 first = next((a for a in args if hasattr(a, "dtype") and hasattr(a, "device")), None)

@@ -41,7 +41,7 @@ class MemorySnapshot:
     def __init__(self, session: Session, steps: int) -> None:
         import torch
 
-        self.torch = torch
+        self.torch: Any = torch
         self.session = session
         self.steps = steps
         self.first_step: int | None = None

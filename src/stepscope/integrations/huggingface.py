@@ -42,7 +42,7 @@ SPEED_ARGS = ("per_device_train_batch_size", "per_device_eval_batch_size", "grad
 _perf = time.perf_counter_ns
 
 
-class StepscopeCallback(TrainerCallback):  # type: ignore[misc]
+class StepscopeCallback(TrainerCallback):
     """Observe a transformers Trainer (see the module docstring).
 
     Args:

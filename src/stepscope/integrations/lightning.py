@@ -38,7 +38,7 @@ try:
 except ImportError:  # the older package name
     try:
         import pytorch_lightning as pl  # type: ignore[no-redef]
-        from pytorch_lightning.profilers import Profiler as _Profiler  # type: ignore[no-redef]
+        from pytorch_lightning.profilers import Profiler as _Profiler  # type: ignore[assignment]
     except ImportError:
         raise ImportError("stepscope.integrations.lightning needs Lightning — pip install 'stepscope[lightning]'") \
             from None
@@ -89,7 +89,7 @@ class _Metrics:
         self.session.log_metric(name, v, step)
 
 
-class StepscopeCallback(pl.Callback):  # type: ignore[misc]
+class StepscopeCallback(pl.Callback):
     """Observe a Lightning Trainer (see the module docstring).
 
     Args:
@@ -282,7 +282,7 @@ class StepscopeCallback(pl.Callback):  # type: ignore[misc]
             s.warn_once(f"lightning:{where}", f"the Lightning callback failed in {where} ({e})")
 
 
-class StepscopeProfiler(_Profiler):  # type: ignore[misc]
+class StepscopeProfiler(_Profiler):
     """Lightning profiler that records each profiled action (``[Strategy]...training_step``, ...) as a
     stepscope region of that name (count, total, mean, p50, p95 in the run's region table). Records only
     inside an observed process (`stepscope run`, or with ``StepscopeCallback`` in the callbacks)."""

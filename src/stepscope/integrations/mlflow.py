@@ -81,7 +81,7 @@ def _experiment_id(client: Any) -> str:
     if not name:
         return "0"
     exp = client.get_experiment_by_name(name)
-    return exp.experiment_id if exp is not None else client.create_experiment(name)
+    return str(exp.experiment_id if exp is not None else client.create_experiment(name))
 
 
 def _log_values(client: Any, run_id: str, data: RunData, summary: RunSummary, *, user_metrics: bool) -> None:
