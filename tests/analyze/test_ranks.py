@@ -121,3 +121,31 @@ def test_roles_learner_saturates_while_actors_wait() -> None:
     assert by["learner"].saturated_bins == (0, 1, 2, 3)
     assert by["actor"].busy_by_bin == pytest.approx([0.225] * 4)
     assert len(r.findings) == 1 and r.findings[0].startswith("learner is saturated")
+
+
+def test_split_and_gpu_pop_from_two_real_rank_traces() -> None:
+    import gzip
+    import json
+
+    from tests.conftest import TRACES
+
+    from stepscope.traces.kineto import read_trace
+
+    paths = {r: TRACES / "sampled_128rank" / f"rank{r}.json.gz" for r in (0, 1)}
+    durs = {}
+    for r, p in paths.items():  # independently: the NCCL kernels straight from the JSON, in start order
+        with gzip.open(p) as fh:
+            events = json.loads(fh.read())["traceEvents"]
+        kernels = sorted((e["ts"], e["dur"]) for e in events
+                         if e.get("cat") == "kernel" and e["name"].startswith("nccl"))
+        durs[r] = np.array([d for _, d in kernels]) * 1000
+    transfer = np.minimum(durs[0], durs[1])
+    data = run_data([rank_data(r, 2, [100.0] * 5, comm_ms=[1.0] * 5) for r in (0, 1)])
+    a = analyze_ranks(data, traces={r: read_trace(p) for r, p in paths.items()})
+    assert a.trace_split is not None and a.trace_split.source == "trace"
+    (op,) = a.trace_split.ops
+    assert op.op.startswith("ncclKernel_SendRecv") and (op.instances, op.calls) == (10, 20)
+    assert op.transfer_ns == pytest.approx(2 * transfer.sum())
+    assert op.sync_ns == pytest.approx((durs[0] - transfer).sum() + (durs[1] - transfer).sum())
+    assert [t.rank for t in a.trace_ranks] == [0, 1]
+    assert a.trace_pop is not None and 0 < a.trace_pop.load_balance <= 1

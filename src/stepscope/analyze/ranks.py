@@ -82,6 +82,19 @@ class PopMetrics:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceRank:
+    """One rank's GPU time in its profiler trace (the trace engine's temporal breakdown, unions of kernel
+    intervals, ns): window = first to last GPU work; compute = computation kernels; communication =
+    communication kernels (may overlap compute); idle = window minus all GPU work."""
+
+    rank: int
+    window_ns: int
+    compute_ns: int
+    communication_ns: int
+    idle_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class Straggler:
     """A rank slower than the others beyond noise: ``excess_ns`` per step (median useful time minus the
     median of the other ranks' medians), ``excess_share`` of the median step time, and the test's p."""
@@ -108,6 +121,10 @@ class RankAnalysis:
     comm_split: CommSplit | None
     trace_split: CommSplit | None = None
     """The same split from communication kernels of the profiler window's traces, where there are any."""
+    trace_ranks: tuple[TraceRank, ...] = ()
+    trace_pop: PopMetrics | None = None
+    """POP metrics of the traced window on the GPU: useful = computation kernel time, runtime = the longest
+    GPU window of any rank (trace clocks are per rank, so windows are compared by length)."""
     incomplete_ranks: tuple[int, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
@@ -235,10 +252,14 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     window = step_window(data, warmup)
     measured = _comm_measured(data)
     trace_split = _trace_split(traces)
+    trace_ranks = _trace_ranks(traces)
+    trace_pop = (pop_metrics([t.compute_ns for t in trace_ranks], [t.window_ns for t in trace_ranks])
+                 if len(trace_ranks) >= 2 else None)
     if window is None:
         return RankAnalysis(world_size=len(ranks), window=None, ranks=(), pop=None, pop_note="no training step "
                             "was recorded", stragglers=(), balanced=None, comm_split=None, trace_split=trace_split,
-                            incomplete_ranks=incomplete, warnings=tuple(warnings))
+                            trace_ranks=trace_ranks, trace_pop=trace_pop, incomplete_ranks=incomplete,
+                            warnings=tuple(warnings))
     per = {r.stream.rank: _per_step(r, window, measured) for r in ranks}
     split = split_calls([(r.stream.rank, r.comm) for r in ranks], steps=window) if measured else None
     times = tuple(_rank_times(r, per[r.stream.rank], measured, split) for r in ranks)
@@ -259,7 +280,8 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     balanced = None if pop is None else (not stragglers and pop.load_balance >= BALANCED_LOAD_BALANCE)
     return RankAnalysis(world_size=len(ranks), window=window, ranks=times, pop=pop, pop_note=note,
                         stragglers=stragglers, balanced=balanced, comm_split=split, trace_split=trace_split,
-                        incomplete_ranks=incomplete, warnings=tuple(warnings))
+                        trace_ranks=trace_ranks, trace_pop=trace_pop, incomplete_ranks=incomplete,
+                        warnings=tuple(warnings))
 
 
 def _trace_split(traces: dict[int, Any] | None) -> CommSplit | None:
@@ -272,3 +294,18 @@ def _trace_split(traces: dict[int, Any] | None) -> CommSplit | None:
         names, durs = trace_comm_kernels(table)
         rows.append((rank, names, durs))
     return split_kernels(rows)
+
+
+def _trace_ranks(traces: dict[int, Any] | None) -> tuple[TraceRank, ...]:
+    if not traces:
+        return ()
+    from stepscope.analyze.trace.gpuview import gpu_view
+    from stepscope.analyze.trace.temporal import temporal_breakdown
+
+    out = []
+    for rank, table in sorted(traces.items()):
+        tb = temporal_breakdown(gpu_view(table))
+        if tb is not None:
+            out.append(TraceRank(rank=rank, window_ns=tb.window_ns, compute_ns=tb.compute_ns,
+                                 communication_ns=tb.communication_ns, idle_ns=tb.idle_ns))
+    return tuple(out)

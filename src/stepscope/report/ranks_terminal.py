@@ -75,6 +75,22 @@ def split_table(split: CommSplit | None, title: str) -> RenderableType | None:
     return t
 
 
+def trace_table(a: RankAnalysis) -> RenderableType | None:
+    if not a.trace_ranks:
+        return None
+    t = _table("Profiled window on the GPU (trace kernels, per rank)", "rank", "window", "compute", "communication",
+               "idle")
+    for r in a.trace_ranks:
+        t.add_row(str(r.rank), f.duration_ns(r.window_ns), f.duration_ns(r.compute_ns),
+                  f.duration_ns(r.communication_ns), f.duration_ns(r.idle_ns))
+    if a.trace_pop is None:
+        return t
+    p = a.trace_pop
+    return Group(t, Text(f"GPU POP metrics: load balance {p.load_balance:.3f}, communication efficiency "
+                         f"{p.communication_efficiency:.3f}, parallel efficiency {p.parallel_efficiency:.3f} "
+                         "(useful = computation kernels)"))
+
+
 def roles_table(r: RoleAnalysis | None) -> RenderableType | None:
     if r is None or len(r.roles) < 2:
         return None
@@ -92,6 +108,7 @@ def roles_table(r: RoleAnalysis | None) -> RenderableType | None:
 def ranks_report(a: RankAnalysis, roles: RoleAnalysis | None = None) -> RenderableType:
     parts = [rank_table(a), Text(), pop_block(a), verdict(a),
              split_table(a.comm_split, "Collectives: transfer vs sync (per-call timings, all ranks summed)"),
+             trace_table(a),
              split_table(a.trace_split, "Communication kernels: transfer vs sync (profiler traces, GPU time)"),
              roles_table(roles)]
     return Group(*(p for p in parts if p is not None))
