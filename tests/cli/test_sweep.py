@@ -54,3 +54,5 @@ def test_grid_heatmap_best_setting_and_failed_points(tmp_path: Path, capsys: pyt
     assert "best setting: sleep=2 batch=16" in shown
     assert "failed: sleep=2 batch=4 — 1 of 1 run(s)" in shown and "failed: sleep=20 batch=4" in shown
     assert 'data-kind="heatmap"' in html.read_text()
+    assert main(["sweep", "--store", str(store), "--group", doc["group"], "--metric", "nope_per_s"]) == 2
+    assert "--metric nope_per_s: no run of the sweep has it" in capsys.readouterr().err

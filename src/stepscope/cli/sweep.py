@@ -126,7 +126,11 @@ class SweepCommand:
             run_grid(store, command, grid, args, group)
         if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
             raise UserError(f"--heatmap {args.heatmap}: expected two swept parameters ROW,COL out of {', '.join(grid)}")
-        result = analyze_sweep(sweep_runs(store, group), grid, metric=args.metric, heat=heat)
+        runs = sweep_runs(store, group)
+        known = sorted({m for r in runs for m in r.metrics})
+        if known and args.metric not in known:
+            raise UserError(f"--metric {args.metric}: no run of the sweep has it — one of {', '.join(known[:12])}, ...")
+        result = analyze_sweep(runs, grid, metric=args.metric, heat=heat)
         if args.html:
             from stepscope.report.html.scaling import sweep_page
 
