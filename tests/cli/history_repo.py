@@ -25,7 +25,7 @@ for i in stepscope.steps(range({steps})):
         time.sleep(SLEEP_S)
 """
 
-BASE_SLEEP_S = 0.005
+BASE_SLEEP_S = 0.025
 
 
 def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -34,7 +34,7 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=full).stdout.strip()
 
 
-def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 20) -> list[str]:
+def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 10) -> list[str]:
     """Create the repository; return the commit shas, oldest first. Commit i is dated day i of 2024-03."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")

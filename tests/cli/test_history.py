@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from tests.cli.history_repo import bench_at, git, make_repo
 
 from stepscope.cli import main
@@ -33,7 +34,10 @@ def test_history_commits_dirty_and_no_commit(tmp_path: Path, monkeypatch, capsys
     keys = [p["key"] for p in h["points"]]
     assert keys == [shas[0], shas[1], shas[2], shas[2] + "+dirty"]
     assert h["points"][0]["relative"] == 1.0
-    assert h["points"][2]["relative"] > 1.05  # commit 2 sleeps 10% longer
+    base = h["points"][0]["median"]
+    for p in h["points"]:
+        assert p["relative"] == pytest.approx(p["median"] / base)
+        assert p["ci_low"] <= p["median"] <= p["ci_high"] and len(p["run_ids"]) == len(p["values"]) == 1
     assert h["no_commit"]["key"] == "(no commit)" and len(h["no_commit"]["values"]) == 1
 
     assert main(["history", "--store", str(store), "-m", "step_time", "--csv"]) == 0

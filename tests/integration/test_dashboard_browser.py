@@ -40,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
     mp = pytest.MonkeyPatch()
     tmp = tmp_path_factory.mktemp("dash")
     repo, store = tmp / "repo", tmp / "store"
-    shas = make_repo(repo, commits=8, slow_at=4)
+    shas = make_repo(repo, commits=10, slow_at=5)
     bench_history(mp, repo, store, shas, {})
     _hostile_run(store)
     assert main(["dashboard", "build", "--store", str(store), "-o", str(tmp / "site"), "--name", "tiny",
@@ -81,18 +81,18 @@ def test_runs_list_filters_and_hostile_names(site, browser) -> None:
     w = Watched(browser)
     w.page.goto((out / "index.html").as_uri())
     count = w.page.locator("#ss-count")
-    assert count.inner_text().startswith("9 of 9 runs")
+    assert count.inner_text().startswith("11 of 11 runs")
     w.page.fill("#f-text", "hostile")
-    assert count.inner_text().startswith("1 of 9")
+    assert count.inner_text().startswith("1 of 11")
     w.page.fill("#f-text", "")
     w.page.select_option("#f-status", "failed")
-    assert count.inner_text().startswith("1 of 9")
+    assert count.inner_text().startswith("1 of 11")
     w.page.select_option("#f-status", "")
     w.page.fill("#f-tag", "team")
-    assert count.inner_text().startswith("1 of 9")
+    assert count.inner_text().startswith("1 of 11")
     w.page.fill("#f-tag", "")
     w.page.fill("#f-param", "lr=nope")
-    assert count.inner_text().startswith("0 of 9")
+    assert count.inner_text().startswith("0 of 11")
     w.page.fill("#f-param", "")
     # the hostile name is text in the table, never markup
     cell = w.page.locator('tr[data-run="hostile1"] td').first
@@ -110,17 +110,17 @@ def test_history_click_opens_the_run_and_marks_the_step(site, browser) -> None:
     w = Watched(browser)
     w.page.goto((out / "history" / "region.work.p50_s.html").as_uri())
     points = w.page.locator("circle.ss-point")
-    assert points.count() == 8
+    assert points.count() == 10
     steps = w.page.locator("line.ss-step")
-    assert steps.count() == 1 and steps.get_attribute("data-commit") == shas[4]
-    target = points.nth(5)
+    assert steps.count() == 1 and steps.get_attribute("data-commit") == shas[5]
+    target = points.nth(7)
     run_id, commit = target.get_attribute("data-run"), target.get_attribute("data-commit")
-    assert commit == shas[5]
+    assert commit == shas[7]
     target.hover()
-    assert shas[5][:10] in w.page.locator("#ss-tip").inner_text()
+    assert shas[7][:10] in w.page.locator("#ss-tip").inner_text()
     w.page.click("#x-commit")  # commit-order axis redraws the same points
-    assert w.page.locator("circle.ss-point").count() == 8
-    w.page.locator("circle.ss-point").nth(5).click()
+    assert w.page.locator("circle.ss-point").count() == 10
+    w.page.locator("circle.ss-point").nth(7).click()
     w.page.wait_for_load_state()
     assert run_id in w.page.url
     assert run_id in w.page.content()
@@ -152,7 +152,7 @@ def test_serve_same_pages_read_only(site, browser) -> None:
     try:
         w = Watched(browser)
         w.page.goto(base)
-        assert w.page.locator("#ss-count").inner_text().startswith("9 of 9")
+        assert w.page.locator("#ss-count").inner_text().startswith("11 of 11")
         w.page.goto(base + "history/region.work.p50_s.html")
         assert w.page.locator("line.ss-step").count() == 1
         assert w.errors == [] and w.outside(base) == []
