@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from tests.conftest import EXAMPLES, PY, load
 
 
@@ -100,3 +99,14 @@ def test_python_dash_m_module(cli, store, tmp_path):
     steps = load(store).ranks[0].steps
     assert len(steps) == 7
     assert math.isnan(steps["samples"][0])  # no DataLoader: samples unknown, not zero
+
+
+def test_validation_steps_and_epochs_zero_code(observed, store):
+    assert observed("val_train.py").rc == 0
+    steps = load(store).ranks[0].steps
+    train = steps.take(steps["phase"] == 0)
+    val = steps.take(steps["phase"] == 1)
+    assert len(train) == 3 * 8
+    assert len(val) == 3 * 3  # the sanity-check pass came before the first optimizer step: not a step
+    assert list(train["epoch"]) == [0] * 8 + [1] * 8 + [2] * 8  # the validation loader never moves epochs
+    assert list(train["index"]) == list(range(24)) and list(val["index"]) == list(range(9))

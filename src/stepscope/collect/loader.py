@@ -60,9 +60,8 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             session.touch(t0)
             session.activate()
             epoch = getattr(self, "_stepscope_epoch", None)
-            if epoch is not None and epoch != session.epoch and session.step_source != "api":
-                session.epoch = epoch
-                session.step.epoch = epoch
+            if epoch is not None and session.step_source != "api":
+                session.step.epoch = epoch  # the step in progress only: see Session.mark_step
             session.add_fetch(t0, t1, batch_size(batch), batch_tokens(batch))
         except Exception as e:
             session.warn_once("loader", f"DataLoader timing failed ({e})")

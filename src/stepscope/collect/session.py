@@ -275,10 +275,13 @@ class Session:
             "comm_ns": st.comm if st.comm else _NAN,
             "epoch": st.epoch, "phase": int(phase),
         })
-        if phase == Phase.TRAIN:
-            self.step_index += 1
-        else:
+        if phase != Phase.TRAIN:
             self.val_index += 1
+            self.step = StepState(t, self.epoch)  # a validation step: no per-step collector runs
+            return
+        self.step_index += 1
+        if st.epoch >= 0:
+            self.epoch = st.epoch  # the training loader's epoch; a validation loader never sets it
         self.step = StepState(t, self.epoch)
         for cb in self.extras:
             try:
