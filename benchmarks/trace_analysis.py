@@ -1,14 +1,22 @@
 """Trace engine benchmark: stepscope vs HTA vs a bare orjson.loads, each in a child process.
 
-    .venv/bin/python benchmarks/trace_analysis.py [--events 5000000] [--hta-events 1000000]
-        [--hta-python /tmp/hta-venv/bin/python]
+    .venv/bin/python benchmarks/trace_analysis.py [--quick] [--events 5000000] [--hta-events 1000000]
+        [--repeats 3] [--ranks 4] [--hta-python /tmp/hta-venv/bin/python] [--workdir DIR]
 
-Builds synthetic traces (the v100 fixture's events repeated with shifted timestamps and ids) in a temp
-folder, then for each trace measures wall time and peak RSS (ru_maxrss of the child) of:
-  ours:   read_trace + temporal + idle + kernel breakdown + comm/comp overlap
-  hta:    TraceAnalysis(load) + get_temporal_breakdown + get_idle_time_breakdown + get_gpu_kernel_breakdown
-          + get_comm_comp_overlap (if --hta-python exists)
-  orjson: reading the bytes (gunzip if needed) + orjson.loads, the floor of any JSON-based reader.
+Cases: the v100 fixture (68k events), a synthetic trace HTA also runs on (--hta-events), a big synthetic
+trace (--events; HTA too if it fits, see --hta-max-events) and a folder of --ranks synthetic ranks.
+Synthetic traces repeat the v100 fixture's events with shifted timestamps and ids, written to a temp
+folder (or --workdir, where they are kept and reused).
+
+Each tool runs in a fresh child process; we record its wall time, CPU time (user + sys) and peak RSS
+(ru_maxrss, from os.wait4, per child):
+  stepscope:  read_trace + temporal + idle + kernel breakdown + comm/comp overlap
+  HTA:        TraceAnalysis (load) + get_temporal_breakdown + get_idle_time_breakdown
+              + get_gpu_kernel_breakdown + get_comm_comp_overlap
+  orjson:     read the bytes (gunzip if needed) + orjson.loads: the floor of any JSON-based reader;
+              "gc off" is the same with Python's cycle collector disabled (stepscope disables it too).
+The machine may be shared, so the tools run interleaved (order rotated each repeat) and every ratio is
+the median of the per-repeat ratios of runs made side by side; times are medians.
 """
 
 from __future__ import annotations
@@ -16,10 +24,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -36,7 +49,12 @@ from stepscope.analyze.trace.idle import idle_breakdown
 from stepscope.analyze.trace.kernels import kernel_breakdown
 t = read_trace(sys.argv[1]); g = gpu_view(t)
 temporal_breakdown(g); idle_breakdown(t, g); kernel_breakdown(t, g); comm_overlap(g)
-print(len(t))
+"""
+OURS_SET = """
+import sys
+from stepscope.analyze.trace.multirank import analyze_traceset
+s = analyze_traceset([sys.argv[1]], workers=int(sys.argv[2]))
+assert len(s.ranks) == int(sys.argv[3]) and not s.errors, s.errors
 """
 HTA = """
 import sys, logging
@@ -50,87 +68,245 @@ BARE = """
 import sys, gzip, orjson
 p = sys.argv[1]
 data = gzip.open(p).read() if p.endswith('.gz') else open(p, 'rb').read()
-print(len(orjson.loads(data)['traceEvents']))
+orjson.loads(data)
 """
+BARE_NOGC = "import gc; gc.disable()\n" + BARE
 
 
-def synthesize(target: int, out: Path) -> int:
+@dataclass(frozen=True)
+class Run:
+    """One child process: wall and CPU seconds, peak RSS in MB (the largest of it and its children)."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    python: str
+    code: str
+    extra: tuple[str, ...] = ()
+
+
+def synthesize(target: int, out: Path, rank: int = 0) -> int:
+    """Write a trace of >= target events (X, s, f) built from the fixture; returns the event count."""
     doc = orjson.loads(gzip.decompress(FIXTURE.read_bytes()))
     base = [e for e in doc["traceEvents"] if e.get("ph") in ("X", "s", "f")]
     span = max(e["ts"] + e.get("dur", 0) for e in base) - min(e["ts"] for e in base) + 1000.0
     reps = max(1, -(-target // len(base)))
+    head = {k: v for k, v in doc.items() if k != "traceEvents"}
+    head["distributedInfo"] = dict(head.get("distributedInfo") or {}, rank=rank)
+    with_args = [(e, e.get("args")) for e in base]
     with out.open("wb") as f:
-        head = {k: v for k, v in doc.items() if k != "traceEvents"}
         f.write(orjson.dumps(head)[:-1] + b', "traceEvents": [\n')
         for r in range(reps):
+            shift, ids = r * span, r * 10_000_000
             chunk = []
-            for e in base:
-                c = dict(e, ts=e["ts"] + r * span)
-                if "args" in c:
-                    a = dict(c["args"])
+            for e, a in with_args:
+                c = dict(e, ts=e["ts"] + shift)
+                if a is not None and ("correlation" in a or "External id" in a):
+                    a = dict(a)
                     for key in ("correlation", "External id"):
                         if key in a:
-                            a[key] = a[key] + r * 10_000_000
+                            a[key] += ids
                     c["args"] = a
                 if "id" in c:
-                    c["id"] = c["id"] + r * 10_000_000
-                chunk.append(orjson.dumps(c))
-            f.write((b",\n" if r else b"") + b",\n".join(chunk))
+                    c["id"] += ids
+                chunk.append(c)
+            f.write((b",\n" if r else b"") + orjson.dumps(chunk)[1:-1].replace(b"},{", b"},\n{"))
         f.write(b"\n]}\n")
     return reps * len(base)
 
 
-def measure(python: str, code: str, path: Path, timeout: int) -> tuple[float, float] | None:
-    """Wall time and the child's own peak RSS (os.wait4 gives per-child rusage)."""
+def cached(workdir: Path, name: str, target: int, rank: int = 0) -> tuple[Path, int]:
+    path = workdir / f"{name}_{target}.json"
+    count = workdir / f"{name}_{target}.count"
+    if not (path.exists() and count.exists()):
+        t0 = time.perf_counter()
+        count.write_text(str(synthesize(target, path, rank)))
+        print(f"  (wrote {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s)")
+    return path, int(count.read_text())
+
+
+def rank_folder(src: Path, folder: Path, ranks: int) -> Path:
+    """Copies of a synthetic trace as ranks 0..n-1 (distributedInfo patched in the header)."""
+    folder.mkdir(exist_ok=True)
+    head = src.open("rb").read(1 << 16)
+    for r in range(ranks):
+        dst = folder / f"rank{r}.json"
+        if dst.exists():
+            continue
+        new_head = re.sub(rb'("distributedInfo":\{[^}]*?"rank":)\d+', rb"\g<1>%d" % r, head, count=1)
+        with src.open("rb") as fi, dst.open("wb") as fo:
+            fi.seek(len(head))
+            fo.write(new_head)
+            shutil.copyfileobj(fi, fo, 1 << 20)
+    return folder
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(tool: Tool, path: Path, timeout: int) -> Run | None:
+    """Run one tool in a child; CPU time includes the child's own workers (they are waited for)."""
     env = {"PYTHONPATH": str(ROOT / "src"), "HTA_DISABLE_NS_ROUNDING": "1", "PATH": "/usr/bin:/bin"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([python, "-c", code, str(path)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = status
-    wall = time.perf_counter() - t0
-    if status != 0:
-        print(f"    {python}: failed (status {status})", file=sys.stderr)
+    probe = "\nimport resource as _r; print('RSS', max(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss, " \
+        "_r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss))"
+    cpu0, t0 = _children_cpu(), time.perf_counter()
+    proc = subprocess.Popen([tool.python, "-c", tool.code + probe, str(path), *tool.extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        print(f"    {tool.name}: timed out after {timeout} s", file=sys.stderr)
         return None
-    return wall, usage.ru_maxrss / 1024.0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        print(f"    {tool.name}: failed (exit {proc.returncode}: {tail[0]})", file=sys.stderr)
+        return None
+    rss = max([float(m) for m in re.findall(rb"^RSS (\d+)", out, re.M)] or [0.0])
+    return Run(wall, cpu, rss / 1024.0)
 
 
-def row(label: str, path: Path, hta_python: str | None, timeout: int) -> None:
-    size = path.stat().st_size / 1e6
-    bare = measure(sys.executable, BARE, path, timeout)
-    ours = measure(sys.executable, OURS, path, timeout)
-    hta = measure(hta_python, HTA, path, timeout) if hta_python else None
-    print(f"\n{label} ({size:.0f} MB JSON)")
-    for name, m in (("orjson.loads", bare), ("stepscope", ours), ("HTA", hta)):
-        print(f"  {name:13s} " + (f"{m[0]:8.2f} s  peak RSS {m[1]:8.0f} MB" if m else "   n/a"))
-    if ours and bare:
-        print(f"  stepscope / orjson time: {ours[0] / bare[0]:.2f}x (target <= 2x)")
-    if ours and hta:
-        print(f"  HTA / stepscope time: {hta[0] / ours[0]:.1f}x (target >= 5x); "
-              f"stepscope / HTA peak memory: {ours[1] / hta[1]:.2f} (target <= 0.33)")
+Runs = dict[str, list["Run | None"]]
+
+
+def compare(label: str, path: Path, tools: list[Tool], repeats: int, timeout: int) -> Runs:
+    """Run every tool ``repeats`` times, interleaved (order rotated each repeat); print medians."""
+    size = path.stat().st_size / 1e6 if path.is_file() else sum(p.stat().st_size for p in path.iterdir()) / 1e6
+    print(f"\n{label} ({size:,.0f} MB JSON), {repeats} interleaved repeats", flush=True)
+    runs: Runs = {t.name: [] for t in tools}
+    for r in range(repeats):
+        for t in tools[r % len(tools):] + tools[:r % len(tools)]:
+            runs[t.name].append(measure(t, path, timeout))
+    print(f"  {'':24s} {'wall s':>8s} {'CPU s':>8s} {'peak RSS MB':>12s}   (medians)")
+    for name, rs in runs.items():
+        ok = [x for x in rs if x]
+        if ok:
+            print(f"  {name:24s} {med(x.wall for x in ok):8.2f} {med(x.cpu for x in ok):8.2f} "
+                  f"{med(x.rss_mb for x in ok):12.0f}")
+        else:
+            print(f"  {name:24s}      n/a")
+    return runs
+
+
+def med(values: Iterable[float]) -> float:
+    return float(statistics.median(list(values)))
+
+
+def ok_runs(runs: Runs, name: str) -> list[Run]:
+    return [x for x in runs.get(name, []) if x]
+
+
+def ratio(runs: Runs, num: str, den: str, field: str) -> float | None:
+    """Median over repeats of num/den, each from the two runs of the same repeat (side by side)."""
+    pairs = [getattr(x, field) / getattr(y, field) for x, y in zip(runs.get(num, []), runs.get(den, []))
+             if x and y and getattr(y, field) > 0]
+    return med(pairs) if pairs else None
+
+
+def verdicts(runs: Runs) -> None:
+    def show(text: str, value: float | None, ok: bool | None) -> None:
+        if value is not None:
+            print(f"  {text:44s} {value:6.2f}  {'ok' if ok else 'MISSED'}")
+    for field in ("wall", "cpu"):
+        v = ratio(runs, "HTA", "stepscope", field)
+        show(f"HTA / stepscope {field} (target >= 5)", v, v is not None and v >= 5)
+    for floor in ("orjson.loads", "orjson.loads, gc off"):
+        for field in ("wall", "cpu"):
+            v = ratio(runs, "stepscope", floor, field)
+            show(f"stepscope / {floor} {field} (target <= 2)", v, v is not None and v <= 2)
+    v = ratio(runs, "stepscope", "HTA", "rss_mb")
+    show("stepscope / HTA peak RSS (target <= 0.33)", v, v is not None and v <= 1 / 3)
+    v = ratio(runs, "stepscope", "orjson.loads", "rss_mb")
+    show("stepscope / orjson.loads peak RSS (info)", v, True)
+
+
+def project_hta(hta_mid: list[Run], n_mid: int, ours_big: list[Run], n_big: int) -> None:
+    """Say why HTA was not run on the big trace, and what it would need (linear in events)."""
+    if not hta_mid:
+        return
+    scale = n_big / n_mid
+    need_mb, need_cpu = med(x.rss_mb for x in hta_mid) * scale, med(x.cpu for x in hta_mid) * scale
+    print(f"  HTA not run at {n_big:,} events: scaling its {n_mid:,}-event run, it would need about "
+          f"{need_mb / 1024:.1f} GB and {need_cpu:.0f} CPU s here (--hta-max-events {n_big} runs it); "
+          f"HTA is compared at {n_mid:,} events above")
+    if ours_big:
+        print(f"  projected HTA / stepscope CPU {need_cpu / med(x.cpu for x in ours_big):.1f}, "
+              f"stepscope / projected HTA peak RSS {med(x.rss_mb for x in ours_big) / need_mb:.2f}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--events", type=int, default=5_000_000)
+    ap.add_argument("--events", type=int, default=5_000_000, help="size of the big synthetic trace")
     ap.add_argument("--hta-events", type=int, default=1_000_000, help="size of the trace HTA also runs on")
+    ap.add_argument("--hta-max-events", type=int, default=1_000_000,
+                    help="run HTA on the big trace only up to this size (it needs ~1.2 GB and ~30 CPU s per "
+                         "million events)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ranks", type=int, default=4, help="ranks in the multi-rank memory case (0: skip)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, 3 repeats: a few minutes")
     ap.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
-    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--workdir", type=Path, help="keep synthetic traces here and reuse them")
+    ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args()
-    hta = args.hta_python if Path(args.hta_python).exists() else None
+    if args.quick:
+        args.events, args.hta_events, args.ranks = 1_000_000, 250_000, min(args.ranks, 4)
     if not FIXTURE.exists():
         print(f"fixture {FIXTURE} not found", file=sys.stderr)
         return 1
-    # ru_maxrss over children is a running max, so measure in increasing size order and each size fresh
+    hta = args.hta_python if Path(args.hta_python).exists() else None
+    if hta is None:
+        print(f"HTA not found at {args.hta_python}: HTA columns are n/a (pip install HolisticTraceAnalysis)")
+    py = sys.executable
+    ours, bare, nogc = Tool("stepscope", py, OURS), Tool("orjson.loads", py, BARE), Tool("orjson.loads, gc off",
+                                                                                          py, BARE_NOGC)
+    with_hta = [ours, bare, nogc] + ([Tool("HTA", hta, HTA)] if hta else [])
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
-        row("fixture v100_1rank", FIXTURE, hta, args.timeout)
-        mid = Path(tmp) / "mid.json"
-        n = synthesize(args.hta_events, mid)
-        row(f"synthetic {n:,} events", mid, hta, args.timeout)
-        mid.unlink()
-        big = Path(tmp) / "big.json"
-        n = synthesize(args.events, big)
-        row(f"synthetic {n:,} events", big, None, args.timeout)
+        work = args.workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        verdicts(compare("fixture v100_1rank", FIXTURE, with_hta, args.repeats, args.timeout))
+        mid, n_mid = cached(work, "synthetic", args.hta_events)
+        mid_runs = compare(f"synthetic {n_mid:,} events", mid, with_hta, args.repeats, args.timeout)
+        verdicts(mid_runs)
+        big, n_big = cached(work, "synthetic", args.events)
+        big_tools = [ours, bare]
+        if hta and n_big <= args.hta_max_events:
+            big_tools.append(Tool("HTA", hta, HTA))
+        big_runs = compare(f"synthetic {n_big:,} events", big, big_tools, args.repeats, args.timeout)
+        verdicts(big_runs)
+        if hta and n_big > args.hta_max_events:
+            project_hta(ok_runs(mid_runs, "HTA"), n_mid, ok_runs(big_runs, "stepscope"), n_big)
+        if args.ranks > 0:
+            folder = rank_folder(mid, work / f"ranks_{n_mid}", args.ranks)
+            one = folder / "rank0.json"
+            tools = [Tool("all analyses, 1 rank", py, OURS_SET, ("1", "1")),
+                     Tool(f"all analyses, {args.ranks} ranks", py, OURS_SET, ("1", str(args.ranks))),
+                     Tool(f"{args.ranks} ranks, 2 workers", py, OURS_SET, ("2", str(args.ranks)))]
+            print(f"\nmulti-rank: analyze_traceset on 1 and {args.ranks} ranks of {n_mid:,} events "
+                  "(peak RSS: the largest process)")
+            multi: Runs = {}
+            for t in tools:
+                multi.update(compare(t.name, one if t.extra[1] == "1" else folder, [t], args.repeats, args.timeout))
+            base = ok_runs(multi, tools[0].name)
+            for t in tools[1:]:
+                rs = ok_runs(multi, t.name)
+                if base and rs:
+                    print(f"  {t.name}: peak RSS {med(x.rss_mb for x in rs) / med(x.rss_mb for x in base):.2f}x "
+                          f"that of 1 rank (flat, not {args.ranks}x), CPU "
+                          f"{med(x.cpu for x in rs) / med(x.cpu for x in base):.2f}x, wall "
+                          f"{med(x.wall for x in rs) / med(x.wall for x in base):.2f}x")
     return 0
 
 

@@ -16,7 +16,10 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-BLOCK_BYTES = 16 * 1024 * 1024
+BLOCK_BYTES = 256 * 1024
+"""Bytes read and parsed at a time: small enough that a chunk's freshly parsed events are still in the
+CPU cache when their columns are extracted (measured fastest between 256 KiB and 1 MiB), and memory
+stays a few MB of Python objects."""
 _QUOTE, _BACKSLASH = 34, 92
 _OPEN = (123, 91)  # { [
 _CLOSE = (125, 93)  # } ]
@@ -129,7 +132,7 @@ class TraceEventSplitter:
             cut = _fast_cut(buf)
             if eof and not cut:
                 break
-            parsed = _try_loads(loads, buf[:cut]) if cut else None
+            parsed = _try_loads(loads, memoryview(buf)[:cut]) if cut else None
             if parsed is None:
                 cut = _exact_cut(buf)
                 parsed = loads(b"[" + buf[:cut].strip().strip(b",") + b"]") if cut else None
@@ -150,21 +153,30 @@ class TraceEventSplitter:
 
 
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{\s*\")")
-_TAIL = 4 * 1024 * 1024
+_TAIL = 64 * 1024
 
 
 def _fast_cut(buf: bytes) -> int:
-    """End (exclusive) of the last ``}`` that looks like an event boundary, or 0."""
-    base = max(0, len(buf) - _TAIL)
-    last = None
-    for last in _BOUNDARY.finditer(buf, base):  # noqa: B007 - we want the last match
-        pass
-    return last.start() + 1 if last is not None else 0
+    """End (exclusive) of the last ``}`` that looks like an event boundary, or 0.
+
+    Searches a window at the end of the buffer, widened until it holds a boundary (events are small).
+    """
+    window = _TAIL
+    while True:
+        base = max(0, len(buf) - window)
+        last = None
+        for last in _BOUNDARY.finditer(buf, base):  # noqa: B007 - we want the last match
+            pass
+        if last is not None:
+            return last.start() + 1
+        if base == 0:
+            return 0
+        window *= 8
 
 
-def _try_loads(loads: Any, body: bytes) -> list[Any] | None:
+def _try_loads(loads: Any, body: bytes | memoryview) -> list[Any] | None:
     try:
-        value = loads(b"[" + body + b"]")
+        value = loads(b"".join((b"[", body, b"]")))
     except ValueError:
         return None
     return value if isinstance(value, list) and value else None
