@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.intervals import unique_sorted
 from stepscope.model.events import EventKind, EventTable
 
 KERNEL_WAIT_THRESHOLD_NS = 30_000
@@ -72,7 +73,7 @@ def launch_start_ns(table: EventTable, correlation: npt.NDArray[Any]) -> npt.NDA
 def idle_breakdown(table: EventTable, gpu: GpuView, *, threshold_ns: int = KERNEL_WAIT_THRESHOLD_NS) -> IdleBreakdown:
     launch = launch_start_ns(table, table["correlation"][gpu.rows])
     out = []
-    for stream in np.unique(gpu.stream).tolist():
+    for stream in unique_sorted(gpu.stream).tolist():
         sel = np.flatnonzero(gpu.stream == stream)
         sel = sel[np.argsort(gpu.ts[sel], kind="stable")]
         prev_end = gpu.end[sel][:-1]

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
-from stepscope.analyze.trace.intervals import covered, merge
+from stepscope.analyze.trace.intervals import covered, merge, unique_sorted
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -93,7 +93,7 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
         return StepSummary(())
     s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
     cats = _category_intervals(table, gpu)
-    bounds = np.unique(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
+    bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
     left, width = bounds[:-1], np.diff(bounds)
     label = np.full(left.size, len(CATEGORIES) - 1, dtype=np.int64)
     for c in range(len(cats) - 1, -1, -1):
