@@ -19,18 +19,18 @@ PAIR = (Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "tr
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three real runs recorded at the same time (so CPU contention on a shared machine hits them alike):
-    base and same (the unchanged script twice) and slow (sleeps 10% of each step's own time)."""
+    """Three real runs, one after the other: base and same (the unchanged script twice) and slow (sleeps 10%
+    of each step's own time). Steps are dominated by a 10 ms wait, as a GPU-bound step's host is, so CPU
+    contention from other jobs on a shared machine moves them little."""
     root = tmp_path_factory.mktemp("diffruns")
-    variants = {"base": [], "same": [], "slow": ["--slow-pct", "10"]}
+    common = ["--wait", "0.01", "--width", "16", "--steps", "100"]
+    variants = {"base": common, "same": common, "slow": [*common, "--slow-pct", "10"]}
     env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
-    procs = {name: subprocess.Popen([sys.executable, "-m", "stepscope", "run", "--store", str(root / name), "--quiet",
-                                     "--sample-interval", "0.2", "--", sys.executable, str(SCRIPT), *extra],
-                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for name, extra in variants.items()}
-    for name, p in procs.items():
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, (name, err[-2000:])
+    for name, extra in variants.items():
+        p = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(root / name), "--quiet",
+                            "--sample-interval", "0.2", "--flops-per-step", "0", "--", sys.executable, str(SCRIPT),
+                            *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+        assert p.returncode == 0, (name, p.stderr[-2000:])
     return {name: next((root / name / "runs").iterdir()) for name in variants}
 
 
@@ -68,7 +68,7 @@ def test_ten_percent_sleep_is_slower_and_named_first(runs: dict[str, Path], caps
     # the region's mean per step, derived from the stored records independently of the diff
     slow = read_run(runs["slow"]).ranks[0]
     extra = slow.regions.mask_of("extra")
-    assert extra.sum() >= 100
+    assert extra.sum() >= 90
     row = next(r for r in doc["breakdown"] if r["name"] == "extra")
     assert row["presence"] == "only in experiment"
     stored_mean = slow.regions["duration_ns"][extra].mean()
