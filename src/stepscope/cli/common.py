@@ -48,7 +48,8 @@ def _default(obj: Any) -> Any:
 
 def ensure_metrics(store: Store, run_ids: list[str]) -> None:
     """Compute and index summary metrics for finished runs that lack them (standalone sessions)."""
-    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.analyze.summary import summarize_run
+    from stepscope.cli.finish import run_index_metrics
     from stepscope.store.rundir import read_run
 
     have = store.index.metrics(run_ids)
@@ -58,4 +59,4 @@ def ensure_metrics(store: Store, run_ids: list[str]) -> None:
                 data = read_run(store.run_path(row.id))
             except UserError:
                 continue
-            store.index.upsert_run(data.run, row.path, index_metrics(summarize_run(data)))
+            store.index.upsert_run(data.run, row.path, run_index_metrics(data, summarize_run(data)))

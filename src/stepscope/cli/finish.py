@@ -11,10 +11,30 @@ from stepscope.store import Store
 from stepscope.store.rundir import read_run
 
 
+def run_index_metrics(data: RunData, summary: RunSummary) -> dict[str, float]:
+    """Everything the index keeps for a run: the summary's figures plus, for a profiled run, its traces'."""
+    metrics = index_metrics(summary)
+    from stepscope.cli.views.traces import run_trace_files
+    from stepscope.errors import UserError
+
+    try:
+        files = run_trace_files(data)
+    except UserError:
+        return metrics
+    from stepscope.analyze.trace.metrics import trace_index_metrics
+    from stepscope.analyze.trace.multirank import analyze_traceset
+
+    try:
+        metrics.update(trace_index_metrics(analyze_traceset([str(f) for f in files])))
+    except UserError as e:  # a damaged trace must not lose the run's other figures
+        print(f"stepscope: {e}", file=sys.stderr)
+    return metrics
+
+
 def finish_run(store: Store, run_id: str, *, print_summary: bool = True) -> RunSummary:
     data = read_run(store.run_path(run_id))
     summary = summarize_run(data)
-    store.index.upsert_run(data.run, data.path, index_metrics(summary))
+    store.index.upsert_run(data.run, data.path, run_index_metrics(data, summary))
     if data.run.options.get("mlflow"):
         log_to_mlflow(data, summary)
     if print_summary:

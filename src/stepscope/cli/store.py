@@ -20,14 +20,15 @@ class StoreCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.summary import index_metrics, summarize_run
+        from stepscope.analyze.summary import summarize_run
+        from stepscope.cli.finish import run_index_metrics
 
         store = store_from(args, create=args.action == "reindex")
         if args.action == "info":
             print(f"store: {store.root}\nindex: {store.db_url}\nschema: {store.index.schema_version()}\n"
                   f"runs: {len(store.index.run_ids())}")
             return 0
-        done, bad = store.reindex(lambda d: index_metrics(summarize_run(d)))
+        done, bad = store.reindex(lambda d: run_index_metrics(d, summarize_run(d)))
         print(f"indexed {done} run(s)")
         for msg in bad:
             print(f"skipped: {msg}", file=sys.stderr)
