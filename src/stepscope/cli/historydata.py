@@ -19,8 +19,11 @@ METRIC_ALIASES = {
     "step_time": "step_time_median_s", "throughput": "samples_per_s", "samples": "samples_per_s",
     "tokens": "tokens_per_s", "data_wait": "data_wait_share", "memory": "peak_rss_bytes",
     "gpu_memory": "peak_gpu_mem_bytes", "energy": "energy_per_step_j", "gpu_util": "gpu_util_pct",
-    "comm_share": "trace.comm_share", "idle_share": "trace.idle_share", "memcpy_share": "trace.memcpy_share",
+    "comm_share": "trace.comm_share", "idle_share": "trace.idle_share", "memcpy_share": "trace.memory_share",
+    "memory_share": "trace.memory_share", "compute_share": "trace.compute_share",
 }
+FALLBACKS = {"trace.comm_share": "phase.comm_share"}
+"""Without a profiled window, the communication share comes from the timed torch.distributed calls."""
 
 
 def point_from_row(row: RunRow, metrics: dict[str, float | None]) -> RunPoint:
@@ -80,7 +83,8 @@ def resolve_metric(name: str, available: set[str]) -> str:
     full = METRIC_ALIASES.get(name, name)
     if full in available:
         return full
-    for candidate in (f"region.{name}.p50_s", f"metric.{name}"):
+    for candidate in (FALLBACKS.get(full, ""), f"region.{name}.p50_s", f"metric.{name}",
+                      f"trace.component.{name}_share"):
         if candidate in available:
             return candidate
     close = difflib.get_close_matches(full, sorted(available), n=3, cutoff=0.4)
