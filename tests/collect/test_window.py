@@ -7,8 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from stepscope.collect.window import Action, window_schedule, window_steps
 from tests.conftest import load
+
+from stepscope.collect.window import Action, window_schedule, window_steps
 
 
 def test_schedule_by_hand():
@@ -46,3 +47,18 @@ def test_profiler_window_longer_than_the_run_never_breaks_it(observed, store):
     r = observed("tiny_train.py", "--steps", "6", opts=("--profile-steps", "50"))
     assert r.rc == 0
     assert load(store).run.status.value == "completed"
+
+
+def test_profile_memory_names_the_allocating_operators(observed, cli, store):
+    r = observed("tiny_train.py", "--steps", "14", opts=("--profile-steps", "2", "--profile-memory",
+                                                         "--flops-per-step", "0"))
+    assert r.rc == 0, r
+    from stepscope.analyze.summary import summarize_run
+
+    ops = {o.name: o for o in summarize_run(load(store)).ranks[0].memory_ops}
+    # forward of Linear(16, 32) on a batch of 8 allocates its float32 output in aten::addmm: 8*32*4 bytes,
+    # and Linear(32, 4) 8*4*4 bytes; 2 profiled steps
+    assert ops["aten::addmm"].calls == 4
+    assert ops["aten::addmm"].self_cpu_bytes == 2 * (8 * 32 * 4 + 8 * 4 * 4)
+    shown = cli("show", "latest")
+    assert "Operators that allocate most" in shown.out and "aten::addmm" in shown.out

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.flops import FlopsSummary, counted_steps, flops_summary
+from stepscope.analyze.memory import MemoryOp, memory_ops
 from stepscope.analyze.regions import RegionStats, region_stats
 from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import StepStats, step_stats
@@ -53,6 +54,8 @@ class RankSummary:
     metrics: tuple[UserMetric, ...]
     dataloaders: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]
+    memory_ops: tuple[MemoryOp, ...] = ()
+    """Operators that allocate most, from a window recorded with --profile-memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
         peak_gpu_mem_bytes=peak_gpu,
         energy_per_step_j=energy_per_step_j(rank.samples, rank.steps, first_step=st.warmup_steps),
         metrics=user_metrics(rank), dataloaders=tuple(rank.extra.get("dataloader", [])), notes=rank.notes,
+        memory_ops=memory_ops(rank),
     )
 
 

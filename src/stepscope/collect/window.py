@@ -60,6 +60,20 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / ARTIFACTS / "traces" / f"rank{rank}.json.gz"
 
 
+def memory_by_operator(prof: Any, top: int = 25) -> list[dict[str, Any]]:
+    """Operators that allocate most in the window (torch.profiler's key averages with profile_memory):
+    calls and allocated bytes (self: by the operator itself; total: including its children), CPU and device."""
+    rows = []
+    for e in prof.key_averages():
+        self_dev = getattr(e, "self_device_memory_usage", getattr(e, "self_cuda_memory_usage", 0)) or 0
+        dev = getattr(e, "device_memory_usage", getattr(e, "cuda_memory_usage", 0)) or 0
+        rows.append({"name": e.key, "calls": int(e.count), "self_cpu_bytes": int(e.self_cpu_memory_usage),
+                     "cpu_bytes": int(e.cpu_memory_usage), "self_device_bytes": int(self_dev),
+                     "device_bytes": int(dev)})
+    rows.sort(key=lambda r: -max(r["self_cpu_bytes"], r["self_device_bytes"]))
+    return [r for r in rows[:top] if r["self_cpu_bytes"] > 0 or r["self_device_bytes"] > 0]
+
+
 class ProfilerWindow:
     """Drives torch.profiler from step boundaries (Session.extras)."""
 
@@ -117,6 +131,8 @@ class ProfilerWindow:
         path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         prof.export_chrome_trace(str(path))
+        if self.session.options.profile_memory:
+            self.session.record("profile_memory", operators=memory_by_operator(prof))
         self.session.record("profile_window", first_step=self.first, last_step=self.last,
                             traced_first_step=self.traced_first, profiler_step_offset=self.offset,
                             trace=str(path.relative_to(self.session.run_dir)), export_s=time.perf_counter() - t0,

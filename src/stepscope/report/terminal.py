@@ -120,12 +120,19 @@ def system(r: RankSummary) -> RenderableType | None:
 
 def memory(s: RunSummary) -> RenderableType:
     t = _table("Memory", "", "peak")
+    ops: list[RenderableType] = []
     for r in s.ranks:
         suffix = f" (rank {r.rank})" if len(s.ranks) > 1 else ""
         t.add_row("process RSS" + suffix, f.nbytes(r.peak_rss_bytes))
         for dev, v in sorted(r.peak_gpu_mem_bytes.items()):
             t.add_row(f"{dev} memory{suffix}", f.nbytes(v))
-    return t
+        if r.memory_ops:
+            o = _table(f"Operators that allocate most{suffix} (profiled window)", "operator", "calls", "self CPU",
+                       "self GPU")
+            for m in r.memory_ops[:10]:
+                o.add_row(m.name, f"{m.calls:,}", f.nbytes(m.self_cpu_bytes), f.nbytes(m.self_device_bytes))
+            ops.append(o)
+    return Group(t, *ops) if ops else t
 
 
 def model(s: RunSummary, *, layers: int = 25) -> RenderableType | None:

@@ -91,9 +91,17 @@ def memory_section(s: RunSummary, traces: Mapping[int, EventTable]) -> str:
     out = table([Col("rank", "rank"), Col("device", "memory", "text"), Col("peak", "peak", "bytes")], rows,
                 table_id="memory",
                 caption="cuda:N = allocator's reserved peak per step; gpuN = NVML used (all processes)")
-    if traces:
-        out += paragraph("Allocations by operator need a window recorded with --profile-memory; the trace's "
-                         "memory events are not analysed in this report yet.")
+    for r in s.ranks:
+        if r.memory_ops:
+            out += heading(f"Rank {r.rank}: operators that allocate most (profiled window)")
+            out += table([Col("name", "operator", "text"), Col("calls", "calls"),
+                          Col("self_cpu_bytes", "self CPU", "bytes"), Col("cpu_bytes", "CPU incl. children", "bytes"),
+                          Col("self_device_bytes", "self GPU", "bytes"),
+                          Col("device_bytes", "GPU incl. children", "bytes")],
+                         [o.to_dict() for o in r.memory_ops], table_id=f"memops{r.rank}",
+                         caption="net bytes allocated over the window (frees count negative), torch.profiler")
+    if traces and not any(r.memory_ops for r in s.ranks):
+        out += paragraph("Allocations by operator need a window recorded with --profile-memory.")
     return out
 
 
