@@ -54,6 +54,12 @@ def test_balance_straggler_and_weak_scaling(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "straggler: rank 3 is slower by" in out and "load balance" in out
 
+    # the advisor names the imbalance on the straggler run and stays silent on the balanced one
+    assert main(["advise", "--store", str(store), "ddp-4", "--json"]) == 0
+    assert "rank-imbalance" in {f["rule_id"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert main(["advise", "--store", str(store), "ddp-2", "--json"]) == 0
+    assert "rank-imbalance" not in {f["rule_id"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
     assert main(["scaling", "--store", str(store), "--tag", "study=weak", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["mode"] == "weak" and doc["sizes"] == [1, 2, 4]
