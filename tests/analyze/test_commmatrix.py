@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import SCRIPTS, Result, load
 
 from stepscope.analyze.commmatrix import comm_matrix, comm_matrix_from_tables
 from stepscope.model.tables import CommTable
+from tests.conftest import SCRIPTS, Result, load
 
 WORLD, DDP = 0, 0x8000
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.analyze.distdata import MS, rank_data, run_data
 
 from stepscope.analyze.commsplit import split_calls, split_kernels
 from stepscope.analyze.ranks import analyze_ranks, pop_metrics
 from stepscope.analyze.roles import analyze_roles
+from tests.analyze.distdata import MS, rank_data, run_data
 
 
 def _three_ranks(**kw):  # type: ignore[no-untyped-def]
@@ -127,9 +127,8 @@ def test_split_and_gpu_pop_from_two_real_rank_traces() -> None:
     import gzip
     import json
 
-    from tests.conftest import TRACES
-
     from stepscope.traces.kineto import read_trace
+    from tests.conftest import TRACES
 
     paths = {r: TRACES / "sampled_128rank" / f"rank{r}.json.gz" for r in (0, 1)}
     durs = {}

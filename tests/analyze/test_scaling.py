@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.analyze.distdata import rank_data, run_data
 
 from stepscope.analyze.scaling import Target, analyze_scaling, script_of
 from stepscope.model.run import RunStatus
+from tests.analyze.distdata import rank_data, run_data
 
 
 def _run(run_id: str, world: int, step_ms: float, *, samples: float = 8.0, script: str = "train.py",

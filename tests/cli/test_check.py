@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.cli.history_repo import bench_at, bench_history, git, make_repo
 
 from stepscope.cli import main
 from stepscope.cli.check import parse_fraction
+from tests.cli.history_repo import bench_at, bench_history, git, make_repo
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import SCRIPTS, Result, load
 
 N = 96  # tests/scripts/databench_sleep.py

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cli.history_repo import bench_at, git, make_repo
 
 from stepscope.cli import main
+from tests.cli.history_repo import bench_at, git, make_repo
 
 
 def test_history_commits_dirty_and_no_commit(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -6,6 +6,7 @@ import gzip
 import shutil
 
 import pytest
+
 from tests.conftest import TRACES, load
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="shared fixture traces not present")

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
-
 from stepscope.cli import main
+from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 
 def test_report_default_path_and_output(profiled_store: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

@@ -9,6 +9,7 @@ import sys
 import time
 
 import numpy as np
+
 from tests.conftest import PY, SCRIPTS, load, stepscope_cmd
 
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.analyze.distdata import rank_data, run_data, write_run
 
 from stepscope.cli import main
+from tests.analyze.distdata import rank_data, run_data, write_run
 
 
 def _study(store: Path, sizes_ms: list[tuple[int, float]], *, script: str = "train.py",

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.analyze.distdata import rank_data, run_data, write_run
-from tests.conftest import TRACES
 
 from stepscope.cli import main
+from tests.analyze.distdata import rank_data, run_data, write_run
+from tests.conftest import TRACES
 
 
 def test_show_ranks_terminal_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import SCRIPTS, load
 
 from stepscope.cli import main
+from tests.conftest import SCRIPTS, load
 
 SCRIPT = str(SCRIPTS / "dist_steps.py")
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.traces.tracebuild import tiny_trace, write
 
 from stepscope.cli import main
+from tests.traces.tracebuild import tiny_trace, write
 
 
 def test_analyze_json_and_kernels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,10 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.conftest import load
 
 from stepscope.analyze.flops import peak_for, precision_of
 from stepscope.analyze.summary import index_metrics, summarize_run
+from tests.conftest import load
 
 # tests/scripts/tiny_train.py: Linear(16, 32) -> ReLU -> Linear(32, 4), batch 8, input without grad.
 # First layer: forward 2*8*16*32 and the weight gradient (no input gradient) = 2x; second layer:

@@ -7,9 +7,9 @@ import pickle
 from pathlib import Path
 
 import pytest
-from tests.conftest import load
 
 from stepscope.collect.memsnapshot import NO_GPU
+from tests.conftest import load
 
 
 @pytest.mark.slow

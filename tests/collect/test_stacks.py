@@ -8,10 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Result, load
-
 from stepscope.analyze.hostprof import host_profile
 from stepscope.collect.stacks import StackSampler, classify
+from tests.conftest import Result, load
 
 
 def _spin(seconds: float) -> None:

@@ -7,9 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import load
-
 from stepscope.collect.window import Action, window_schedule, window_steps
+from tests.conftest import load
 
 
 def test_schedule_by_hand():

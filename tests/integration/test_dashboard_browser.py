@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli.history_repo import bench_history, make_repo
 
 from stepscope.cli import main
+from tests.cli.history_repo import bench_history, make_repo
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
-from tests.report.conftest import HOSTILE, profiled_store  # noqa: F401  (shared real run)
 
 from stepscope.cli import main
+from tests.conftest import ROOT
+from tests.report.conftest import HOSTILE, profiled_store  # noqa: F401  (shared real run)
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import SCRIPTS, load
 
 from stepscope.analyze.ranks import analyze_ranks
 from stepscope.cli import main
+from tests.conftest import SCRIPTS, load
 
 SLEEP_MS, DELAY_MS, STEPS = 10.0, 30.0, 16
 

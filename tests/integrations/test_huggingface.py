@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import SCRIPTS, load
 
 from stepscope.analyze.summary import summarize_run
+from tests.conftest import SCRIPTS, load
 
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")

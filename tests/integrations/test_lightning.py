@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import SCRIPTS, load
 
 from stepscope.analyze.summary import summarize_run
+from tests.conftest import SCRIPTS, load
 
 pytest.importorskip("lightning")
 pytestmark = pytest.mark.slow

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import PY, SCRIPTS, load
 
 pytest.importorskip("mlflow")

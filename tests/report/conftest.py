@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import PY, SCRIPTS, stepscope_cmd
 
 HOSTILE = "<script>alert(1)</script>"

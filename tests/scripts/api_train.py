@@ -17,9 +17,8 @@ class Trainer:
     @stepscope.timed
     def update(self, x: torch.Tensor, y: torch.Tensor) -> float:
         self.opt.zero_grad()
-        with stepscope.region("forward"):
-            with stepscope.region("loss"):
-                loss = ((self.model(x) - y) ** 2).mean()
+        with stepscope.region("forward"), stepscope.region("loss"):
+            loss = ((self.model(x) - y) ** 2).mean()
         loss.backward()
         self.opt.step()
         return float(loss.item())

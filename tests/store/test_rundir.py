@@ -12,9 +12,9 @@ from stepscope.model.run import HostInfo, RankStream, Run, RunStatus, SoftwareIn
 from stepscope.store import open_store
 from stepscope.store.rundir import (
     RecordWriter,
+    rank_file_name,
     read_rank_file,
     read_run,
-    rank_file_name,
     stream_header,
     write_end,
     write_manifest,

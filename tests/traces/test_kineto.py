@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from tests.traces.tracebuild import ev, fixture_files, tiny_trace, write
 
 from stepscope.errors import TraceError
 from stepscope.model.events import EventKind
 from stepscope.traces.kineto import read_trace
+from tests.traces.tracebuild import ev, fixture_files, tiny_trace, write
 
 FILES = fixture_files()
 needs_fixtures = pytest.mark.skipif(not FILES, reason="shared/fixtures/traces not present next to the repo")

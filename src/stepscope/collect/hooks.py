@@ -25,8 +25,8 @@ def install_torch_hooks(session: Session) -> None:
     from stepscope.collect.loader import install_loader_hooks
     from stepscope.collect.memsnapshot import install_memory_snapshot
     from stepscope.collect.mlflowrun import install_mlflow_probe
-    from stepscope.collect.stacks import install_stacks
     from stepscope.collect.modules import ModuleWatch
+    from stepscope.collect.stacks import install_stacks
 
     parts: list[tuple[str, Callable[[], None]]] = [
         ("optimizer", lambda: _install_optimizer_hooks(session)),

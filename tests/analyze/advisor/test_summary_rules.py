@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 from stepscope.analyze.advisor import AdvisorInput
 from stepscope.analyze.advisor.memory import MemoryHeadroom
@@ -15,13 +14,13 @@ from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import PhaseShare
 from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.model.run import GpuInfo
+from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 
 @pytest.fixture
 def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
-    from tests.conftest import load
-
     from stepscope.analyze.summary import summarize_run
+    from tests.conftest import load
 
     return summarize_run(load(profiled_store))
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.traces.tracebuild import fixture_files
 
 from stepscope.analyze.trace.gpuview import gpu_view
 from stepscope.analyze.trace.idle import idle_breakdown
 from stepscope.analyze.trace.temporal import comm_overlap, temporal_breakdown
 from stepscope.model.events import EventKind
 from stepscope.traces.kineto import read_trace
+from tests.traces.tracebuild import fixture_files
 
 GOLDEN = Path(__file__).resolve().parents[2] / "traces" / "golden"
 FILES = fixture_files()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import load
 
 from stepscope.cli import main
 from stepscope.report.export import perfetto
+from tests.conftest import load
 
 PHASES = {"X": {"name", "ph", "pid", "tid", "ts", "dur"}, "C": {"name", "ph", "pid", "ts", "args"},
           "M": {"name", "ph", "pid", "args"}}

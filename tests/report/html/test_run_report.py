@@ -7,14 +7,13 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.conftest import load
-from tests.report.conftest import HOSTILE, observe
-
 from stepscope.analyze.advisor import advise
 from stepscope.analyze.summary import summarize_run
 from stepscope.cli.runinputs import advisor_input, load_traces
 from stepscope.report import format as f
 from stepscope.report.html.run_report import render_run_report
+from tests.conftest import load
+from tests.report.conftest import HOSTILE, observe
 
 SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model", "metrics")
 

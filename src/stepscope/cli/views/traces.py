@@ -33,9 +33,7 @@ def show_traces(data: RunData, summary: RunSummary, args: argparse.Namespace) ->
         print_json(result.to_dict())
         return 0
     from stepscope.report import trace_terminal as view
-    from stepscope.report.terminal import console
-
-    from stepscope.report.terminal import module_tree_view
+    from stepscope.report.terminal import console, module_tree_view
 
     out = console(width=args.width)
     for a in result.ranks:
