@@ -9,7 +9,7 @@ train = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_
 val = DataLoader(TensorDataset(torch.randn(24, 8), torch.randn(24, 1)), batch_size=8)  # 3 batches
 model = nn.Linear(8, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for x, y in val:  # a sanity check before training: the validation loader runs one extra time
+for x, _y in val:  # a sanity check before training: the validation loader runs one extra time
     with torch.no_grad():
         model.eval()
         model(x)

@@ -85,7 +85,7 @@ def test_newer_manifest_version_is_refused_with_advice(tmp_path):
     doc = json.loads(manifest.read_text())
     doc["version"] = 99
     manifest.write_text(json.dumps(doc))
-    with pytest.raises(StoreFormatError, match="newer than this stepscope understands.*upgrade"):
+    with pytest.raises(StoreFormatError, match=r"newer than this stepscope understands.*upgrade"):
         read_run(st.run_path(ids[0]))
 
 

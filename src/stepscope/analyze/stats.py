@@ -73,8 +73,8 @@ def median_ci(values: Array, *, confidence: float = 0.95) -> tuple[float, float]
         return (float(a[0]), float(a[-1]))
     z = _z(confidence)
     half = z * math.sqrt(n) / 2
-    lo = max(int(math.floor(n / 2 - half)), 0)
-    hi = min(int(math.ceil(n / 2 + half)), n - 1)
+    lo = max(math.floor(n / 2 - half), 0)
+    hi = min(math.ceil(n / 2 + half), n - 1)
     return float(a[lo]), float(a[hi])
 
 

@@ -117,7 +117,8 @@ def step_stats(steps: StepTable, *, warmup: int | None = None,
         else:
             phases.append(PhaseShare(ph, None, None))
     other_mean = float(np.clip(mdur - measured_sum, 0, None).mean()) if len(m) else None
-    other = PhaseShare("other", other_mean, other_mean / mean_step if other_mean is not None and mean_step > 0 else None)
+    other_share = other_mean / mean_step if other_mean is not None and mean_step > 0 else None
+    other = PhaseShare("other", other_mean, other_share)
     epochs = train["epoch"]
     vdur = val.duration_ns.astype("float64")
     return StepStats(

@@ -240,7 +240,7 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
         put("mfu", summary.flops.mfu)
     if summary.ranks:
         r0 = summary.ranks[0]
-        for p in r0.steps.phases + (r0.steps.other,):
+        for p in (*r0.steps.phases, r0.steps.other):
             put(f"phase.{p.phase}_share", p.share)
         for reg in r0.regions:
             put(f"region.{reg.path}.p50_s", reg.time.p50, 1e-9)

@@ -23,8 +23,8 @@ def markdown() -> str:
     parser = build_parser(load_commands())
     parser.prog = "stepscope"
     out = ["# CLI reference", "", "Generated from the parser (`python -m stepscope.cli.reference > docs/cli.md`);",
-           "`stepscope --help` and `stepscope COMMAND --help` print the same.", "", "```", parser.format_help().rstrip(),
-           "```", ""]
+           "`stepscope --help` and `stepscope COMMAND --help` print the same.", "",
+           "```", parser.format_help().rstrip(), "```", ""]
     for name, sub in _subparsers(parser).items():
         out += [f"## stepscope {name}", "", "```", sub.format_help().rstrip(), "```", ""]
         for subname, subsub in _subparsers(sub).items():

@@ -14,7 +14,8 @@ from stepscope.errors import UserError
 
 def add_collection_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("collection")
-    g.add_argument("--samples-per-step", type=float, metavar="N", help="samples per step (default: read from the batch)")
+    g.add_argument("--samples-per-step", type=float, metavar="N",
+                   help="samples per step (default: read from the batch)")
     g.add_argument("--tokens-per-step", type=float, metavar="N", help="tokens per step (default: from input_ids)")
     g.add_argument("--warmup-steps", type=int, metavar="N", help="steps excluded from statistics (default: automatic)")
     g.add_argument("--sample-interval", type=float, default=1.0, metavar="S",

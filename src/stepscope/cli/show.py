@@ -17,7 +17,8 @@ class ShowCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("run", nargs="?", default="latest", help="the run (default: latest)")
-        parser.add_argument("--json", action="store_true", help="the same, machine-readable (schema stepscope.summary/1)")
+        parser.add_argument("--json", action="store_true",
+                            help="the same, machine-readable (schema stepscope.summary/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--width", type=int, help="terminal width for the tables")
         add_view_args(parser)

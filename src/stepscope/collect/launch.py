@@ -125,10 +125,7 @@ def launch(store: Store, command: list[str], *, name: str | None = None, params:
     rc = _run_child(command, env)
     sig = -rc if rc < 0 else None
     exit_code = 128 + sig if sig is not None else rc
-    if sig is not None:
-        status = RunStatus.INCOMPLETE
-    else:
-        status = RunStatus.COMPLETED if rc == 0 else RunStatus.FAILED
+    status = RunStatus.INCOMPLETE if sig is not None else (RunStatus.COMPLETED if rc == 0 else RunStatus.FAILED)
     end_ns = time.time_ns()
     write_end(run_dir, status=status, end_ns=end_ns, exit_code=exit_code,
               reason=f"signal:{signal.Signals(sig).name}" if sig else None)

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 
-class RunStatus(str, Enum):
+class RunStatus(str, Enum):  # noqa: UP042 — StrEnum would change str()/format() of members, which callers see
     """Lifecycle of a run.
 
     RUNNING: the launcher (or session) is alive. COMPLETED: exit code 0 and every rank stream ended.

@@ -245,7 +245,8 @@ class SampleTable:
             parts = []
             for b, tb in zip(batches, t, strict=True):
                 v = b.get(name)
-                parts.append(np.full(len(tb), np.nan) if v is None else np.asarray([np.nan if x is None else x for x in v], dtype="float64"))
+                parts.append(np.full(len(tb), np.nan) if v is None
+                             else np.asarray([np.nan if x is None else x for x in v], dtype="float64"))
             cols[name] = np.concatenate(parts)
         return cls(np.concatenate(t) if t else np.empty(0, dtype="int64"), cols)
 

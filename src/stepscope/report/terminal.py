@@ -65,15 +65,19 @@ def speed(s: RunSummary) -> RenderableType:
     if s.ranks:
         st = s.ranks[0].steps
         d = st.step_time
-        t.add_row("step time median / p95", f"{f.duration_ns(h.step_time_median_ns)} / {f.duration_ns(h.step_time_p95_ns)}")
-        t.add_row("step time mean ± std", f"{f.duration_ns(d.mean if d else None)} ± {f.duration_ns(d.std if d else None)}")
-        t.add_row("step time min / max", f"{f.duration_ns(d.min if d else None)} / {f.duration_ns(d.max if d else None)}")
+        t.add_row("step time median / p95",
+                  f"{f.duration_ns(h.step_time_median_ns)} / {f.duration_ns(h.step_time_p95_ns)}")
+        t.add_row("step time mean ± std",
+                  f"{f.duration_ns(d.mean if d else None)} ± {f.duration_ns(d.std if d else None)}")
+        t.add_row("step time min / max",
+                  f"{f.duration_ns(d.min if d else None)} / {f.duration_ns(d.max if d else None)}")
         if st.device_time:
             t.add_row("GPU step time median (CUDA events)", f.duration_ns(st.device_time.p50))
         t.add_row("first step", f.duration_ns(h.first_step_ns))
         t.add_row("samples per step", f.number(st.samples_per_step))
         if st.validation_steps:
-            t.add_row("validation steps / throughput", f"{st.validation_steps} / {f.rate(st.validation_samples_per_s, 'samples')}")
+            t.add_row("validation steps / throughput",
+                      f"{st.validation_steps} / {f.rate(st.validation_samples_per_s, 'samples')}")
         if st.epochs:
             t.add_row("epochs", str(st.epochs))
     t.add_row("throughput" + (" (all ranks)" if len(s.ranks) > 1 else ""), f.rate(h.samples_per_s, "samples"))
@@ -92,7 +96,8 @@ def phases(r: RankSummary) -> RenderableType:
         if p.mean_ns is None:
             continue
         t.add_row(p.phase.replace("_", " "), f.duration_ns(p.mean_ns), f.share(p.share))
-    t.caption = f"timing: {'CUDA events' if r.timing == 'cuda_events' else 'CPU wall clock'}; steps marked by {r.step_source or '—'}"
+    timing = "CUDA events" if r.timing == "cuda_events" else "CPU wall clock"
+    t.caption = f"timing: {timing}; steps marked by {r.step_source or '—'}"
     return t
 
 
@@ -114,7 +119,8 @@ def system(r: RankSummary) -> RenderableType | None:
         return None
     t = _table("System" + (f" (rank {r.rank})" if r.rank else ""), "metric", "mean", "peak", "last")
     for m in r.system:
-        t.add_row(m.name, f.metric_value(m.name, m.mean), f.metric_value(m.name, m.peak), f.metric_value(m.name, m.last))
+        t.add_row(m.name, f.metric_value(m.name, m.mean), f.metric_value(m.name, m.peak),
+                  f.metric_value(m.name, m.last))
     return t
 
 

@@ -49,7 +49,8 @@ def write_manifest(run_dir: Path, run: Run) -> None:
     write_json_atomic(run_dir / MANIFEST, run_to_dict(run))
 
 
-def write_end(run_dir: Path, *, status: RunStatus, end_ns: int, exit_code: int | None, reason: str | None = None) -> None:
+def write_end(run_dir: Path, *, status: RunStatus, end_ns: int, exit_code: int | None,
+              reason: str | None = None) -> None:
     write_json_atomic(
         run_dir / END,
         {"format": "stepscope-end", "version": 1, "status": status.value, "end_ns": end_ns,
@@ -110,7 +111,8 @@ def read_rank_file(path: Path) -> RankData:
         kind = rec.get("kind")
         if kind == "stream":
             if rec.get("version", 0) > RECORDS_VERSION:
-                raise StoreFormatError(f"{path}: record format {rec.get('version')} is newer than this stepscope — upgrade stepscope")
+                raise StoreFormatError(f"{path}: record format {rec.get('version')} is newer than this stepscope"
+                                       " — upgrade stepscope")
             header = rec
         elif kind in COLUMNAR_KINDS:
             batches[kind].append(rec["cols"])
@@ -173,7 +175,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def derive_status(run: Run, end: dict[str, Any] | None, streams: list[RankStream]) -> tuple[RunStatus, int | None, int | None]:
+def derive_status(run: Run, end: dict[str, Any] | None,
+                  streams: list[RankStream]) -> tuple[RunStatus, int | None, int | None]:
     """Status, end time and exit code from the end record and the streams (see RunStatus)."""
     if end is None:
         pid = run.extra.get("launcher_pid")
@@ -194,7 +197,8 @@ def read_run_manifest(run_dir: Path) -> tuple[Run, dict[str, Any] | None]:
     except FileNotFoundError:
         raise StoreFormatError(f"{run_dir}: no {MANIFEST} — not a run directory") from None
     except orjson.JSONDecodeError:
-        raise StoreFormatError(f"{run_dir / MANIFEST}: not valid JSON — the run is damaged; remove it with `stepscope rm`") from None
+        raise StoreFormatError(f"{run_dir / MANIFEST}: not valid JSON"
+                               " — the run is damaged; remove it with `stepscope rm`") from None
     run = run_from_dict(doc, what=str(run_dir / MANIFEST))
     try:
         end = orjson.loads((run_dir / END).read_bytes())
@@ -219,5 +223,6 @@ def read_run(run_dir: Path) -> RunData:
     run = replace(run, status=status, end_ns=end_ns, exit_code=exit_code, streams=tuple(streams),
                   world_size=max([run.world_size, *(s.world_size for s in streams)]))
     art_dir = run_dir / ARTIFACTS
-    artifacts = tuple(sorted(str(p.relative_to(run_dir)) for p in art_dir.rglob("*") if p.is_file())) if art_dir.is_dir() else ()
+    artifacts = (tuple(sorted(str(p.relative_to(run_dir)) for p in art_dir.rglob("*") if p.is_file()))
+                 if art_dir.is_dir() else ())
     return RunData(run=run, ranks=tuple(ranks), path=str(run_dir), artifacts=artifacts)

@@ -19,10 +19,11 @@ def run_trace_files(data: RunData) -> list[Path]:
         return files
     recorded = [w.get("trace") for r in data.ranks for w in r.extra.get("profile_window", [])]
     if recorded:
-        raise UserError(f"run {data.run.id}: its profiled window's trace files are missing ({', '.join(map(str, recorded))})"
+        raise UserError(f"run {data.run.id}: its profiled window's trace files are missing "
+                        f"({', '.join(map(str, recorded))})"
                         " — they were deleted; re-record with --profile-steps or attach traces with stepscope import")
-    raise UserError(f"run {data.run.id} was not profiled — record a window with `stepscope run --profile-steps 5 -- ...`"
-                    " or attach traces with `stepscope import RUN traces/`")
+    raise UserError(f"run {data.run.id} was not profiled — record a window with "
+                    "`stepscope run --profile-steps 5 -- ...` or attach traces with `stepscope import RUN traces/`")
 
 
 def show_traces(data: RunData, summary: RunSummary, args: argparse.Namespace) -> int:

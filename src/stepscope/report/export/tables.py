@@ -36,11 +36,13 @@ def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
         st["duration_ns"] = _clean(r.steps.duration_ns)
         st["phase"] = ["validation" if p == 1 else "train" for p in r.steps["phase"].tolist()]
         extend("steps", rank, st)
-        reg = {"path": r.regions.column_strings(), **{k: _clean(v) for k, v in r.regions.cols.items() if k != "path_code"}}
+        reg = {"path": r.regions.column_strings(),
+               **{k: _clean(v) for k, v in r.regions.cols.items() if k != "path_code"}}
         extend("regions", rank, reg)
         smp = {"t_ns": _clean(r.samples.t_ns), **{k: _clean(v) for k, v in r.samples.columns.items()}}
         extend("samples", rank, smp)
-        met = {"name": r.metrics.column_strings(), **{k: _clean(v) for k, v in r.metrics.cols.items() if k != "name_code"}}
+        met = {"name": r.metrics.column_strings(),
+               **{k: _clean(v) for k, v in r.metrics.cols.items() if k != "name_code"}}
         extend("metrics", rank, met)
         com = {"op": r.comm.column_strings(), **{k: _clean(v) for k, v in r.comm.cols.items() if k != "op_code"}}
         extend("comm", rank, com)
@@ -97,7 +99,8 @@ def _ranks(summary: RunSummary) -> Columns:
     for r in summary.ranks:
         st = r.steps
         for k, v in (("rank", r.rank), ("role", r.role), ("host", r.host), ("steps", st.steps),
-                     ("warmup_steps", st.warmup_steps), ("step_time_p50_ns", st.step_time.p50 if st.step_time else None),
+                     ("warmup_steps", st.warmup_steps),
+                     ("step_time_p50_ns", st.step_time.p50 if st.step_time else None),
                      ("step_time_p95_ns", st.step_time.p95 if st.step_time else None),
                      ("samples_per_s", st.samples_per_s), ("data_wait_share", st.data_wait_share),
                      ("peak_rss_bytes", r.peak_rss_bytes), ("complete", r.complete)):
