@@ -139,7 +139,8 @@ class DataBenchResult:
         return (lb.later or lb.first).total_samples_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({"schema": "stepscope.databench/1", **asdict(self)})
+        out: dict[str, Any] = _clean({"schema": "stepscope.databench/1", **asdict(self)})
+        return out
 
 
 def _clean(obj: Any) -> Any:
@@ -297,7 +298,8 @@ class WorkerSweep:
     """The fewest workers within NEAR_BEST of the best throughput."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({"schema": "stepscope.databench_sweep/1", **asdict(self)})
+        out: dict[str, Any] = _clean({"schema": "stepscope.databench_sweep/1", **asdict(self)})
+        return out
 
 
 def worker_sweep(results: list[tuple[int, DataBenchResult]]) -> WorkerSweep:

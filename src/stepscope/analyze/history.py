@@ -204,7 +204,8 @@ def find_point(points: Sequence[CommitPoint], ref: str) -> CommitPoint | None:
     """The clean point whose key or commit equals or starts with ``ref`` (a dirty one if only that exists)."""
     hits = [p for p in points if p.key == ref or (p.commit is not None and p.commit.startswith(ref))]
     clean = [p for p in hits if not p.dirty]
-    return (clean or hits or [None])[0]
+    found = clean or hits
+    return found[0] if found else None
 
 
 def tracked_metrics(runs: Sequence[RunPoint], *, min_share: float = 0.05) -> list[str]:

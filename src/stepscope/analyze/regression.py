@@ -17,7 +17,8 @@ counts. More repeats give narrower intervals.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
@@ -91,7 +92,7 @@ class CheckResult:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
-def check_metric(metric: str, baseline: Sequence[float], candidate: Sequence[float], *, threshold: float,
+def check_metric(metric: str, baseline: Sequence[float | None], candidate: Sequence[float | None], *, threshold: float,
                  min_repeats: int = 2, confidence: float = 0.95) -> MetricCheck:
     """Compare one metric's repeats (see the module doc for the rule)."""
     lib = lower_is_better(metric)
@@ -99,15 +100,15 @@ def check_metric(metric: str, baseline: Sequence[float], candidate: Sequence[flo
     c = np.asarray([v for v in candidate if v is not None and np.isfinite(v)], dtype="float64")
     bm = float(np.median(b)) if b.size else None
     cm = float(np.median(c)) if c.size else None
-    common = dict(metric=metric, lower_is_better=lib, baseline_n=int(b.size), candidate_n=int(c.size),
-                  baseline_median=bm, candidate_median=cm, threshold=threshold)
+    check = functools.partial(MetricCheck, metric=metric, lower_is_better=lib, baseline_n=int(b.size),
+                              candidate_n=int(c.size), baseline_median=bm, candidate_median=cm, threshold=threshold)
     short = [f"{side} has {n} run(s) with {metric}" for side, n in (("the baseline", b.size), ("the candidate", c.size))
              if n < min_repeats]
     if short or bm is None or cm is None or bm == 0 or cm == 0:
         reason = "; ".join(short) + f", need {min_repeats} — repeat with `stepscope bench --repeat N`" if short \
             else f"{metric} is zero on one side"
-        return MetricCheck(**common, worse=None, worse_low=None, worse_high=None, change=None,
-                           verdict=MetricVerdict.CANNOT_TELL, reason=reason)
+        return check(worse=None, worse_low=None, worse_high=None, change=None,
+                     verdict=MetricVerdict.CANNOT_TELL, reason=reason)
     lo, hi = bootstrap_median_ratio_ci(b, c, confidence=confidence)
     ratio = cm / bm
     if lib:
@@ -120,10 +121,10 @@ def check_metric(metric: str, baseline: Sequence[float], candidate: Sequence[flo
         verdict = MetricVerdict.IMPROVED
     else:
         verdict = MetricVerdict.NO_SIGNIFICANT_CHANGE
-    return MetricCheck(**common, worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict)
+    return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict)
 
 
-def check_regression(baseline: dict[str, Sequence[float]], candidate: dict[str, Sequence[float]],
+def check_regression(baseline: Mapping[str, Sequence[float | None]], candidate: Mapping[str, Sequence[float | None]],
                      metrics: Sequence[str], *, threshold: float, min_repeats: int = 2) -> CheckResult:
     """The gate over ``metrics``: ``baseline`` / ``candidate`` map metric -> the repeats' values."""
     checks = tuple(check_metric(m, baseline.get(m, ()), candidate.get(m, ()), threshold=threshold,

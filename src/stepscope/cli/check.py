@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stepscope.cli.common import add_store_args, print_json, store_from
 from stepscope.cli.history import add_history_args
 from stepscope.errors import UserError
+
+if TYPE_CHECKING:
+    from stepscope.analyze.history import RunPoint
+    from stepscope.store.store import Store
 
 GATE_METRICS = ("step_time_median_s", "samples_per_s", "tokens_per_s")
 
@@ -57,7 +63,10 @@ class CheckCommand:
         cand_key, cand = candidate_runs(store, points, args.run)
         base_key, base = baseline_runs(points, args.baseline, cand_key)
         metrics = gate_metrics(args, cand)
-        values = lambda runs: {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}  # noqa: E731
+
+        def values(runs: Sequence[RunPoint]) -> dict[str, list[float | None]]:
+            return {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}
+
         result = check_regression(values(base), values(cand), metrics, threshold=threshold,
                                   min_repeats=args.min_repeats)
         step = None
@@ -73,11 +82,11 @@ class CheckCommand:
         return result.verdict.exit_code
 
 
-def _key(p) -> str:  # a RunPoint's commit point key
+def _key(p: RunPoint) -> str:  # a RunPoint's commit point key
     return "(no commit)" if p.commit is None else p.commit + ("+dirty" if p.dirty else "")
 
 
-def candidate_runs(store, points: list, ref: str | None) -> tuple[str, list]:
+def candidate_runs(store: Store, points: list[RunPoint], ref: str | None) -> tuple[str, list[RunPoint]]:
     """The candidate's commit key and runs: --run's benchmark group (or commit), else the runs at HEAD."""
     from stepscope.cli.historydata import head_commit
 
@@ -101,7 +110,7 @@ def candidate_runs(store, points: list, ref: str | None) -> tuple[str, list]:
     return _key((clean or at)[0]), clean or at
 
 
-def baseline_runs(points: list, ref: str | None, cand_key: str) -> tuple[str, list]:
+def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str) -> tuple[str, list[RunPoint]]:
     """The baseline commit's runs: --baseline resolved, else the newest earlier commit with runs."""
     from stepscope.cli.historydata import resolve_baseline
 
@@ -120,7 +129,7 @@ def baseline_runs(points: list, ref: str | None, cand_key: str) -> tuple[str, li
     return _key(last), [p for p in earlier if _key(p) == _key(last)]
 
 
-def gate_metrics(args: argparse.Namespace, cand: list) -> list[str]:
+def gate_metrics(args: argparse.Namespace, cand: list[RunPoint]) -> list[str]:
     from stepscope.analyze.history import tracked_metrics
     from stepscope.cli.historydata import resolve_metric
 

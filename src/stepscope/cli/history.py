@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stepscope.cli.common import add_store_args, print_json, store_from
+
+if TYPE_CHECKING:
+    from stepscope.analyze.history import MetricHistory
 
 
 def add_history_args(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +60,7 @@ class HistoryCommand:
         return 0
 
 
-def build_histories(args: argparse.Namespace) -> list:  # list[MetricHistory]
+def build_histories(args: argparse.Namespace) -> list[MetricHistory]:
     """Selected runs -> one MetricHistory per requested (or tracked) metric."""
     from stepscope.analyze.history import Order, metric_history, tracked_metrics
     from stepscope.cli.historydata import default_name, load_points, parse_since, resolve_baseline, resolve_metric

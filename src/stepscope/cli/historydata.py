@@ -35,7 +35,8 @@ def point_from_row(row: RunRow, metrics: dict[str, float | None]) -> RunPoint:
 def load_points(store: Store, *, name: str | None = None, branch: str | None = None,
                 since_s: float | None = None) -> list[RunPoint]:
     """Runs of the index as RunPoints, filtered by run name, git branch and start time."""
-    where, params = [], []
+    where: list[str] = []
+    params: list[str | int] = []
     if name:
         where.append("name = ?")
         params.append(name)

@@ -81,6 +81,8 @@ class ServeCommand:
             raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e} — "
                             "pick another --port") from None
         host, port = server.server_address[:2]
+        if isinstance(host, bytes):
+            host = host.decode()
         print(f"stepscope dashboard on http://{host}:{port}/  (read-only; Ctrl-C stops)", file=sys.stderr,
               flush=True)
         try:

@@ -27,7 +27,7 @@ class CudaStepTimer:
     def usable() -> bool:
         import torch
 
-        return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+        return bool(torch.cuda.is_available() and torch.cuda.is_initialized())  # type: ignore[no-untyped-call]
 
     def on_step(self) -> None:
         torch = self.torch

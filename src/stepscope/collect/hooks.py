@@ -103,7 +103,12 @@ def _install_optimizer_hooks(session: Session) -> None:
             session.warn_once("optimizer", f"step marking failed ({e})")
 
     handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
-    _UNDO.append(lambda: [h.remove() for h in handles])
+
+    def undo() -> None:
+        for h in handles:
+            h.remove()
+
+    _UNDO.append(undo)
 
 
 def _install_backward_hook(session: Session) -> None:

@@ -162,5 +162,5 @@ def _run_child(command: list[str], env: dict[str, str]) -> int:
             except KeyboardInterrupt:
                 continue
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -68,7 +68,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         return batch
 
     def __iter__(self: Any) -> Any:
-        it = orig_iter(self)
+        it: Any = orig_iter(self)
         try:
             key = id(self)
             if key not in epochs and not session.disabled and session.activate():

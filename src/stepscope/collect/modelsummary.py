@@ -28,7 +28,7 @@ def summarize_model(model: Any, shapes: dict[int, Any], *, max_layers: int = 200
     ``params`` of a row counts the module's own parameters (not its children's); totals count each
     parameter once even if shared.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, mod in model.named_modules():
         if len(rows) >= max_layers:
             break

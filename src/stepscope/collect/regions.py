@@ -82,6 +82,7 @@ def timed(name: str | Callable[..., Any] | None = None) -> Any:
         return region(getattr(name, "__qualname__", repr(name)))(name)
 
     def deco(fn: F) -> F:
-        return region(name or getattr(fn, "__qualname__", repr(fn)))(fn)
+        label: str = name if isinstance(name, str) and name else getattr(fn, "__qualname__", repr(fn))
+        return region(label)(fn)
 
     return deco

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +36,9 @@ class Nvml:
             self.handles = []
 
     def read(self, out: dict[str, Any]) -> None:
-        nv = getattr(self, "nv", None)
+        nv: Any = getattr(self, "nv", None)  # the pynvml module (untyped)
         for i, h in enumerate(self.handles):
-            for key, fn in (
+            readers: tuple[tuple[str, Callable[..., Any]], ...] = (
                 (f"gpu{i}_util_pct", lambda h=h: nv.nvmlDeviceGetUtilizationRates(h).gpu),
                 (f"gpu{i}_mem_used_bytes", lambda h=h: nv.nvmlDeviceGetMemoryInfo(h).used),
                 (f"gpu{i}_mem_total_bytes", lambda h=h: nv.nvmlDeviceGetMemoryInfo(h).total),
@@ -45,7 +46,8 @@ class Nvml:
                 (f"gpu{i}_energy_j", lambda h=h: nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1000.0),
                 (f"gpu{i}_sm_clock_mhz", lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
                 (f"gpu{i}_temp_c", lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-            ):
+            )
+            for key, fn in readers:
                 try:
                     out[key] = float(fn())
                 except Exception:

@@ -177,7 +177,8 @@ class _DictTable(ColumnTable):
             code = self.names.index(value)
         except ValueError:
             return np.zeros(len(self), dtype=bool)
-        return self.cols[f"{self.KEY}_code"] == code
+        mask: Array = self.cols[f"{self.KEY}_code"] == code
+        return mask
 
 
 class RegionTable(_DictTable):

@@ -88,7 +88,7 @@ def sweep_view(sweep: WorkerSweep) -> RenderableType:
     for w, v, rid in zip(sweep.workers, sweep.samples_per_s, sweep.run_ids, strict=True):
         mark = "  ← best" if w == sweep.best_workers else ""
         t.add_row(str(w), f.rate(v, "samples") + mark, rid)
-    lines = [t]
+    lines: list[RenderableType] = [t]
     if sweep.best_workers is not None:
         msg = f"best: {sweep.best_workers} workers"
         if sweep.economical_workers is not None and sweep.economical_workers != sweep.best_workers:

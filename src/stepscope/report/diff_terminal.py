@@ -192,7 +192,7 @@ def delta_table(title: str, rows: Iterable[DeltaRow], limit: int | None, ops: bo
     cols += ["device b", "device e"] if device or ops else []
     t = _table(title, *cols, "delta", "delta %")
     for r in rows[:limit]:
-        cells = [Text(r.name[:100]), "" if r.name == r.component else r.component,
+        cells: list[RenderableType] = [Text(r.name[:100]), "" if r.name == r.component else r.component,
                  f"{f.number(r.calls_baseline)} / {f.number(r.calls_experiment)}"]
         if ops or not device:
             cells += list(_presence(r.self_baseline, r.self_experiment, "ns"))

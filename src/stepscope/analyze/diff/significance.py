@@ -16,6 +16,7 @@ larger than it, reads the same.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -105,7 +106,8 @@ class Change:
 def _thin(a: np.ndarray) -> np.ndarray:
     if a.size <= MAX_BOOT_SAMPLES:
         return a
-    return a[np.linspace(0, a.size - 1, MAX_BOOT_SAMPLES).astype(int)]
+    thinned: np.ndarray = a[np.linspace(0, a.size - 1, MAX_BOOT_SAMPLES).astype(int)]
+    return thinned
 
 
 def _bootstrap_mean_ratio_ci(base: np.ndarray, exp: np.ndarray, *, confidence: float, n_boot: int,
@@ -139,10 +141,10 @@ def compare_samples(base: Any, exp: Any, *, settings: DiffSettings | None = None
     vb = float(stat(b)) if b.size else math.nan
     ve = float(stat(e)) if e.size else math.nan
     ratio = ve / vb if b.size and e.size and vb != 0 else None
-    common = {"statistic": statistic, "baseline": vb, "experiment": ve, "delta": ve - vb, "ratio": ratio,
-              "n_baseline": int(b.size), "n_experiment": int(e.size), "higher_is_better": higher_is_better}
+    change = functools.partial(Change, statistic=statistic, baseline=vb, experiment=ve, delta=ve - vb, ratio=ratio,
+                               n_baseline=int(b.size), n_experiment=int(e.size), higher_is_better=higher_is_better)
     if b.size < MIN_SAMPLES or e.size < MIN_SAMPLES:
-        return Change(**common, ci_low=None, ci_high=None, p_value=None, verdict=Verdict.NO_SIGNIFICANT_CHANGE,
+        return change(ci_low=None, ci_high=None, p_value=None, verdict=Verdict.NO_SIGNIFICANT_CHANGE,
                       note=f"too few measured steps to test ({b.size} vs {e.size}, need {MIN_SAMPLES} each)")
     p = mann_whitney_u(b, e)
     tb, te = _thin(b), _thin(e)
@@ -152,7 +154,7 @@ def compare_samples(base: Any, exp: Any, *, settings: DiffSettings | None = None
         lo, hi = _bootstrap_mean_ratio_ci(tb, te, confidence=s.confidence, n_boot=s.n_boot)
     ci = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (None, None)
     verdict = _decide(vb, ve, ratio, ci, p, s, floor, higher_is_better)
-    return Change(**common, ci_low=ci[0], ci_high=ci[1], p_value=p, verdict=verdict)
+    return change(ci_low=ci[0], ci_high=ci[1], p_value=p, verdict=verdict)
 
 
 def _decide(vb: float, ve: float, ratio: float | None, ci: tuple[float | None, float | None], p: float,

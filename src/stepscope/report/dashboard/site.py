@@ -116,8 +116,10 @@ def _runs_json(site: Site, prefix: str, *, metrics: bool) -> list[dict[str, Any]
 def index_page(site: Site) -> str:
     branches = sorted({r.branch for r in site.runs if r.branch})
     statuses = sorted({r.status for r in site.runs})
-    opts = lambda vals: '<option value="">all</option>' + "".join(  # noqa: E731
-        f'<option value="{esc(v)}">{esc(v)}</option>' for v in vals)
+
+    def opts(vals: list[str]) -> str:
+        return '<option value="">all</option>' + "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in vals)
+
     filters = (f'<div class="ss-filters"><input id="f-text" placeholder="name, id, commit, subject">'
                f'branch <select id="f-branch">{opts(branches)}</select>'
                f'status <select id="f-status">{opts(statuses)}</select>'

@@ -17,7 +17,8 @@ def _clean(values: Any) -> list[Any]:
     arr = np.asarray(values)
     if arr.dtype.kind == "f":
         return [None if not np.isfinite(v) else float(v) for v in arr.tolist()]
-    return arr.tolist()
+    out: list[Any] = arr.tolist()
+    return out
 
 
 def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
