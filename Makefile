@@ -33,7 +33,7 @@ test: setup system-deps
 	$(PY) -m pytest -n 2 -q tests
 
 lint: setup
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples && $(VENV)/bin/mypy
 
 bench: setup
 	$(PY) benchmarks/overhead.py
