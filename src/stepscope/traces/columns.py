@@ -117,7 +117,8 @@ class ChunkColumns:
             return np.asarray([table.setdefault(str(v), len(table)) for v in values], dtype=np.int32)
 
     def _add_complete(self, xs: list[tuple[Any, ...]]) -> None:
-        _, ts_v, dur_v, cat_v, name_v, pid_v, tid_v, args_v, _ = zip(*xs)
+        fields: list[Sequence[Any]] = list(zip(*xs))
+        ts_v, dur_v, cat_v, name_v, pid_v, tid_v, args_v = fields[1:8]
         ts = _floats(ts_v, "an event's ts")
         dur = _floats(dur_v, "an event's dur")
         ok = ~(np.isnan(ts) | np.isnan(dur))
@@ -146,7 +147,7 @@ class ChunkColumns:
             self.parts[k].append(v)
 
     def _gpu_columns(self, kind: Array, args: list[dict[str, Any]], n: int) -> dict[str, Array]:
-        out = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
+        out: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
                "bytes": np.full(n, -1, np.int64), "grid_blocks": np.full(n, -1, np.int64),
                "block_threads": np.full(n, -1, np.int64)}
         for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
