@@ -26,36 +26,44 @@ class Command(Protocol):
 
 COMMANDS: list[str] = [
     "stepscope.cli.run:RunCommand",
-    "stepscope.cli.ls:LsCommand",
-    "stepscope.cli.show:ShowCommand",
-    "stepscope.cli.export:ExportCommand",
-    "stepscope.cli.rm:RmCommand",
-    "stepscope.cli.store:StoreCommand",
-    "stepscope.cli.trace:TraceCommand",
-    "stepscope.cli.scaling:ScalingCommand",
-    "stepscope.cli.sweep:SweepCommand",
-    "stepscope.cli.imports:ImportCommand",
-    "stepscope.cli.diff:DiffCommand",
-    "stepscope.cli.report:ReportCommand",
-    "stepscope.cli.advise:AdviseCommand",
     "stepscope.cli.databench:DataBenchCommand",
     "stepscope.cli.bench:BenchCommand",
+    "stepscope.cli.sweep:SweepCommand",
+    "stepscope.cli.ls:LsCommand",
+    "stepscope.cli.show:ShowCommand",
+    "stepscope.cli.report:ReportCommand",
+    "stepscope.cli.advise:AdviseCommand",
+    "stepscope.cli.export:ExportCommand",
+    "stepscope.cli.diff:DiffCommand",
     "stepscope.cli.history:HistoryCommand",
     "stepscope.cli.check:CheckCommand",
     "stepscope.cli.dashboard:DashboardCommand",
     "stepscope.cli.serve:ServeCommand",
+    "stepscope.cli.scaling:ScalingCommand",
+    "stepscope.cli.trace:TraceCommand",
+    "stepscope.cli.imports:ImportCommand",
+    "stepscope.cli.rm:RmCommand",
+    "stepscope.cli.store:StoreCommand",
 ]
 """module:Class of every subcommand, in the order `stepscope --help` lists them."""
 
 DESCRIPTION = """\
 stepscope observes PyTorch training runs, stores them, and explains where the time goes.
 
-  stepscope run -- python train.py        observe a training run (zero code), print its report
-  stepscope ls                            list stored runs
-  stepscope show latest                   the run's speed, time, system, memory and model reports
+observe      stepscope run -- python train.py           (also torchrun / mpirun; --profile-steps N)
+             stepscope data-bench -- python train.py    the input pipeline alone
+             stepscope bench --repeat 5 -- ...          repeated runs for history and the CI gate
+             stepscope sweep --param k=1,2 -- ... {k}   a grid of settings
+look         stepscope ls | show RUN | report RUN | advise RUN | export RUN
+             stepscope show RUN --ranks | --traces | --host | --comm-matrix
+compare      stepscope diff BASE EXP                     runs or trace folders
+track        stepscope history | check --baseline main | dashboard build | serve
+scale        stepscope scaling --tag study=weak1
+traces       stepscope trace analyze|kernels|ops|rules PATHS;  stepscope import RUN traces/
 
 Runs are stored in ./.stepscope (--store or STEPSCOPE_HOME to change; --db or STEPSCOPE_DB for a
 PostgreSQL index). A run is named by its id, a unique id prefix, its name, `latest` or `latest~N`.
+`stepscope COMMAND --help` describes each command; docs/cli.md has them all.
 """
 
 
