@@ -31,7 +31,8 @@ class HostTimes:
 
 
 def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
-    """GPU time is attributed to the operator whose external id the GPU work (or its launch) carries."""
+    """CPU self time from nesting; GPU time of each GPU work item goes to the operator that launched it
+    (:func:`launching_ops`) and, for GPU total, to every enclosing host event."""
     kind = table["kind"]
     rows = np.flatnonzero(np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION,
                                                     EventKind.PYTHON_FUNCTION], dtype=np.int8)))
@@ -41,14 +42,9 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
     dev_self = np.zeros(rows.size, dtype=np.int64)
     op_local = np.flatnonzero(kind[rows] == EventKind.CPU_OP)
-    ext = table["external_id"][rows[op_local]]
-    order = np.argsort(ext, kind="stable")
-    ext, op_local = ext[order], op_local[order]
-    g_ext = _gpu_external_ids(table, gpu)
-    if ext.size and g_ext.size:
-        i = np.clip(np.searchsorted(ext, g_ext), 0, ext.size - 1)
-        hit = (ext[i] == g_ext) & (g_ext >= 0)
-        np.add.at(dev_self, op_local[i[hit]], table["dur_ns"][gpu.rows[hit]])
+    owner = launching_ops(table, gpu, rows[op_local])
+    hit = owner >= 0
+    np.add.at(dev_self, op_local[owner[hit]], table["dur_ns"][gpu.rows[hit]])
     dev_total = dev_self.copy()
     p = par.tolist()
     for j in np.lexsort((-(ts + dur), ts))[::-1].tolist():
@@ -57,19 +53,60 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     return HostTimes(rows, par, cpu_self, dev_self, dev_total)
 
 
-def _gpu_external_ids(table: EventTable, gpu: GpuView) -> Array:
-    g_ext = table["external_id"][gpu.rows].copy()
-    missing = g_ext < 0
-    if missing.any():
-        rt = np.flatnonzero((table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0))
-        corr, rext = table["correlation"][rt], table["external_id"][rt]
-        o = np.argsort(corr)
-        corr, rext = corr[o], rext[o]
-        if corr.size:
-            want = table["correlation"][gpu.rows[missing]]
-            i = np.clip(np.searchsorted(corr, want), 0, corr.size - 1)
-            g_ext[missing] = np.where(corr[i] == want, rext[i], -1)
-    return g_ext
+def launching_ops(table: EventTable, gpu: GpuView, op_rows: Array) -> Array:
+    """For each GPU work item, the position in ``op_rows`` (CPU operator rows) of the operator that launched
+    it, -1 where none can be told.
+
+    First the innermost operator enclosing the launching runtime call (same correlation id) on the same
+    (pid, tid), as HTA's call graph does; where the call is not in the trace or runs outside every
+    operator, the operator with the item's (else its call's) ``External id``. An External id equal to the
+    item's correlation id is a copy of the correlation (PyTorch 1.x-era Kineto writes one for every
+    event), not an operator's id, and is never matched: it would pick an unrelated operator.
+    """
+    owner = np.full(len(gpu), -1, dtype=np.int64)
+    if not op_rows.size or not len(gpu):
+        return owner
+    kind, corr_all = table["kind"], table["correlation"]
+    rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr_all >= 0))
+    rt = rt[np.argsort(corr_all[rt], kind="stable")]
+    g_corr = corr_all[gpu.rows]
+    g_rt = np.full(len(gpu), -1, dtype=np.int64)
+    if rt.size:
+        i = np.clip(np.searchsorted(corr_all[rt], g_corr), 0, rt.size - 1)
+        found = (corr_all[rt[i]] == g_corr) & (g_corr >= 0)
+        g_rt[found] = i[found]
+        rt_op = _enclosing_op(table, op_rows, rt)
+        owner[found] = rt_op[i[found]]
+    missing = np.flatnonzero(owner < 0)
+    if missing.size:
+        ext = table["external_id"][gpu.rows[missing]].copy()
+        ext[ext == g_corr[missing]] = -1
+        via = g_rt[missing]
+        use_rt = (ext < 0) & (via >= 0)
+        if use_rt.any():
+            r = rt[via[use_rt]]
+            ext[use_rt] = np.where(table["external_id"][r] != corr_all[r], table["external_id"][r], -1)
+        op_ext = table["external_id"][op_rows]
+        o = np.argsort(op_ext, kind="stable")
+        j = np.clip(np.searchsorted(op_ext[o], ext), 0, o.size - 1)
+        ok = (op_ext[o[j]] == ext) & (ext >= 0)
+        owner[missing[ok]] = o[j[ok]]
+    return owner
+
+
+def _enclosing_op(table: EventTable, op_rows: Array, rt_rows: Array) -> Array:
+    """For each runtime row: position in ``op_rows`` of the innermost operator enclosing it on its thread."""
+    both = np.concatenate([op_rows, rt_rows])  # operators first: on equal bounds the operator encloses
+    ts = table["ts_ns"][both]
+    par = parents(table["pid"][both], table["tid"][both], ts, ts + table["dur_ns"][both])
+    n_ops = op_rows.size
+    up = par[n_ops:]
+    while True:  # a driver call nested in a runtime call: go up to the operator
+        nested = up >= n_ops
+        if not nested.any():
+            break
+        up = np.where(nested, par[up], up)
+    return up
 
 
 @dataclass(frozen=True, slots=True)
