@@ -133,8 +133,27 @@ def test_compare_and_run_pages(site, browser) -> None:
     w.page.goto((out / "compare.html").as_uri() + "#hostile1,hostile1")
     assert w.page.locator("#cmp-cmd").inner_text() == "stepscope diff hostile1 hostile1"
     assert w.page.locator("#cmp-table tbody tr").count() >= 1
+    assert w.page.locator("#cmp-diff").count() == 0  # no diff page for this pair in a static build
     w.page.goto((out / "run.html").as_uri() + "#hostile1")
     assert w.page.locator("#run-name").inner_text() == f"{HOSTILE} (hostile1)"
+    assert w.errors == [] and w.outside("file://") == []
+
+
+def test_static_site_has_the_diff_around_the_detected_step(site, browser) -> None:
+    out, store, shas = site
+    (page,) = sorted((out / "diffs").glob("*--*.html"))  # one detected step: one pre-rendered diff
+    good, bad = page.stem.split("--")
+    from stepscope.store import open_store
+
+    rows = {r.id: r for r in open_store(store).rows()}
+    assert rows[good].git_commit == shas[4] and rows[bad].git_commit == shas[5]  # last good, first bad
+    w = Watched(browser)
+    w.page.goto((out / "compare.html").as_uri() + f"#{good},{bad}")
+    w.page.click("#cmp-diff")
+    w.page.wait_for_load_state()
+    assert page.name in w.page.url
+    text = w.page.content()
+    assert "work" in text and "slower" in text  # the region made 10% slower, named in the diff
     assert w.errors == [] and w.outside("file://") == []
 
 
@@ -155,6 +174,11 @@ def test_serve_same_pages_read_only(site, browser) -> None:
         assert w.page.locator("#ss-count").inner_text().startswith("11 of 11")
         w.page.goto(base + "history/region.work.p50_s.html")
         assert w.page.locator("line.ss-step").count() == 1
+        ids = [r.id for r in open_store(store).rows() if r.name == "tiny"]
+        w.page.goto(base + f"compare.html#{ids[0]},{ids[-1]}")
+        w.page.click("#cmp-diff")  # any pair's diff page, rendered live
+        w.page.wait_for_load_state()
+        assert f"diffs/{ids[0]}--{ids[-1]}.html" in w.page.url and "step time" in w.page.content().lower()
         assert w.errors == [] and w.outside(base) == []
         req = urllib.request.Request(base + "index.html", data=b"x", method="POST")
         with pytest.raises(urllib.error.HTTPError) as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from stepscope.cli.common import add_store_args, store_from
@@ -29,7 +30,7 @@ class DashboardCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.cli.historydata import render_report, site_from_store
+        from stepscope.cli.historydata import render_diff_page, render_report, site_from_store, step_pairs
         from stepscope.report.dashboard import write_site
 
         t0 = time.perf_counter()
@@ -43,8 +44,11 @@ class DashboardCommand:
             if html is not None:
                 reports[row.id] = html
         site = site_from_store(store, name=args.name, report_ids=set(reports))
+        diffs = {pair: html for pair in step_pairs(site.histories)
+                 if (html := render_diff_page(store, *pair)) is not None}
+        site = replace(site, diff_pairs=frozenset(diffs))
         try:
-            written = write_site(site, out, reports)
+            written = write_site(site, out, reports, diffs)
         except OSError as e:
             raise UserError(f"cannot write the site to {out}: {e.strerror or e} — choose another -o DIR") from None
         print(f"{out / 'index.html'}  ({len(written)} files, {len(site.runs)} runs, {len(site.histories)} "

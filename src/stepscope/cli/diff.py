@@ -8,6 +8,7 @@ from typing import Any
 
 from stepscope.cli.common import add_store_args, print_json, store_from
 from stepscope.errors import UserError
+from stepscope.model.tables import RunData
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -93,6 +94,13 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
         data = read_run(path)
     else:
         data = store_from(args).load(ref)
+    return side_of_run(data, warmup=args.warmup_steps)
+
+
+def side_of_run(data: RunData, *, warmup: int | None = None) -> Any:
+    """A DiffSide of a stored run, with its profiled window analysed when it has one."""
+    from stepscope.analyze.diff import DiffSide
+
     files = [Path(data.path) / a for a in data.artifacts if "traces/" in a and a.endswith(TRACE_SUFFIXES)]
     traces, note = load_window(files) if files else (None, None)
     asked = data.run.options.get("profile_steps")
@@ -100,7 +108,7 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
         note = (f"a window of {asked} steps was asked for, but no trace was saved (did the run end before "
                 "the window?) — run with more steps or a smaller --profile-skip")
     return DiffSide(label=f"{data.run.id} {data.run.name}", data=data, traces=traces, trace_note=note,
-                    warmup=args.warmup_steps)
+                    warmup=warmup)
 
 
 def load_window(files: list[Path]) -> tuple[Any, str | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -16,7 +17,7 @@ from stepscope.errors import UserError
 def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHTTPRequestHandler]:
     """A GET/HEAD-only handler rendering the dashboard's pages from the store on each request
     (``open_store()`` gives a Store; one per request, as index connections belong to their thread)."""
-    from stepscope.cli.historydata import render_report, site_from_store
+    from stepscope.cli.historydata import render_diff_page, render_report, site_from_store
     from stepscope.report.dashboard import pages
 
     class Handler(BaseHTTPRequestHandler):
@@ -26,12 +27,17 @@ def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHT
             path = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
             store = open_store()
             try:
+                if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
+                    a, _, b = path[len("diffs/"):-len(".html")].partition("--")
+                    ids = set(store.index.run_ids())
+                    html = render_diff_page(store, a, b) if a in ids and b in ids else None
+                    return (200, html.encode()) if html else (404, b"no diff for these runs")
                 if path.startswith("runs/") and path.endswith(".html"):
                     run_id = path[len("runs/"):-len(".html")]
                     html = render_report(store, run_id) if run_id in store.index.run_ids() else None
                     return (200, html.encode()) if html else (404, b"no report for this run")
                 ids = set(store.index.run_ids())
-                site = site_from_store(store, name=name, report_ids=ids)
+                site = replace(site_from_store(store, name=name, report_ids=ids), live_diffs=True)
                 render = pages(site).get(path)
                 return (200, render().encode()) if render else (404, b"not found")
             finally:

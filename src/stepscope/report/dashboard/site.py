@@ -5,7 +5,10 @@ Pages (relative links only, data embedded in each page as safe JSON, no network,
     index.html                 runs list: sortable, filterable by text, branch, status, tag, parameter
     history/<metric>.html      one metric across commits: real-date or commit-order x axis, hover shows
                                commit / subject / value / interval, click opens the run, steps marked
-    compare.html#A,B           two runs' index metrics side by side, and the `stepscope diff` command
+    compare.html#A,B           two runs' index metrics side by side, a link to their full diff page where
+                               one exists (every pair under `serve`; the runs around each detected step in
+                               a static build), else the `stepscope diff` command
+    diffs/<a>--<b>.html        the full `stepscope diff` HTML page of two runs
     run.html#ID                a run's index record (for runs without a full report)
     runs/<id>.html             a run's full HTML report (written by the caller when it could render one)
 """
@@ -51,6 +54,10 @@ class Site:
     histories: tuple[MetricHistory, ...]
     title: str = "stepscope dashboard"
     note: str = ""
+    diff_pairs: frozenset[tuple[str, str]] = frozenset()
+    """(baseline, experiment) run ids with a full diff page at diffs/<a>--<b>.html."""
+    live_diffs: bool = False
+    """True under `serve`: every pair's diff page is rendered on request."""
 
 
 @cache
@@ -154,8 +161,10 @@ def history_page(site: Site, h: MetricHistory) -> str:
 
 
 def compare_page(site: Site) -> str:
+    diffs = {"live": site.live_diffs, "pairs": sorted(f"{a}--{b}" for a, b in site.diff_pairs)}
     body = ('<p>A <select id="cmp-a"></select> B <select id="cmp-b"></select></p><div id="ss-compare"></div>'
-            + json_script(_runs_json(site, "", metrics=True), element_id="ss-runs"))
+            + json_script(_runs_json(site, "", metrics=True), element_id="ss-runs")
+            + json_script(diffs, element_id="ss-diffs"))
     return _page(site, "compare runs", [Section("compare", "Compare two runs", body)], "")
 
 
@@ -174,9 +183,16 @@ def pages(site: Site) -> dict[str, Callable[[], str]]:
     return out
 
 
-def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None) -> list[Path]:
-    """Write every page (and the given run reports: run id -> HTML) under ``out``; return the paths."""
+def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None,
+               diffs: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
+    """Write every page, the given run reports (run id -> HTML) and diff pages ((a, b) -> HTML) under
+    ``out``; return the paths."""
     written = []
+    for (a, b), html in (diffs or {}).items():
+        path = out / "diffs" / f"{a}--{b}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+        written.append(path)
     for rel, render in pages(site).items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)

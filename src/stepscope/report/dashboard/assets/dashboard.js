@@ -155,6 +155,10 @@
     function draw() {
       var ra = byId[a.value], rb = byId[b.value]; out.textContent = "";
       if (!ra || !rb) return;
+      var pair = ra.id + "--" + rb.id, diffs = data("ss-diffs") || { live: false, pairs: [] };
+      if (diffs.live || diffs.pairs.indexOf(pair) >= 0) {
+        out.appendChild(el("p")).appendChild(el("a", { href: "diffs/" + pair + ".html", id: "cmp-diff" }, "full diff report of A and B"));
+      }
       out.appendChild(el("p", {}, "Full diff in a terminal: ")).appendChild(el("code", { id: "cmp-cmd" }, "stepscope diff " + ra.id + " " + rb.id));
       var t = el("table", { "class": "ss-table", id: "cmp-table" }), head = el("tr");
       ["metric", "A: " + ra.name, "B: " + rb.name, "B / A"].forEach(function (c, i) { head.appendChild(el("th", i ? {} : { "class": "text" }, c)); });
