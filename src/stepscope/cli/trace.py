@@ -12,6 +12,7 @@ from rich.console import Console
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis, analyze_traceset
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
+from stepscope.errors import UserError
 from stepscope.report import trace_terminal as view
 from stepscope.traces.components import ComponentRules
 
@@ -26,6 +27,7 @@ class TraceCommand:
       stepscope trace analyze traces/            every analysis, ranks side by side
       stepscope trace kernels traces/ --top 20 --by component
       stepscope trace ops traces/ --sort device_self
+      stepscope trace comm-matrix traces/         rank x rank bytes and time of communication kernels
       stepscope trace rules [--explain NAME]      the component rules in effect
     """
 
@@ -45,6 +47,11 @@ class TraceCommand:
                 p.add_argument("--by", choices=("component", "kernel"), default="component")
             if action == "ops":
                 p.add_argument("--sort", choices=OP_SORT_KEYS, default="device_total")
+        c = sub.add_parser("comm-matrix", help="rank x rank bytes and time of the communication kernels")
+        c.add_argument("paths", nargs="+", help="per-rank trace files (.json, .json.gz) or folders of them")
+        c.add_argument("--json", action="store_true", help="print JSON (schema stepscope.comm_matrix/1)")
+        c.add_argument("--top", type=int, default=5, help="busiest pairs listed (default 5)")
+        c.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
         r = sub.add_parser("rules", help="print the component rules in effect")
         r.add_argument("--explain", metavar="NAME", help="say which rule names NAME's component")
         r.add_argument("--json", action="store_true")
@@ -53,6 +60,8 @@ class TraceCommand:
         console = Console(soft_wrap=False)
         if args.trace_command == "rules":
             return self._rules(args, console)
+        if args.trace_command == "comm-matrix":
+            return self._comm_matrix(args, console)
         result = analyze_traceset(args.paths, workers=args.workers)
         if args.trace_command == "analyze":
             return self._analyze(result, args, console)
@@ -67,6 +76,17 @@ class TraceCommand:
             _emit_json(e.to_dict()) if args.json else console.print(view.explain_view(e))
         else:
             _emit_json([r.to_dict() for r in rules.rules]) if args.json else console.print(view.rules_view(rules))
+        return 0
+
+    def _comm_matrix(self, args: argparse.Namespace, console: Console) -> int:
+        from stepscope.analyze.trace.comm import comm_matrix_from_traces
+        from stepscope.report.commmatrix import comm_matrix_view
+
+        m = comm_matrix_from_traces(args.paths, workers=args.workers, top=args.top)
+        if len(m.ranks) < 2:
+            raise UserError(f"{', '.join(args.paths)}: the traces name only rank {m.ranks[0]} — a communication "
+                            "matrix needs the traces of two or more ranks (or collectives naming their group)")
+        _emit_json(m.to_dict()) if args.json else console.print(comm_matrix_view(m))
         return 0
 
     def _analyze(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:

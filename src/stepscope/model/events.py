@@ -92,6 +92,31 @@ class TraceMeta:
         return next((d for d in self.devices if d.id == device_id), None)
 
 
+@dataclass(frozen=True, slots=True)
+class CollectiveArgs:
+    """What PyTorch (2.x, ``record_param_comms``) wrote on a GPU communication kernel. None: not recorded.
+
+    Kept once per distinct combination (the ``coll`` column is a code into ``EventTable.colls``).
+    """
+
+    name: str
+    """"Collective name": allreduce, broadcast, allgather, _allgather_base, reduce_scatter, send, recv, ..."""
+    in_nelems: int | None
+    """"In msg nelems": elements this rank brings to the call."""
+    out_nelems: int | None
+    """"Out msg nelems": elements this rank receives."""
+    group_size: int | None
+    dtype: str | None
+    """PyTorch scalar type name ("Float", "BFloat16", ...)."""
+    group_ranks: tuple[int, ...] | None
+    """Global ranks of the process group ("Process Group Ranks"); None where absent or recorded as "[]"."""
+    group_name: str | None
+    src_rank: int | None
+    """Point-to-point: "Src Rank" (global), where recorded."""
+    dst_rank: int | None
+    """Point-to-point: "Dst Rank" (global), where recorded."""
+
+
 def _nan() -> float:
     return float("nan")
 
@@ -99,7 +124,8 @@ def _nan() -> float:
 class EventTable(ColumnTable):
     """One row per complete event of one rank, sorted by ``ts_ns``.
 
-    ``names``/``cats``/``shapes`` are the string dictionaries of the code columns; ``meta`` the trace's
+    ``names``/``cats``/``shapes`` are the string dictionaries of the code columns, ``colls`` the distinct
+    :class:`CollectiveArgs` of communication kernels (``coll`` column, -1 elsewhere); ``meta`` the trace's
     self-description. ``flows`` holds the CPU->GPU flow pairs ("ac2g") as ``{id, start_ts_ns, end_ts_ns}``
     arrays when the trace has them.
     """
@@ -123,20 +149,25 @@ class EventTable(ColumnTable):
         "grid_blocks": Column("int64", "blocks", "kernel launch: grid size (product of dims)", -1),
         "block_threads": Column("int64", "threads", "kernel launch: block size (product of dims)", -1),
         "shape": Column("int32", "", "code into shapes (operator input dims as JSON)", -1),
+        "coll": Column("int32", "", "code into colls (communication kernels' collective args)", -1),
     }
-    __slots__ = ("cats", "flows", "meta", "names", "shapes")
+    __slots__ = ("cats", "colls", "flows", "meta", "names", "shapes")
 
     def __init__(self, cols: Mapping[str, Array], *, names: tuple[str, ...], cats: tuple[str, ...],
-                 shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None) -> None:
+                 shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None,
+                 colls: tuple[CollectiveArgs, ...] = ()) -> None:
         super().__init__(cols)
         self.names = names
         self.cats = cats
         self.shapes = shapes
+        self.colls = colls
         self.meta = meta
         self.flows: dict[str, Array] = dict(flows or {})
-        for col, table in (("name", names), ("cat", cats), ("shape", shapes)):
+        tables: tuple[tuple[str, tuple[Any, ...]], ...] = (("name", names), ("cat", cats), ("shape", shapes),
+                                                           ("coll", colls))
+        for col, table in tables:
             codes = self.cols[col]
-            if len(codes) and (codes.max() >= len(table) or codes.min() < (-1 if col == "shape" else 0)):
+            if len(codes) and (codes.max() >= len(table) or codes.min() < (-1 if col in ("shape", "coll") else 0)):
                 raise ValueError(f"EventTable.{col}: code outside its dictionary of {len(table)} strings")
 
     @classmethod
@@ -146,6 +177,7 @@ class EventTable(ColumnTable):
 
     def _copy_extra(self, new: Any) -> None:
         new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
+        new.colls = self.colls
 
     @property
     def end_ns(self) -> Array:
@@ -169,4 +201,4 @@ class EventTable(ColumnTable):
         return bool(np.isin(self.cols["kind"], np.asarray(GPU_WORK_KINDS, dtype=np.int8)).any())
 
 
-__all__ = ["CATEGORY_KINDS", "GPU_WORK_KINDS", "DeviceInfo", "EventKind", "EventTable", "TraceMeta"]
+__all__ = ["CATEGORY_KINDS", "GPU_WORK_KINDS", "CollectiveArgs", "DeviceInfo", "EventKind", "EventTable", "TraceMeta"]

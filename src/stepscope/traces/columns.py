@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from stepscope.model.events import CATEGORY_KINDS, EventKind, EventTable, TraceMeta
+from stepscope.model.events import CATEGORY_KINDS, CollectiveArgs, EventKind, EventTable, TraceMeta
 
 Array = npt.NDArray[Any]
 _EMPTY: dict[str, Any] = {}
@@ -91,6 +91,7 @@ class ChunkColumns:
         self.name_codes: dict[str, int] = {}
         self.cat_codes: dict[str, int] = {}
         self.shape_codes: dict[str, int] = {}
+        self.coll_codes: dict[tuple[Any, ...], int] = {}
         self.parts: dict[str, list[Array]] = defaultdict(list)
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
         self.dropped = 0
@@ -149,7 +150,7 @@ class ChunkColumns:
     def _gpu_columns(self, kind: Array, args: list[dict[str, Any]], n: int) -> dict[str, Array]:
         out: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
                "bytes": np.full(n, -1, np.int64), "grid_blocks": np.full(n, -1, np.int64),
-               "block_threads": np.full(n, -1, np.int64)}
+               "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
         for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
             out[key] = np.full(n, np.nan, np.float32)
         gi = np.flatnonzero(np.isin(kind, _ON_STREAM))
@@ -168,7 +169,18 @@ class ChunkColumns:
                 out[key][ki] = _floats([a.get(arg, nan) for a in ka], arg)
             out["grid_blocks"][ki] = _products([a.get("grid") for a in ka])
             out["block_threads"][ki] = _products([a.get("block") for a in ka])
+            comm = [(i, a) for i, a in zip(ki.tolist(), ka) if "Collective name" in a]
+            if comm:
+                out["coll"][[i for i, _ in comm]] = [self._coll_code(a) for _, a in comm]
         return out
+
+    def _coll_code(self, a: dict[str, Any]) -> int:
+        key = tuple(a.get(k) for k in COLLECTIVE_ARGS)
+        try:
+            return self.coll_codes.setdefault(key, len(self.coll_codes))
+        except TypeError:  # an unhashable value (a list where a number or string was expected): not recorded
+            key = tuple(v if v is None or isinstance(v, (str, int, float)) else None for v in key)
+            return self.coll_codes.setdefault(key, len(self.coll_codes))
 
     def _shape_column(self, kind: Array, args: list[dict[str, Any]], n: int) -> Array:
         out = np.full(n, -1, np.int32)
@@ -215,7 +227,39 @@ class ChunkColumns:
         self.flow_parts = defaultdict(list)
         _fill_correlation_from_flows(cols, flows)
         return EventTable(cols, names=tuple(map(str, self.name_codes)), cats=tuple(map(str, self.cat_codes)),
-                          shapes=tuple(self.shape_codes), meta=meta, flows=flows)
+                          shapes=tuple(self.shape_codes), meta=meta, flows=flows,
+                          colls=tuple(map(collective_args, self.coll_codes)))
+
+
+COLLECTIVE_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "Process Group Ranks",
+                   "Process Group Name", "Src Rank", "Dst Rank")
+"""Kineto args of a communication kernel kept in :class:`CollectiveArgs` (in its field order)."""
+
+
+def collective_args(key: tuple[Any, ...]) -> CollectiveArgs:
+    """The typed record of one interned tuple of :data:`COLLECTIVE_ARGS` values."""
+    name, in_n, out_n, size, dtype, ranks, group, src, dst = key
+    return CollectiveArgs(name=str(name), in_nelems=_opt_int(in_n), out_nelems=_opt_int(out_n),
+                          group_size=_opt_int(size), dtype=dtype if isinstance(dtype, str) else None,
+                          group_ranks=_rank_list(ranks), group_name=None if group is None else str(group),
+                          src_rank=_opt_int(src), dst_rank=_opt_int(dst))
+
+
+def _opt_int(v: Any) -> int | None:
+    out = _to_int(v, -1) if v is not None else -1
+    return out if out >= 0 else None
+
+
+def _rank_list(v: Any) -> tuple[int, ...] | None:
+    """ "[0, 1]" (or a list) -> (0, 1); None when absent, empty or not a list of integers."""
+    if isinstance(v, str):
+        try:
+            v = orjson.loads(v)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return None
+    return tuple(v)
 
 
 def _products(dims: list[Any]) -> Array:
