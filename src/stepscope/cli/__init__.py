@@ -59,7 +59,7 @@ look         stepscope ls | show RUN | report RUN | advise RUN | export RUN
 compare      stepscope diff BASE EXP                     runs or trace folders
 track        stepscope history | check --baseline main | dashboard build | serve
 scale        stepscope scaling --tag study=weak1
-traces       stepscope trace analyze|kernels|ops|rules PATHS;  stepscope import RUN traces/
+traces       stepscope trace analyze|kernels|ops|comm-matrix|rules PATHS;  stepscope import RUN traces/
 
 Runs are stored in ./.stepscope (--store or STEPSCOPE_HOME to change; --db or STEPSCOPE_DB for a
 PostgreSQL index). A run is named by its id, a unique id prefix, its name, `latest` or `latest~N`.

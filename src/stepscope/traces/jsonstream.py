@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -64,10 +64,16 @@ def _escaped_quotes(arr: npt.NDArray[np.uint8], quotes: npt.NDArray[np.intp]) ->
     return np.asarray(out, dtype=np.intp)
 
 
+class ByteReader(Protocol):
+    """What the splitter reads from: a binary file, plain or gzip (``read(n)`` returns up to n bytes)."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
 class TraceEventSplitter:
     """Iterate over chunks of raw event bytes (each a valid JSON array) and keep the rest as header."""
 
-    def __init__(self, stream: IO[bytes], block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, stream: ByteReader, block_bytes: int = BLOCK_BYTES) -> None:
         self._stream = stream
         self._block = block_bytes
         self.header_bytes = b""

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import gc
 import gzip
+import io
 import re
 import zlib
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -28,7 +29,7 @@ RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> io.BufferedIOBase:
     raw = path.open("rb")
     magic = raw.read(2)
     raw.seek(0)

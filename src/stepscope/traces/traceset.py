@@ -73,12 +73,13 @@ def mark_duplicate_ranks(results: list[RankResult]) -> list[RankResult]:
     seen: dict[int, str] = {}
     out = []
     for r in results:
-        if r.error is None and r.rank is not None:
-            if r.rank in seen:
-                r = RankResult(r.path, r.rank, error=f"{r.path}: rank {r.rank} already read from {seen[r.rank]} "
+        rank = r.rank
+        if r.error is None and rank is not None:
+            if rank in seen:
+                r = RankResult(r.path, rank, error=f"{r.path}: rank {rank} already read from {seen[rank]} "
                                "— keep one trace per rank in the folder")
             else:
-                seen[r.rank] = r.path
+                seen[rank] = r.path
         out.append(r)
     return out
 

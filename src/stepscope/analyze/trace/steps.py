@@ -98,7 +98,7 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     label = np.full(left.size, len(CATEGORIES) - 1, dtype=np.int64)
     for c in range(len(cats) - 1, -1, -1):
         label[covered(left, cats[c])] = c
-    steps = []
+    steps: list[StepTime] = []
     for r, s, e in zip(rows.tolist(), s0.tolist(), e0.tolist()):
         lo, hi = np.searchsorted(left, s), np.searchsorted(left, e)
         per = np.bincount(label[lo:hi], weights=width[lo:hi], minlength=len(CATEGORIES)).astype(np.int64)
