@@ -10,10 +10,12 @@ import numpy.typing as npt
 Ints = npt.NDArray[np.int64]
 
 
-def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
+def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool_] | None = None) -> Ints:
     """Index of the innermost event enclosing each event on the same (pid, tid), -1 for roots.
 
     Events that only partly overlap their predecessor are treated as siblings (never as children).
+    ``leaf`` marks events that get a parent but are never one (runtime calls placed among operators); on
+    equal bounds the earlier index encloses the later.
     """
     n = ts.size
     out = np.full(n, -1, dtype=np.int64)
@@ -22,6 +24,7 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
     order = np.lexsort((-end, ts, tid, pid))
     p, t, s, e = pid[order].tolist(), tid[order].tolist(), ts[order].tolist(), end[order].tolist()
     idx = order.tolist()
+    is_leaf = leaf[order].tolist() if leaf is not None else [False] * n
     res = out
     stack: list[int] = []
     key: Any = None
@@ -34,5 +37,6 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
             stack.pop()
         if stack and ej <= e[stack[-1]]:
             res[idx[j]] = idx[stack[-1]]
-        stack.append(j)
+        if not is_leaf[j]:
+            stack.append(j)
     return res

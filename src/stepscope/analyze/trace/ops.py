@@ -32,19 +32,24 @@ class HostTimes:
 
 def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     """CPU self time from nesting; GPU time of each GPU work item goes to the operator that launched it
-    (:func:`launching_ops`) and, for GPU total, to every enclosing host event."""
-    kind = table["kind"]
+    (see :func:`_launching_ops`) and, for GPU total, to every enclosing host event."""
+    kind, corr = table["kind"], table["correlation"]
     rows = np.flatnonzero(np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION,
                                                     EventKind.PYTHON_FUNCTION], dtype=np.int8)))
-    ts, dur = table["ts_ns"][rows], table["dur_ns"][rows]
-    par = parents(table["pid"][rows], table["tid"][rows], ts, ts + dur)
+    rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr >= 0))
+    rt = rt[np.isin(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
+    both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
+    leaf = np.zeros(both.size, dtype=bool)
+    leaf[rows.size:] = True
+    ts_all = table["ts_ns"][both]
+    par_all = parents(table["pid"][both], table["tid"][both], ts_all, ts_all + table["dur_ns"][both], leaf=leaf)
+    par, ts, dur = par_all[:rows.size], ts_all[:rows.size], table["dur_ns"][rows]
     child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
     dev_self = np.zeros(rows.size, dtype=np.int64)
-    op_local = np.flatnonzero(kind[rows] == EventKind.CPU_OP)
-    owner = launching_ops(table, gpu, rows[op_local])
+    owner = _launching_ops(table, gpu, rows, par, rt, par_all[rows.size:])
     hit = owner >= 0
-    np.add.at(dev_self, op_local[owner[hit]], table["dur_ns"][gpu.rows[hit]])
+    np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
     dev_total = dev_self.copy()
     p = par.tolist()
     for j in np.lexsort((-(ts + dur), ts))[::-1].tolist():
@@ -53,9 +58,9 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     return HostTimes(rows, par, cpu_self, dev_self, dev_total)
 
 
-def launching_ops(table: EventTable, gpu: GpuView, op_rows: Array) -> Array:
-    """For each GPU work item, the position in ``op_rows`` (CPU operator rows) of the operator that launched
-    it, -1 where none can be told.
+def _launching_ops(table: EventTable, gpu: GpuView, rows: Array, par: Array, rt: Array, rt_par: Array) -> Array:
+    """For each GPU work item, the position in ``rows`` (host events, parents ``par``) of the CPU operator
+    that launched it, -1 where none can be told. ``rt``: runtime calls, ``rt_par``: their innermost host event.
 
     First the innermost operator enclosing the launching runtime call (same correlation id) on the same
     (pid, tid), as HTA's call graph does; where the call is not in the trace or runs outside every
@@ -64,19 +69,26 @@ def launching_ops(table: EventTable, gpu: GpuView, op_rows: Array) -> Array:
     event), not an operator's id, and is never matched: it would pick an unrelated operator.
     """
     owner = np.full(len(gpu), -1, dtype=np.int64)
-    if not op_rows.size or not len(gpu):
+    is_op = table["kind"][rows] == EventKind.CPU_OP
+    if not is_op.any() or not len(gpu):
         return owner
-    kind, corr_all = table["kind"], table["correlation"]
-    rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr_all >= 0))
-    rt = rt[np.argsort(corr_all[rt], kind="stable")]
+    up = rt_par.copy()
+    while True:  # from the innermost host event (maybe an annotation or a Python function) up to an operator
+        climb = np.flatnonzero(up >= 0)
+        climb = climb[~is_op[up[climb]]]
+        if not climb.size:
+            break
+        up[climb] = par[up[climb]]
+    corr_all = table["correlation"]
+    o_rt = np.argsort(corr_all[rt], kind="stable")
+    rt, up = rt[o_rt], up[o_rt]
     g_corr = corr_all[gpu.rows]
     g_rt = np.full(len(gpu), -1, dtype=np.int64)
     if rt.size:
         i = np.clip(np.searchsorted(corr_all[rt], g_corr), 0, rt.size - 1)
         found = (corr_all[rt[i]] == g_corr) & (g_corr >= 0)
         g_rt[found] = i[found]
-        rt_op = _enclosing_op(table, op_rows, rt)
-        owner[found] = rt_op[i[found]]
+        owner[found] = up[i[found]]
     missing = np.flatnonzero(owner < 0)
     if missing.size:
         ext = table["external_id"][gpu.rows[missing]].copy()
@@ -86,27 +98,13 @@ def launching_ops(table: EventTable, gpu: GpuView, op_rows: Array) -> Array:
         if use_rt.any():
             r = rt[via[use_rt]]
             ext[use_rt] = np.where(table["external_id"][r] != corr_all[r], table["external_id"][r], -1)
-        op_ext = table["external_id"][op_rows]
+        op_local = np.flatnonzero(is_op)
+        op_ext = table["external_id"][rows[op_local]]
         o = np.argsort(op_ext, kind="stable")
         j = np.clip(np.searchsorted(op_ext[o], ext), 0, o.size - 1)
         ok = (op_ext[o[j]] == ext) & (ext >= 0)
-        owner[missing[ok]] = o[j[ok]]
+        owner[missing[ok]] = op_local[o[j[ok]]]
     return owner
-
-
-def _enclosing_op(table: EventTable, op_rows: Array, rt_rows: Array) -> Array:
-    """For each runtime row: position in ``op_rows`` of the innermost operator enclosing it on its thread."""
-    both = np.concatenate([op_rows, rt_rows])  # operators first: on equal bounds the operator encloses
-    ts = table["ts_ns"][both]
-    par = parents(table["pid"][both], table["tid"][both], ts, ts + table["dur_ns"][both])
-    n_ops = op_rows.size
-    up = par[n_ops:]
-    while True:  # a driver call nested in a runtime call: go up to the operator
-        nested = up >= n_ops
-        if not nested.any():
-            break
-        up = np.where(nested, par[up], up)
-    return up
 
 
 @dataclass(frozen=True, slots=True)
