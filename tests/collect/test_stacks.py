@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import json
 import time
 from collections.abc import Callable
@@ -47,8 +49,8 @@ def test_phase_rules_name_torch_frames() -> None:
 
     assert classify(torch.nn.Module._call_impl.__code__) == "forward"
     assert classify(getattr(torch.autograd.backward, "__wrapped__", torch.autograd.backward).__code__) == "backward"
-    assert classify(torch.optim.SGD.step.__wrapped__.__code__ if hasattr(torch.optim.SGD.step, "__wrapped__")
-                    else torch.optim.SGD.step.__code__) == "optimizer"
+    # torch wraps a class's step() on its first instance (profile_hook_step), so unwrap fully
+    assert classify(inspect.unwrap(torch.optim.SGD.step).__code__) == "optimizer"
     assert classify(torch.utils.data.dataloader._BaseDataLoaderIter.__next__.__code__) == "data_wait"
     assert classify(_spin.__code__) is None
 
@@ -65,8 +67,8 @@ def test_hot_function_on_top_in_its_region_and_exported(observed: Callable[..., 
     groups = {(g.region, g.phase): g for g in main.groups}
     prep = groups[("prep", "other")]
     assert prep.functions[0].function.startswith("spin_hot ")
-    # 12 x 50 ms in prep: the estimate is the sample count x the measured period
-    assert 0.4 < prep.time_s < 0.9
+    # 12 x 120 ms in prep: the estimate is the sample count x the measured period
+    assert 1.0 < prep.time_s < 2.2
     fwd = groups[("(no region)", "forward")]
     assert any(f.function.startswith("spin_hot ") for f in fwd.functions)
     assert fwd.samples < prep.samples  # 10 ms a step in forward vs 50 ms in prep

@@ -21,12 +21,12 @@ def test_schedule_by_hand():
 
 
 def test_profiled_run_saves_a_trace_of_exactly_the_window(observed, store):
-    r = observed("tiny_train.py", "--steps", "20", opts=("--profile-steps", "3"))
+    r = observed("tiny_train.py", "--steps", "20", opts=("--profile-steps", "3", "--warmup-steps", "2"))
     assert r.rc == 0, r
     data = load(store)
     assert "artifacts/traces/rank0.json.gz" in data.artifacts
     (window,) = data.ranks[0].extra["profile_window"]
-    # default skip = max(3, warm-up) = 3, wait 1, warm-up 1: steps 5, 6, 7 kept
+    # default skip = max(3, --warmup-steps 2) = 3, wait 1, warm-up 1: steps 5, 6, 7 kept
     assert (window["first_step"], window["last_step"], window["traced_first_step"]) == (5, 7, 4)
     trace = json.loads(gzip.decompress((Path(data.path) / window["trace"]).read_bytes()))
     names = [e["name"] for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]

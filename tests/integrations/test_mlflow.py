@@ -27,7 +27,8 @@ def _artifacts(client, run_id: str, path: str) -> set[str]:  # type: ignore[no-u
 def test_new_mlflow_run_gets_params_tags_step_metrics_and_reports(cli, store: Path, tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     res = cli("run", "--quiet", "--mlflow", "--sample-interval", "0.2", "--param", "lr=0.1", "--tag", "team=perf",
-              "--", PY, TINY, "--steps", "10", env={"MLFLOW_TRACKING_URI": uri, "MLFLOW_EXPERIMENT_NAME": "ss"})
+              "--", PY, TINY, "--steps", "10", "--step-sleep", "0.05",  # long enough for system samples
+              env={"MLFLOW_TRACKING_URI": uri, "MLFLOW_EXPERIMENT_NAME": "ss"})
     assert res.rc == 0, res
     data = load(store)
     client = _client(uri)
