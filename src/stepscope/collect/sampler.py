@@ -159,5 +159,11 @@ def start_sampler(session: Session) -> Sampler | None:
     local_rank = session.stream.local_rank if session.stream else 0
     sampler = Sampler(session, interval, gpus=local_rank == 0)
     sampler.start()
-    session.closers.append(sampler.stop_event.set)
+
+    def stop() -> None:
+        sampler.stop_event.set()
+        if sampler is not threading.current_thread():
+            sampler.join(timeout=2.0)  # finished before interpreter finalization, never killed mid-call
+
+    session.closers.append(stop)
     return sampler

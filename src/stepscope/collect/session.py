@@ -206,6 +206,8 @@ class Session:
                 closer()
             except Exception as e:
                 self.warn_once(f"closer:{closer!r}", f"a collector failed at exit ({e})")
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join(timeout=2.0)  # no thread of ours may still run during interpreter finalization
         if self.active and self._writer is not None:
             self.flush()
             self._writer.append([{"kind": "end", "end_ns": self.clock.wall(self.clock.now()), "reason": reason,
