@@ -4,7 +4,6 @@ plots drawn, hostile run and region names shown as text, clicking a header sorts
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,23 +11,11 @@ from pathlib import Path
 import pytest
 
 from stepscope.cli import main
+from tests.integration.conftest import OfflinePage
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diff_train.py"
 HOSTILE = "<img src=x onerror=alert(1)>"
-
-
-@pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium) — the real-browser test needs it")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                              "--disable-background-networking"])
-        yield b
-        b.close()
 
 
 def _observe(store: Path, *args: str) -> None:
@@ -47,13 +34,8 @@ def test_diff_page_in_chromium(browser, tmp_path: Path) -> None:  # type: ignore
     assert main(["diff", "latest~1", "latest", "--store", str(store), "--html", str(out), "--json"]) == 0
     html = out.read_text()
     assert HOSTILE not in html  # escaped everywhere, in markup and in embedded JSON
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors: list[str] = []
-    requests: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
-    page.on("dialog", lambda d: errors.append("dialog opened: " + d.message))
+    watched = OfflinePage(browser)
+    page, errors, requests = watched.page, watched.errors, watched.requests
     page.goto(out.as_uri())
     page.wait_for_load_state("load")
     assert errors == [] and requests == []

@@ -4,42 +4,24 @@ test-artifacts/ (gitignored)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from stepscope.cli import main
 from tests.conftest import ROOT
+from tests.integration.conftest import OfflinePage
 from tests.report.conftest import HOSTILE, profiled_store  # noqa: F401  (shared real run)
 
 pytestmark = pytest.mark.browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model", "metrics")
-
-
-@pytest.fixture
-def browser():  # type: ignore[no-untyped-def]
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium) — the real-browser test needs it")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                              "--disable-background-networking"])
-        yield b
-        b.close()
 
 
 def test_report_in_chromium(browser, profiled_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     out = tmp_path / "report.html"
     assert main(["report", "--store", str(profiled_store), "-o", str(out)]) == 0
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors: list[str] = []
-    requests: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: requests.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
-    page.on("dialog", lambda d: errors.append("dialog opened: " + d.message))
+    watched = OfflinePage(browser)
+    page, errors, requests = watched.page, watched.errors, watched.requests
     page.goto(out.as_uri())
     page.wait_for_load_state("load")
     assert errors == [] and requests == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -82,6 +83,20 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
     return Finding(rule_id=rule.id, title=rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source)
+
+
+def worst_trace(inp: AdvisorInput, share: Callable[[TraceFacts], float | None],
+                at_least: float) -> TraceFacts | None:
+    """The rank's trace with the largest ``share`` (None where the trace cannot tell), if it reaches
+    ``at_least``; None otherwise (ties: the first rank)."""
+    scored = [(v, t) for t in inp.traces if (v := share(t)) is not None]
+    best = max(scored, key=lambda vt: vt[0], default=None)
+    return best[1] if best is not None and best[0] >= at_least else None
+
+
+def per_step_s(t: TraceFacts, ns: float) -> float:
+    """A window total (ns) as seconds per profiled step."""
+    return ns / t.profiled_steps / 1e9
 
 
 @dataclass(frozen=True, slots=True)

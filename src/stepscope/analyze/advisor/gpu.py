@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
-from stepscope.analyze.advisor.tracefacts import SHORT_KERNEL_NS, TraceFacts
+from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, per_step_s, worst_trace
+from stepscope.analyze.advisor.tracefacts import SHORT_KERNEL_NS
 
 GPU_IDLE_SHARE = 0.20
 GPU_UTIL_LOW_PCT = 50.0
@@ -14,15 +14,6 @@ FP32_GEMM_SHARE = 0.20
 AMP_GEMM_SPEEDUP = 2.0
 OPTIMIZER_SHARE = 0.10
 OPTIMIZER_LAUNCHES_PER_STEP = 4
-
-
-def _per_step(t: TraceFacts, ns: float) -> float:
-    return ns / t.profiled_steps / 1e9
-
-
-def _worst(inp: AdvisorInput, key: str) -> TraceFacts | None:
-    have = [t for t in inp.traces if getattr(t, key) is not None]
-    return max(have, key=lambda t: getattr(t, key)) if have else None
 
 
 class GpuIdle:
@@ -39,16 +30,16 @@ class GpuIdle:
                                  "(mode='reduce-overhead').")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
-        t = _worst(inp, "gpu_idle_share")
-        if t is not None:
-            if (t.gpu_idle_share or 0.0) < GPU_IDLE_SHARE:
+        if any(t.gpu_idle_share is not None for t in inp.traces):
+            t = worst_trace(inp, lambda t: t.gpu_idle_share, GPU_IDLE_SHARE)
+            if t is None:
                 return None
-            idle = t.gpu_span_ns - t.gpu_busy_ns
+            idle = t.gpu_idle_ns
             ev: dict[str, float | int | str] = {"rank": t.rank, "gpu_idle_share": t.gpu_idle_share or 0.0,
-                                                "gpu_idle_per_step_s": _per_step(t, idle),
-                                                "gpu_busy_per_step_s": _per_step(t, t.gpu_busy_ns),
+                                                "gpu_idle_per_step_s": per_step_s(t, idle),
+                                                "gpu_busy_per_step_s": per_step_s(t, t.gpu_busy_ns),
                                                 "profiled_steps": t.profiled_steps}
-            return finding(self, inp, ev, per_step_s=_per_step(t, idle), source="trace",
+            return finding(self, inp, ev, per_step_s=per_step_s(t, idle), source="trace",
                            basis="all GPU idle time in the profiled window removed (upper bound)")
         util = [(r.rank, m.name, m.mean) for r in inp.summary.ranks for m in r.system
                 if m.name.endswith("_util_pct") and m.mean is not None]
@@ -78,18 +69,16 @@ class LaunchBound:
                                  "(fused=True, fused attention), larger batches per kernel.")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
-        hits = [t for t in inp.traces if t.kernels and t.gpu_idle_share is not None
-                and t.short_kernels / t.kernels >= SHORT_KERNEL_SHARE and t.gpu_idle_share >= GPU_IDLE_SHARE]
-        if not hits:
+        t = worst_trace(inp, lambda t: t.short_kernels / t.kernels if t.kernels and t.gpu_idle_share is not None
+                        and t.gpu_idle_share >= GPU_IDLE_SHARE else None, SHORT_KERNEL_SHARE)
+        if t is None:
             return None
-        t = max(hits, key=lambda t: t.short_kernels / t.kernels)
-        idle = t.gpu_span_ns - t.gpu_busy_ns
-        save = min(idle, t.launch_api_ns)
+        save = min(t.gpu_idle_ns, t.launch_api_ns)
         ev: dict[str, float | int | str] = {
             "rank": t.rank, "kernels_per_step": t.kernels / t.profiled_steps,
             "short_kernel_share": t.short_kernels / t.kernels, "kernel_median_us": (t.kernel_median_ns or 0.0) / 1e3,
-            "launch_api_per_step_s": _per_step(t, t.launch_api_ns), "gpu_idle_share": t.gpu_idle_share or 0.0}
-        return finding(self, inp, ev, per_step_s=_per_step(t, save), source="trace",
+            "launch_api_per_step_s": per_step_s(t, t.launch_api_ns), "gpu_idle_share": t.gpu_idle_share or 0.0}
+        return finding(self, inp, ev, per_step_s=per_step_s(t, save), source="trace",
                        basis="the smaller of GPU idle time and host time in launch calls (upper bound)")
 
 
@@ -105,17 +94,16 @@ class NoMixedPrecision:
                                  "TF32: torch.set_float32_matmul_precision('high').")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
-        hits = [t for t in inp.traces if t.tensor_cores and t.kernel_ns > 0
-                and t.fp32_gemm_ns / t.kernel_ns >= FP32_GEMM_SHARE]
-        if not hits:
+        t = worst_trace(inp, lambda t: t.fp32_gemm_ns / t.kernel_ns if t.tensor_cores and t.kernel_ns > 0 else None,
+                        FP32_GEMM_SHARE)
+        if t is None:
             return None
-        t = max(hits, key=lambda t: t.fp32_gemm_ns / t.kernel_ns)
         ev: dict[str, float | int | str] = {
             "rank": t.rank, "device": t.device_name or "", "compute_capability": t.compute_capability or "",
             "fp32_gemm_share_of_kernel_time": t.fp32_gemm_ns / t.kernel_ns,
-            "fp32_gemm_per_step_s": _per_step(t, t.fp32_gemm_ns),
+            "fp32_gemm_per_step_s": per_step_s(t, t.fp32_gemm_ns),
             "gemm_share_fp32": t.fp32_gemm_ns / t.gemm_ns if t.gemm_ns else 0.0}
-        save = _per_step(t, t.fp32_gemm_ns * (1 - 1 / AMP_GEMM_SPEEDUP))
+        save = per_step_s(t, t.fp32_gemm_ns * (1 - 1 / AMP_GEMM_SPEEDUP))
         return finding(self, inp, ev, per_step_s=save, source="trace",
                        basis=f"fp32 GEMM time running {AMP_GEMM_SPEEDUP:g}× faster in bf16/fp16")
 
@@ -132,15 +120,14 @@ class UnfusedOptimizer:
                                  "foreach=True), apex FusedAdam, or torch.compile the optimizer step.")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
-        hits = [t for t in inp.traces if t.optimizer_steps and not t.optimizer_fused and t.gpu_span_ns > 0
-                and t.optimizer_launches / t.profiled_steps >= OPTIMIZER_LAUNCHES_PER_STEP
-                and t.optimizer_ns / t.gpu_span_ns >= OPTIMIZER_SHARE]
-        if not hits:
+        t = worst_trace(inp, lambda t: t.optimizer_ns / t.gpu_span_ns if t.optimizer_steps and not t.optimizer_fused
+                        and t.gpu_span_ns > 0 and t.optimizer_launches / t.profiled_steps >= OPTIMIZER_LAUNCHES_PER_STEP
+                        else None, OPTIMIZER_SHARE)
+        if t is None:
             return None
-        t = max(hits, key=lambda t: t.optimizer_ns / t.gpu_span_ns)
         ev: dict[str, float | int | str] = {
-            "rank": t.rank, "optimizer_per_step_s": _per_step(t, t.optimizer_ns),
+            "rank": t.rank, "optimizer_per_step_s": per_step_s(t, t.optimizer_ns),
             "optimizer_share_of_window": t.optimizer_ns / t.gpu_span_ns,
             "optimizer_launches_per_step": t.optimizer_launches / t.profiled_steps}
-        return finding(self, inp, ev, per_step_s=_per_step(t, t.optimizer_ns) / 2, source="trace",
+        return finding(self, inp, ev, per_step_s=per_step_s(t, t.optimizer_ns) / 2, source="trace",
                        basis="half the optimizer step (fused optimizers are typically 2-5× faster)")

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
+from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, worst_trace
 
 COMM_EXPOSED_SHARE = 0.15
 LOAD_BALANCE = 0.90
@@ -26,10 +26,9 @@ class CommNotOverlapped:
                                  "(bf16 communication hooks).")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
-        hits = [t for t in inp.traces if t.comm_ns and t.gpu_span_ns
-                and (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns >= COMM_EXPOSED_SHARE]
-        if hits:
-            t = max(hits, key=lambda t: (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns)
+        t = worst_trace(inp, lambda t: (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns
+                        if t.comm_ns and t.gpu_span_ns else None, COMM_EXPOSED_SHARE)
+        if t is not None:
             exposed = (t.comm_ns - t.comm_overlapped_ns) / t.profiled_steps / 1e9
             ev: dict[str, float | int | str] = {
                 "rank": t.rank, "comm_per_step_s": t.comm_ns / t.profiled_steps / 1e9,

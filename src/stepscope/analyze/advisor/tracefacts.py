@@ -1,6 +1,7 @@
 """The few numbers the advisor needs from one rank's profiled window (a Kineto trace as an EventTable).
 
-Pure and columnar: intervals are merged with NumPy, strings are classified once per distinct name.
+Pure and columnar: intervals are merged with analyze.trace.intervals, strings are classified once per
+distinct name.
 GPU idle follows HolisticTraceAnalysis' temporal breakdown (span of GPU activity minus the union of
 kernel / memcpy / memset intervals); overlap of communication follows HTA's comm/compute overlap (time
 a communication kernel runs while a compute kernel runs on another stream).
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.trace.intervals import intersection, length, merge
 from stepscope.model.events import GPU_WORK_KINDS, EventKind, EventTable
 
 COMM_KERNEL = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter|c10d", re.IGNORECASE)
@@ -25,9 +27,6 @@ OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 FUSED_OPTIMIZER = re.compile(r"multi_tensor_apply|fused|foreach", re.IGNORECASE)
 SHORT_KERNEL_NS = 10_000
 """Kernels shorter than this are dominated by their launch cost (a CUDA launch costs ~5-10 µs on the host)."""
-
-Intervals = tuple[np.ndarray, np.ndarray]
-
 
 @dataclass(frozen=True, slots=True)
 class TraceFacts:
@@ -64,41 +63,13 @@ class TraceFacts:
     optimizer_launches: int
     optimizer_fused: bool
 
+    @property
+    def gpu_idle_ns(self) -> float:
+        """GPU span minus GPU busy time (ns, summed over the window)."""
+        return self.gpu_span_ns - self.gpu_busy_ns
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def merge(start: np.ndarray, end: np.ndarray) -> Intervals:
-    """Union of intervals as sorted disjoint (start, end) arrays."""
-    if not len(start):
-        return np.empty(0, dtype="int64"), np.empty(0, dtype="int64")
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], np.maximum.accumulate(end[order])
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > e[:-1]
-    idx = np.flatnonzero(new)
-    return s[idx], np.append(e[idx[1:] - 1], e[-1])
-
-
-def covered(iv: Intervals) -> float:
-    return float((iv[1] - iv[0]).sum())
-
-
-def intersection(a: Intervals, b: Intervals) -> float:
-    """Total length of the intersection of two unions (each sorted and disjoint)."""
-    if not len(a[0]) or not len(b[0]):
-        return 0.0
-    # cumulative coverage of b up to any point, evaluated at a's bounds
-    bs, be = b
-    cum = np.concatenate([[0], np.cumsum(be - bs)])
-
-    def cover_until(x: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(bs, x, side="right")  # intervals starting at or before x
-        full = cum[np.maximum(i - 1, 0)]
-        last = np.where(i > 0, np.clip(x - bs[np.maximum(i - 1, 0)], 0, (be - bs)[np.maximum(i - 1, 0)]), 0)
-        return np.where(i > 0, full + last, 0)
-
-    return float((cover_until(a[1]) - cover_until(a[0])).sum())
 
 
 def _name_mask(t: EventTable, pattern: re.Pattern[str]) -> np.ndarray:
@@ -114,13 +85,14 @@ def trace_facts(t: EventTable) -> TraceFacts:
     kern = kind == EventKind.KERNEL
     busy = merge(ts[gpu], end[gpu])
     span = float(busy[1][-1] - busy[0][0]) if len(busy[0]) else 0.0
+    busy_ns = float(length(*busy))
     comm = kern & _name_mask(t, COMM_KERNEL)
     gemm = kern & _name_mask(t, GEMM_KERNEL)
     low = _name_mask(t, LOW_PRECISION)
     comm_iv = merge(ts[comm], end[comm])
     compute_iv = merge(ts[kern & ~comm], end[kern & ~comm])
-    comm_ns = covered(comm_iv)
-    overlapped = intersection(comm_iv, compute_iv)
+    comm_ns = float(length(*comm_iv))
+    overlapped = float(intersection(comm_iv, compute_iv))
     runtime = kind == EventKind.RUNTIME
     launch = runtime & _name_mask(t, LAUNCH_CALL)
     ann = kind == EventKind.USER_ANNOTATION
@@ -141,14 +113,14 @@ def trace_facts(t: EventTable) -> TraceFacts:
         path=t.meta.path, rank=t.meta.rank, profiled_steps=max(1, steps),
         device_name=dev.name if dev else None, compute_capability=cc,
         tensor_cores=_tensor_cores(cc, dev.name if dev else None),
-        gpu_span_ns=span, gpu_busy_ns=covered(busy), gpu_idle_share=1 - covered(busy) / span if span > 0 else None,
+        gpu_span_ns=span, gpu_busy_ns=busy_ns, gpu_idle_share=1 - busy_ns / span if span > 0 else None,
         kernels=int(kern.sum()), kernel_ns=float(kdur.sum()),
         kernel_median_ns=float(np.median(kdur)) if len(kdur) else None,
         short_kernels=int((kdur < SHORT_KERNEL_NS).sum()),
         launches=int(launch.sum()), launch_api_ns=float(t["dur_ns"][launch].sum()),
         gemm_ns=float(t["dur_ns"][gemm].sum()), fp32_gemm_ns=float(t["dur_ns"][gemm & ~low].sum()),
         comm_ns=comm_ns, comm_overlapped_ns=overlapped, comm_overlap_share=overlapped / comm_ns if comm_ns else None,
-        optimizer_steps=int(opt.sum()), optimizer_ns=covered(opt_iv), optimizer_launches=int(in_opt.sum()),
+        optimizer_steps=int(opt.sum()), optimizer_ns=float(length(*opt_iv)), optimizer_launches=int(in_opt.sum()),
         optimizer_fused=any(FUSED_OPTIMIZER.search(n) for n in opt_names),
     )
 
