@@ -39,3 +39,10 @@ def test_advise_json_and_terminal(profiled_store: Path, capsys) -> None:  # type
     assert "Training waits for input data" in text and "evidence:" in text
     assert main(["show", "--store", str(profiled_store), "--width", "100"]) == 0
     assert "Recommendations" in capsys.readouterr().out
+
+
+def test_export_unknown_format_is_one_line_before_loading(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    # the store does not exist: the format is refused first, before the run is loaded
+    assert main(["export", "latest", "-f", "xml", "--store", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stepscope: error: unknown format 'xml'") and "perfetto" in err

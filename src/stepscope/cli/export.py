@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from stepscope.cli.common import add_store_args, store_from
+from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 
 
@@ -29,8 +30,11 @@ class ExportCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from stepscope.analyze.summary import summarize_run
-        from stepscope.report.export import run_tables, write_tables
+        from stepscope.report.export import WRITERS, run_tables, write_tables
 
+        formats = sorted([*WRITERS, "perfetto"])
+        if args.format not in formats:  # before the run is loaded and its traces analysed
+            raise UserError(f"unknown format {args.format!r} — choose one of {', '.join(formats)}")
         store = store_from(args)
         data = store.load(args.run)
         if args.format == "perfetto":
@@ -52,7 +56,6 @@ class ExportCommand:
 def _trace_tables(data: RunData) -> dict[str, dict[str, list[object]]]:
     """Trace tables when the run has traces; none (not an error) otherwise."""
     from stepscope.cli.views.traces import run_trace_files
-    from stepscope.errors import UserError
 
     try:
         files = run_trace_files(data)
