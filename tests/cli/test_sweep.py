@@ -1,6 +1,6 @@
 """`stepscope sweep` with real runs: a 2 x 2 grid gives its heat map and best setting, and its failing
 points are recorded as failed while the sweep goes on; a placeholder without --param stops before
-anything runs."""
+anything runs, and so does a bad --heatmap."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ def test_placeholder_without_param_fails_before_running(tmp_path: Path, capsys: 
     assert not store.exists()  # nothing ran, nothing was written
     assert main(["sweep", "--store", str(store), "--param", "batch", "--", sys.executable, SCRIPT]) == 2
     assert "expected NAME=V1,V2" in capsys.readouterr().err
+    rc = main(["sweep", "--store", str(store), "--param", "batch=4,8", "--heatmap", "batch,workers", "--",
+               sys.executable, SCRIPT, "--batch-size", "{batch}"])
+    assert rc == 2 and "--heatmap batch,workers" in capsys.readouterr().err
+    assert not store.exists()  # a bad --heatmap stops before the grid runs
 
 
 def test_grid_heatmap_best_setting_and_failed_points(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,7 +54,7 @@ def sweep_runs(store: Store, group: str) -> list[Any]:
     from stepscope.cli.common import ensure_metrics
 
     rows = [r for r in store.rows() if r.grp == group]
-    ensure_metrics(store, [r.id for r in rows])
+    ensure_metrics(store, rows)
     metrics = store.index.metrics([r.id for r in rows])
     return [SweepRun(r.id, dict(r.params), r.status, metrics.get(r.id, {})) for r in rows]
 
@@ -75,6 +75,11 @@ def run_grid(store: Store, command: list[str], grid: dict[str, list[str]], args:
         finish_run(store, result.run_id, print_summary=False)
         state = "ok" if result.exit_code == 0 else f"FAILED (exit code {result.exit_code})"
         print(f"sweep {i}/{total}: {kv} repeat {rep + 1} → {result.run_id} {state}", file=sys.stderr)
+
+
+def _check_heat(heat: tuple[str, ...] | None, grid: dict[str, list[str]], text: str | None) -> None:
+    if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
+        raise UserError(f"--heatmap {text}: expected two swept parameters ROW,COL out of {', '.join(grid)}")
 
 
 class SweepCommand:
@@ -114,9 +119,11 @@ class SweepCommand:
             if spec is None:
                 raise UserError(f"no sweep {args.group!r} in the store — `stepscope ls --tag sweep=...` lists runs")
             grid, group = {k: spec["grid"][k] for k in spec.get("params", spec["grid"])}, args.group
+            _check_heat(heat, grid, args.heatmap)
         else:
             grid, command = parse_grid(args.param), command_from(args)
             check_placeholders(command, grid)
+            _check_heat(heat, grid, args.heatmap)  # before minutes of runs, not after
             from stepscope.collect.launch import check_command
 
             check_command(fill(command, {k: v[0] for k, v in grid.items()}))
@@ -124,8 +131,6 @@ class SweepCommand:
             store.index.add_group(group, "sweep", args.name or "", time.time_ns(),
                                   {"command": command, "grid": grid, "params": list(grid), "repeat": args.repeat})
             run_grid(store, command, grid, args, group)
-        if heat is not None and (len(heat) != 2 or not set(heat) <= set(grid)):
-            raise UserError(f"--heatmap {args.heatmap}: expected two swept parameters ROW,COL out of {', '.join(grid)}")
         runs = sweep_runs(store, group)
         known = sorted({m for r in runs for m in r.metrics})
         if known and args.metric not in known:

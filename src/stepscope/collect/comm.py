@@ -86,7 +86,7 @@ class CommRecorder:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.group_ids: dict[int, int] = {}
+        self.group_ids: dict[int, tuple[int, int]] = {}
         self.counters: dict[Any, int] = {}
         self.lock = threading.Lock()
         self.dist: Any = None
@@ -97,12 +97,11 @@ class CommRecorder:
         """(group id, group size): id 0 for the default group, else 1 + creation order of the group."""
         dist = self.dist
         g = group if group is not None else dist.group.WORLD
-        size = int(dist.get_world_size(g)) if g is not None else -1
         if g is None or g is dist.group.WORLD:
-            return 0, size
+            return 0, int(dist.get_world_size(g)) if g is not None else -1
         key = id(g)
-        gid = self.group_ids.get(key)
-        if gid is None:
+        info = self.group_ids.get(key)  # a group's id and size never change: looked up once per group
+        if info is None:
             gid = 0
             try:
                 names = dist.distributed_c10d._world.pg_names
@@ -111,8 +110,8 @@ class CommRecorder:
                 gid = 0
             if gid == 0:
                 gid = 1_000 + len(self.group_ids)
-            self.group_ids[key] = gid
-        return gid, size
+            info = self.group_ids[key] = (gid, int(dist.get_world_size(g)))
+        return info
 
     def next_seq(self, key: Any, gid: int) -> int:
         with self.lock:

@@ -114,13 +114,16 @@ class StepscopeCallback(TrainerCallback):
         s.mark_step(t, source=SOURCE, phase=Phase.VALIDATION)
 
     def _count_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
-        x = kwargs.get("input_ids")
-        if x is None:
-            x = next((a for a in (*args, *kwargs.values()) if hasattr(a, "shape") and len(a.shape) > 0), None)
-        if x is not None:
-            self._seen[0] += float(x.shape[0])
-            if kwargs.get("input_ids") is not None:
-                self._seen[1] += float(x.numel())
+        try:  # runs in the model's forward: never raises into it
+            ids = x = kwargs.get("input_ids")
+            if x is None:
+                x = next((a for a in (*args, *kwargs.values()) if hasattr(a, "shape") and len(a.shape) > 0), None)
+            if x is not None:
+                self._seen[0] += float(x.shape[0])
+                if ids is not None:
+                    self._seen[1] += float(x.numel())
+        except Exception as e:
+            self._warn("forward", e)
 
     def _fill_step(self, s: Session) -> None:
         st = s.step

@@ -218,8 +218,11 @@ class StepscopeCallback(pl.Callback):
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         s = self.session
         if s is not None and self._metrics is not None:
-            self._metrics.flush()
-            self._log_trainer_metrics(trainer, s)
+            try:
+                self._metrics.flush()
+                self._log_trainer_metrics(trainer, s)
+            except Exception as e:
+                self._warn("train-epoch-end", e)
 
     def _fill_step(self, s: Session, epoch: int) -> None:
         st = s.step
@@ -261,8 +264,10 @@ class StepscopeCallback(pl.Callback):
         if saved is not None:  # the training step resumes now: validation time is not in it
             saved.start = _perf() if saved.start is not None else None
             s.step = saved
-        if self._metrics is not None:
+        try:
             self._log_trainer_metrics(trainer, s)
+        except Exception as e:
+            self._warn("validation-end", e)
 
     def on_sanity_check_end(self, trainer: Any, pl_module: Any) -> None:
         s = self.session
