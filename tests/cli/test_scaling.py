@@ -56,6 +56,9 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFi
     assert "single world size (2)" in err and "\n" not in err
     assert main(["scaling", "--store", str(store), "--tag", "study=w", "--target", "loss"]) == 2
     assert "--target 'loss'" in capsys.readouterr().err
+    assert main(["scaling", "--store", str(store), "--tag", "study=w", "--target", "lss=0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no selected run logged a metric 'lss'" in err and "\n" not in err
     assert main(["scaling", "--store", str(store)]) == 2
     assert "no runs given" in capsys.readouterr().err
     assert main(["scaling", "--store", str(store), "--tag", "study=nope"]) == 2

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.errors import UserError
+from stepscope.model.tables import RunData
 from stepscope.store import Store
 
 
@@ -27,6 +28,14 @@ def parse_target(text: str | None):  # type: ignore[no-untyped-def]
 
 def _bad_target(text: str) -> None:
     raise UserError(f"--target {text!r}: expected METRIC=VALUE with a number, e.g. --target loss=0.5")
+
+
+def _check_target_metric(runs: list[RunData], metric: str) -> None:
+    """A --target metric no run logged is a typo, not 'never reached'."""
+    known = sorted({str(n) for d in runs for r in d.ranks for n in r.metrics.names})
+    if metric not in known:
+        raise UserError(f"--target {metric}=...: no selected run logged a metric {metric!r} — logged: "
+                        f"{', '.join(known[:12]) or 'none'}")
 
 
 def select_runs(store: Store, refs: list[str], tags: dict[str, str], pattern: str | None) -> list[str]:
@@ -72,8 +81,10 @@ class ScalingCommand:
         target = parse_target(args.target)
         store = store_from(args)
         ids = select_runs(store, args.runs, parse_pairs(args.tag, "tag"), args.name)
-        result = analyze_scaling([store.load(i) for i in ids], mode=args.mode, target=target,
-                                 warmup=args.warmup_steps)
+        runs = [store.load(i) for i in ids]
+        if target is not None:
+            _check_target_metric(runs, target.metric)
+        result = analyze_scaling(runs, mode=args.mode, target=target, warmup=args.warmup_steps)
         if len(result.sizes) < 2:
             sizes = ", ".join(map(str, result.sizes)) or "none"
             raise UserError(f"the {len(ids)} run(s) selected have a single world size ({sizes}) — a scaling study "
