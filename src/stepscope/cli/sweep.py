@@ -112,7 +112,7 @@ class SweepCommand:
 
         if args.repeat < 1:
             raise UserError(f"--repeat {args.repeat}: must be 1 or more")
-        heat = tuple(args.heatmap.split(",")) if args.heatmap else None
+        heat = tuple(p.strip() for p in args.heatmap.split(",")) if args.heatmap else None
         if args.group:
             store = store_from(args)
             spec = next((s for g, _, _, _, s in store.index.groups("sweep") if g == args.group), None)
