@@ -23,6 +23,12 @@ def test_a_script_without_a_dataloader_runs_to_its_end_then_exit_2(cli: Callable
     assert "without iterating a torch DataLoader" in r.err and r.err.count("\n") == 1
 
 
+
+@pytest.mark.parametrize("bad", [("--time", "0"), ("--epochs", "0"), ("--max-batches", "-1")])
+def test_a_non_positive_limit_is_one_line_and_exit_2(cli: Callable[..., Result], bad: tuple[str, str]) -> None:
+    r = cli("data-bench", *bad, "--", sys.executable, str(SCRIPTS / "no_loader.py"))
+    assert r.rc == 2 and "must be positive" in r.err and r.err.count("\n") == 1, r
+
 def test_two_ranks_through_torchrun_against_the_single_rank_reference(cli: Callable[..., Result],
                                                                       store: Path) -> None:
     script = str(SCRIPTS / "databench_sleep.py")

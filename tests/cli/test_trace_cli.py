@@ -24,7 +24,11 @@ def test_analyze_json_and_kernels(tmp_path: Path, capsys: pytest.CaptureFixture[
     rows = json.loads(capsys.readouterr().out)["0"]
     assert rows[0]["key"] == "ampere_sgemm_128x64_tn" and len(rows) == 1
     assert main(["trace", "ops", str(tmp_path), "--sort", "cpu_self"]) == 0
-    assert "aten::" in capsys.readouterr().out  # narrow test terminal wraps the name
+    assert "aten::" in capsys.readouterr().out
+    for action in ("kernels", "comm-matrix"):
+        assert main(["trace", action, str(tmp_path), "--top", "0"]) == 2
+        err = capsys.readouterr().err
+        assert "--top 0" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_rules_explain_and_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

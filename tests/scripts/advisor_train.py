@@ -4,24 +4,9 @@ import argparse
 import time
 
 import torch
+from synthetic import Synthetic
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
-
-
-class Synthetic(Dataset):
-    def __init__(self, n: int, sleep_s: float) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 16, generator=g)
-        self.y = torch.randint(0, 4, (n,), generator=g)
-        self.sleep_s = sleep_s
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int):
-        if self.sleep_s:
-            time.sleep(self.sleep_s)
-        return self.x[i], self.y[i]
+from torch.utils.data import DataLoader
 
 
 def main() -> None:

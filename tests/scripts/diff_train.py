@@ -12,26 +12,11 @@ import argparse
 import time
 
 import torch
+from synthetic import Synthetic
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import stepscope
-
-
-class Data(Dataset):
-    def __init__(self, n: int, sleep_s: float) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 128, generator=g)
-        self.y = torch.randint(0, 8, (n,), generator=g)
-        self.sleep_s = sleep_s
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int):
-        if self.sleep_s:
-            time.sleep(self.sleep_s)
-        return self.x[i], self.y[i]
 
 
 def main() -> None:
@@ -48,7 +33,7 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(128, a.width), nn.ReLU(), nn.Linear(a.width, a.width), nn.ReLU(),
                           nn.Linear(a.width, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(Data(a.steps * 32, a.loader_sleep), batch_size=32)
+    loader = DataLoader(Synthetic(a.steps * 32, a.loader_sleep, features=128, classes=8), batch_size=32)
     for x, y in loader:
         t0 = time.perf_counter()
         with stepscope.region("compute"):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.stats import distribution
 from stepscope.model.tables import RunData
 
 INPUT_BOUND_SHARE = 0.8
@@ -164,11 +165,10 @@ def rank_epoch(rank: int, rec: dict[str, Any]) -> RankEpoch:
     s = np.asarray([np.nan if v is None else v for v in rec.get("samples", [])], dtype=float)
     samples = float(np.nansum(s)) if np.isfinite(s).any() else None
     time_ns = int(rec["end_ns"]) - int(rec["start_ns"])
-    rest = b[1:]
+    rest = distribution(b[1:])
     return RankEpoch(rank=rank, epoch=int(rec["epoch"]), batches=len(b), samples=samples, time_ns=time_ns,
                      first_batch_ns=int(b[0]) if len(b) else None,
-                     batch_p50_ns=float(np.median(rest)) if len(rest) else None,
-                     batch_p95_ns=float(np.percentile(rest, 95)) if len(rest) else None,
+                     batch_p50_ns=rest.p50 if rest else None, batch_p95_ns=rest.p95 if rest else None,
                      samples_per_s=_rate(samples, time_ns), batches_per_s=_rate(float(len(b)), time_ns),
                      stopped=str(rec.get("stopped", "end")))
 

@@ -142,10 +142,10 @@ def process_profile(rank: RankData, process: str, *, top: int = 10) -> ProcessPr
         by_group[(region or NO_REGION, phase)].append((stack, n))
         phases[phase] += n
     d = max(samples, 1)
-    groups = sorted(
-        (GroupProfile(region, phase, sum(n for _, n in g), sum(n for _, n in g) / d, sum(n for _, n in g) * p,
-                      function_costs(g, period_s=p, top=top)) for (region, phase), g in by_group.items()),
-        key=lambda g: (-g.samples, g.region, g.phase))
+    sizes = {key: sum(n for _, n in g) for key, g in by_group.items()}
+    groups = sorted((GroupProfile(region, phase, sizes[region, phase], sizes[region, phase] / d,
+                                  sizes[region, phase] * p, function_costs(g, period_s=p, top=top))
+                     for (region, phase), g in by_group.items()), key=lambda g: (-g.samples, g.region, g.phase))
     return ProcessProfile(
         rank=rank.stream.rank, process=process, samples=samples, dropped=dropped,
         hz=float(recs[0].get("hz", 0.0)), sampled_s=sampled_s, period_s=period,

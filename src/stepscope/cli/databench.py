@@ -101,7 +101,8 @@ class DataBenchCommand:
         from stepscope.cli.run import command_from
         from stepscope.collect.launch import check_command
 
-        if args.epochs < 1 or (args.max_batches is not None and args.max_batches < 1) or (args.time or 1) <= 0:
+        if args.epochs < 1 or (args.max_batches is not None and args.max_batches < 1) or (
+                args.time is not None and args.time <= 0):
             raise UserError("--epochs, --max-batches and --time must be positive")
         command = command_from(args)
         check_command(command)

@@ -14,6 +14,7 @@ from stepscope.analyze.trace.multirank import TraceSetAnalysis, analyze_traceset
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
 from stepscope.errors import UserError
 from stepscope.report import trace_terminal as view
+from stepscope.report.terminal import console as report_console
 from stepscope.traces.components import ComponentRules
 
 
@@ -57,7 +58,9 @@ class TraceCommand:
         r.add_argument("--json", action="store_true")
 
     def run(self, args: argparse.Namespace) -> int:
-        console = Console(soft_wrap=False)
+        if getattr(args, "top", 1) < 1:
+            raise UserError(f"--top {args.top}: must be 1 or more")
+        console = report_console()
         if args.trace_command == "rules":
             return self._rules(args, console)
         if args.trace_command == "comm-matrix":
@@ -110,10 +113,10 @@ class TraceCommand:
 
     def _ops(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:
         key = f"{args.sort}_ns" if args.sort != "calls" else "calls"
+        ranked = {a.rank: sorted(a.operators, key=lambda o: -getattr(o, key)) for a in result.ranks}
         if args.json:
-            _emit_json({str(a.rank): [o.to_dict() for o in sorted(a.operators, key=lambda o: -getattr(o, key))
-                                      [:args.top]] for a in result.ranks})
+            _emit_json({str(rank): [o.to_dict() for o in ops[:args.top]] for rank, ops in ranked.items()})
             return 0
-        for a in result.ranks:
-            console.print(view.ops_view(sorted(a.operators, key=lambda o: -getattr(o, key)), top=args.top))
+        for ops in ranked.values():
+            console.print(view.ops_view(ops, top=args.top))
         return 0
