@@ -99,6 +99,10 @@ def test_terminal_names_the_change_first(runs: dict[str, Path], capsys: pytest.C
 def test_run_with_itself(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     doc = _diff_json(capsys, str(runs["base"]), str(runs["base"]))
     assert any("with itself" in m for m in doc["messages"])
+    base = str(runs["base"])
+    assert main(["diff", base, base, "--html", base]) == 2  # a folder: cannot be written
+    err = capsys.readouterr().err
+    assert err.startswith("stepscope: error: cannot write") and len(err.strip().splitlines()) == 1
     assert all(r["delta"] in (0, None) for r in doc["overview"])
     assert _row(doc, "step_time_median_ns")["change"]["verdict"] == "no_significant_change"
 

@@ -63,4 +63,8 @@ def test_history_bad_input(tmp_path: Path, monkeypatch, capsys) -> None:
     assert main(["history", "--store", str(store), "--name", "tiyn"]) == 2
     assert "closest: tiny" in capsys.readouterr().err
     assert main(["history", "--store", str(store), "--since", "yesterday"]) == 2
+    assert main(["history", "--store", str(store), "--last", "-1"]) == 2
+    assert "--last -1" in capsys.readouterr().err
+    assert main(["serve", "--store", str(store), "--port", "99999"]) == 2  # out of range: one line, no traceback
+    assert "cannot listen on 127.0.0.1:99999" in capsys.readouterr().err
     assert main(["history", "--store", str(store), "--since", "30d", "--json"]) == 0

@@ -45,22 +45,32 @@ def distribution(values: Array | list[float]) -> Distribution | None:
                         max=float(a.max()), total=float(a.sum()))
 
 
-def bootstrap_median_ratio_ci(base: Array, exp: Array, *, confidence: float = 0.95, n_boot: int = 2000,
-                              seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap interval of median(exp) / median(base), resampling each sample alone.
+def bootstrap_ratio_ci(base: Array, exp: Array, *, statistic: str = "median", confidence: float = 0.95,
+                       n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of stat(exp) / stat(base), ``statistic`` "median" or "mean", resampling
+    each sample alone; (nan, nan) when no resample has a non-zero baseline statistic.
 
     Deterministic (fixed seed) so reports do not change between renderings.
     """
+    stat = np.median if statistic == "median" else np.mean
     rng = np.random.default_rng(seed)
     b = np.asarray(base, dtype="float64")
     e = np.asarray(exp, dtype="float64")
     bi = rng.integers(0, b.size, size=(n_boot, b.size))
     ei = rng.integers(0, e.size, size=(n_boot, e.size))
-    mb = np.median(b[bi], axis=1)
-    me = np.median(e[ei], axis=1)
+    mb = stat(b[bi], axis=1)
+    me = stat(e[ei], axis=1)
     ratios = me / np.where(mb == 0, np.nan, mb)
+    if not np.isfinite(ratios).any():
+        return math.nan, math.nan
     lo, hi = np.nanpercentile(ratios, [(1 - confidence) / 2 * 100, (1 + confidence) / 2 * 100])
     return float(lo), float(hi)
+
+
+def bootstrap_median_ratio_ci(base: Array, exp: Array, *, confidence: float = 0.95, n_boot: int = 2000,
+                              seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of median(exp) / median(base) (see ``bootstrap_ratio_ci``)."""
+    return bootstrap_ratio_ci(base, exp, confidence=confidence, n_boot=n_boot, seed=seed)
 
 
 def median_ci(values: Array, *, confidence: float = 0.95) -> tuple[float, float]:

@@ -52,7 +52,10 @@ class DiffCommand:
         if args.html:
             from stepscope.report.html.diff import render_diff
 
-            Path(args.html).write_text(render_diff(result), encoding="utf-8")
+            try:
+                Path(args.html).write_text(render_diff(result), encoding="utf-8")
+            except OSError as e:
+                raise UserError(f"cannot write {args.html}: {e.strerror or e} — choose another --html FILE") from None
         if args.json:
             print_json(result.to_dict())
             return 0

@@ -46,6 +46,10 @@ class HistoryCommand:
     def run(self, args: argparse.Namespace) -> int:
         from stepscope.report.history import console, history_csv, history_view
 
+        if args.last < 1:
+            from stepscope.errors import UserError
+
+            raise UserError(f"--last {args.last}: must be 1 or more rows per metric")
         histories = build_histories(args)
         if args.json:
             print_json({"histories": [h.to_dict() for h in histories]})

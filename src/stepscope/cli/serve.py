@@ -83,8 +83,8 @@ class ServeCommand:
         try:
             handler = make_handler(lambda: store_from(args), args.name)
             server = ThreadingHTTPServer((args.host, args.port), handler)
-        except OSError as e:
-            raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e} — "
+        except (OSError, OverflowError) as e:  # OverflowError: a port outside 0-65535
+            raise UserError(f"cannot listen on {args.host}:{args.port}: {getattr(e, 'strerror', None) or e} — "
                             "pick another --port") from None
         host, port = server.server_address[:2]
         if isinstance(host, bytes):

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.stats import bootstrap_median_ratio_ci, mann_whitney_u
+from stepscope.analyze.stats import bootstrap_ratio_ci, mann_whitney_u
 
 MIN_SAMPLES = 5
 """Fewer measured values than this on either side: no test, NO_SIGNIFICANT_CHANGE with a note."""
@@ -110,19 +110,6 @@ def _thin(a: np.ndarray) -> np.ndarray:
     return thinned
 
 
-def _bootstrap_mean_ratio_ci(base: np.ndarray, exp: np.ndarray, *, confidence: float, n_boot: int,
-                             seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap interval of mean(exp) / mean(base), each sample resampled alone (fixed seed)."""
-    rng = np.random.default_rng(seed)
-    mb = base[rng.integers(0, base.size, size=(n_boot, base.size))].mean(axis=1)
-    me = exp[rng.integers(0, exp.size, size=(n_boot, exp.size))].mean(axis=1)
-    ratios = me / np.where(mb == 0, np.nan, mb)
-    if not np.isfinite(ratios).any():
-        return math.nan, math.nan
-    lo, hi = np.nanpercentile(ratios, [(1 - confidence) / 2 * 100, (1 + confidence) / 2 * 100])
-    return float(lo), float(hi)
-
-
 def compare_samples(base: Any, exp: Any, *, settings: DiffSettings | None = None, statistic: str = "median",
                     higher_is_better: bool = False, floor: float = 0.0) -> Change:
     """Compare two samples of per-step values (NaN dropped) and decide a verdict (see the module docstring).
@@ -148,10 +135,7 @@ def compare_samples(base: Any, exp: Any, *, settings: DiffSettings | None = None
                       note=f"too few measured steps to test ({b.size} vs {e.size}, need {MIN_SAMPLES} each)")
     p = mann_whitney_u(b, e)
     tb, te = _thin(b), _thin(e)
-    if statistic == "median":
-        lo, hi = bootstrap_median_ratio_ci(tb, te, confidence=s.confidence, n_boot=s.n_boot)
-    else:
-        lo, hi = _bootstrap_mean_ratio_ci(tb, te, confidence=s.confidence, n_boot=s.n_boot)
+    lo, hi = bootstrap_ratio_ci(tb, te, statistic=statistic, confidence=s.confidence, n_boot=s.n_boot)
     ci = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (None, None)
     verdict = _decide(vb, ve, ratio, ci, p, s, floor, higher_is_better)
     return change(ci_low=ci[0], ci_high=ci[1], p_value=p, verdict=verdict)
