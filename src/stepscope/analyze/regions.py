@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from stepscope.analyze.stats import Distribution, distribution
 from stepscope.model.tables import RegionTable
 
@@ -71,14 +69,3 @@ def _tree_order(stats: dict[str, RegionStats]) -> list[RegionStats]:
 
     walk("")
     return ordered
-
-
-def region_totals_by_step(regions: RegionTable, path: str) -> np.ndarray:
-    """Total time of one region path in each step index (for diffs and plots)."""
-    mask = regions.mask_of(path)
-    steps = regions["step"][mask]
-    if not len(steps):
-        return np.zeros(0)
-    out = np.zeros(int(steps.max()) + 2)
-    np.add.at(out, steps + 1, regions["duration_ns"][mask])
-    return out[1:]

@@ -11,7 +11,6 @@ import numpy as np
 from stepscope.analyze.flops import FlopsSummary, counted_steps, flops_summary
 from stepscope.analyze.memory import MemoryOp, memory_ops
 from stepscope.analyze.regions import RegionStats, region_stats
-from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import StepStats, step_stats
 from stepscope.analyze.system import MetricStats, energy_per_step_j, metric_stats
 from stepscope.model.run import Run
@@ -248,11 +247,3 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
         for m in r0.metrics:
             put(f"metric.{m.name}", m.last)
     return out
-
-
-def step_time_distribution(data: RunData, rank: int = 0) -> Any:
-    """Convenience for comparisons: the measured step times (ns) of one rank, warm-up excluded."""
-    r = data.rank(rank)
-    st = step_stats(r.steps)
-    train = r.steps.take(r.steps["phase"] == 0)
-    return distribution(train.duration_ns[st.warmup_steps:])

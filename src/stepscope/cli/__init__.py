@@ -90,10 +90,6 @@ def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
     return parser
 
 
-class _Parser(argparse.ArgumentParser):
-    pass
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse, call, and map errors to one line on stderr and an exit code."""
     logging.getLogger("stepscope").addHandler(logging.NullHandler())

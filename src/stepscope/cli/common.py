@@ -9,6 +9,7 @@ from typing import Any
 
 from stepscope.errors import UserError
 from stepscope.store import Store, open_store
+from stepscope.store.index import RunRow
 
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
@@ -46,15 +47,15 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def ensure_metrics(store: Store, run_ids: list[str]) -> None:
+def ensure_metrics(store: Store, rows: list[RunRow]) -> None:
     """Compute and index summary metrics for finished runs that lack them (standalone sessions)."""
     from stepscope.analyze.summary import summarize_run
     from stepscope.cli.finish import run_index_metrics
     from stepscope.store.rundir import read_run
 
-    have = store.index.metrics(run_ids)
-    for row in store.index.runs():
-        if row.id in run_ids and row.id not in have and row.status != "running":
+    have = store.index.metrics([r.id for r in rows])
+    for row in rows:
+        if row.id not in have and row.status != "running":
             try:
                 data = read_run(store.run_path(row.id))
             except UserError:

@@ -36,7 +36,7 @@ def _latest(store: Store, name: str, *, bench: bool, world: int | None = None, w
             and (workers is None or r.tags.get("workers") == workers)]
     if not rows:
         return None
-    ensure_metrics(store, [r.id for r in rows])
+    ensure_metrics(store, rows)
     metrics = store.index.metrics([r.id for r in rows])
     for r in rows:
         if metrics.get(r.id, {}).get(metric) is not None:

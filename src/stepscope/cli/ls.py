@@ -36,7 +36,7 @@ class LsCommand:
             rows = [r for r in rows if r.tags.get(k) == v]
         if args.limit:
             rows = rows[: args.limit]
-        ensure_metrics(store, [r.id for r in rows])
+        ensure_metrics(store, rows)
         metrics = store.index.metrics([r.id for r in rows])
         if args.json:
             print_json([{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "metrics": metrics.get(r.id, {})}

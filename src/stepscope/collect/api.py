@@ -6,7 +6,6 @@ API call) creates a run in the store and finishes it when the block (or the proc
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -164,8 +163,7 @@ def log(step: int | None = None, **metrics: float) -> None:
         except (TypeError, ValueError):
             s.warn_once(f"log:{name}", f"log({name}=...) needs a number, got {type(value).__name__}")
             continue
-        if math.isfinite(v) or math.isnan(v) or math.isinf(v):
-            s.log_metric(name, v, step)
+        s.log_metric(name, v, step)
 
 
 def watch(model: Any) -> None:

@@ -13,7 +13,7 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,17 +99,11 @@ def create_run(store: Store, command: list[str], *, name: str | None, params: di
     run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,
               command=tuple(command), cwd=os.getcwd(), exit_code=None, git=git_info(Path.cwd()), host=host_info(),
               software=software_info(), world_size=guess_world_size(command), params=params, tags=tags,
-              options=_options_dict(options), group=group,
+              options=asdict(options), group=group,
               extra={"launcher_pid": os.getpid(), "launcher_host": hostname()})
     write_manifest(run_dir, run)
     store.index.upsert_run(run, str(run_dir))
     return run, run_dir
-
-
-def _options_dict(options: Options) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(options)
 
 
 def launch(store: Store, command: list[str], *, name: str | None = None, params: dict[str, str] | None = None,

@@ -293,10 +293,6 @@ class Session:
                 self.warn_once(f"extra:{cb!r}", f"a per-step collector failed and was turned off ({e})")
                 break
 
-    def new_epoch(self) -> None:
-        self.epoch += 1
-        self.step.epoch = self.epoch
-
     def add_fetch(self, t0: int, t1: int, samples: float | None, tokens: float | None) -> None:
         st = self.step
         if st.start is None:

@@ -34,6 +34,22 @@ class Column:
     """Value used when a record batch lacks the column (NaN for optional measurements)."""
 
 
+def _batch_columns(schema: Mapping[str, Column], batches: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, Array]:
+    """Columns of ``schema`` from record batches; a batch without a column gets its fill value."""
+    out: dict[str, Array] = {}
+    for name, col in schema.items():
+        parts = []
+        for b in batches:
+            vals = b.get(name)
+            if vals is None:
+                n = len(next(iter(b.values()))) if b else 0
+                parts.append(np.full(n, col.fill, dtype=col.dtype))
+            else:
+                parts.append(np.asarray([col.fill if v is None else v for v in vals], dtype=col.dtype))
+        out[name] = np.concatenate(parts) if parts else np.empty(0, dtype=col.dtype)
+    return out
+
+
 class ColumnTable:
     """Base of the columnar tables: a dict of equal-length NumPy arrays with a declared schema."""
 
@@ -63,20 +79,7 @@ class ColumnTable:
     @classmethod
     def from_batches(cls, batches: Sequence[Mapping[str, Sequence[Any]]]) -> Any:
         """Concatenate record batches (column name -> list); missing columns take the fill value."""
-        if not batches:
-            return cls.empty()
-        out: dict[str, Array] = {}
-        for name, col in cls.SCHEMA.items():
-            parts = []
-            for b in batches:
-                n = len(next(iter(b.values()))) if b else 0
-                vals = b.get(name)
-                if vals is None:
-                    parts.append(np.full(n, col.fill, dtype=col.dtype))
-                else:
-                    parts.append(np.asarray([col.fill if v is None else v for v in vals], dtype=col.dtype))
-            out[name] = np.concatenate(parts) if parts else np.empty(0, dtype=col.dtype)
-        return cls(out)
+        return cls(_batch_columns(cls.SCHEMA, batches))
 
     def __len__(self) -> int:
         return len(next(iter(self.cols.values()))) if self.cols else 0
@@ -161,8 +164,7 @@ class _DictTable(ColumnTable):
             nb[f"{key}_code"] = [codes.setdefault(s, len(codes)) for s in strs]
             nb.pop(key, None)
             recoded.append(nb)
-        base = ColumnTable.from_batches.__func__(cls, recoded)  # type: ignore[attr-defined]
-        return cls(base.cols if isinstance(base, ColumnTable) else base, list(codes))
+        return cls(_batch_columns(cls.SCHEMA, recoded), list(codes))
 
     def _copy_extra(self, new: Any) -> None:
         new.names = self.names
