@@ -119,13 +119,14 @@ class CommRecorder:
             self.counters[key] = n + 1
         return (gid << 32) | n
 
-    def add(self, op: str, t0: int, t_end: int, blocked_ns: int, nbytes: float, peer: int, group_size: int,
-            seq: int, step: int) -> None:
+    def add(self, row: dict[str, Any], t0: int, t_end: int, blocked_ns: int) -> None:
+        """Store one call: ``row`` holds the CommTable columns op, step, bytes, peer, group_size, seq (built
+        once per call; other keys are ignored); the times are filled in here."""
         s = self.session
         if not s.active and not s.activate():
             return
-        s.buffers.add_comm({"op": op, "step": step, "start_ns": s.clock.wall(t0), "duration_ns": t_end - t0,
-                            "bytes": nbytes, "peer": peer, "group_size": group_size, "seq": seq})
+        row["start_ns"], row["duration_ns"] = s.clock.wall(t0), t_end - t0
+        s.buffers.add_comm(row)
         if blocked_ns > 0:
             s.step.comm += blocked_ns
 
@@ -156,12 +157,14 @@ class TimedWork:
     """Proxy of an async torch.distributed Work: records the call when ``wait()`` returns (or when
     ``is_completed()`` first says so); everything else is delegated."""
 
-    __slots__ = ("_done", "_rec", "_row", "_work")
+    __slots__ = ("_blocked", "_done", "_rec", "_row", "_t0", "_work")
 
-    def __init__(self, work: Any, rec: Callable[..., None], row: dict[str, Any]) -> None:
+    def __init__(self, work: Any, rec: CommRecorder, row: dict[str, Any], t0: int, blocked_ns: int) -> None:
         self._work = work
         self._rec = rec
         self._row = row
+        self._t0 = t0
+        self._blocked = blocked_ns
         self._done = False
 
     def _finish(self, blocked: int) -> None:
@@ -169,7 +172,7 @@ class TimedWork:
             return
         self._done = True
         try:
-            self._rec(t_end=_perf(), blocked_ns=self._row.pop("blocked_ns") + blocked, **self._row)
+            self._rec.add(self._row, self._t0, _perf(), self._blocked + blocked)
         except Exception:
             pass
 
@@ -217,9 +220,9 @@ def _wrap(rec: CommRecorder, op: str, orig: Callable[..., Any]) -> Callable[...,
                 rec.cuda_pending.append((row["seq"], op, ev[0], ev[1]))
             if op == "recv" and row["peer"] < 0 and isinstance(out, int):
                 row["peer"] = out
-            if row.pop("is_async") and out is not None:
-                return TimedWork(out, rec.add, {**row, "op": op, "t0": t0, "blocked_ns": t1 - t0})
-            rec.add(op, t0, t1, t1 - t0, **row)
+            if row["is_async"] and out is not None:
+                return TimedWork(out, rec, row, t0, t1 - t0)
+            rec.add(row, t0, t1, t1 - t0)
         except Exception as e:
             rec.session.warn_once(f"comm:{op}", f"could not time torch.distributed.{op} ({e})")
         return out
@@ -242,7 +245,7 @@ def _prepare(rec: CommRecorder, op: str, coll: Any, p2p: Any, args: tuple[Any, .
         gid, size = rec.group_info(_arg(args, kwargs, gpos, gname))
         peer = -1 if peer is None else int(peer)
         seq = rec.next_seq((gid, op, peer), gid)
-        return ({"nbytes": _nbytes(tensor), "peer": peer, "group_size": size, "seq": seq, "step": step,
+        return ({"op": op, "step": step, "bytes": _nbytes(tensor), "peer": peer, "group_size": size, "seq": seq,
                  "is_async": is_async}, rec.cuda_events(tensor))
     payload, (gpos, gname), apos = coll
     gid, size = rec.group_info(_arg(args, kwargs, gpos, gname))
@@ -255,8 +258,8 @@ def _prepare(rec: CommRecorder, op: str, coll: Any, p2p: Any, args: tuple[Any, .
         nbytes = sum(_nbytes(t) for t in tensors)
         first = tensors[0] if tensors else None
     seq = rec.next_seq((gid, "collective"), gid)
-    return ({"nbytes": nbytes, "peer": -1, "group_size": size, "seq": seq, "step": step, "is_async": is_async},
-            rec.cuda_events(first))
+    return ({"op": op, "step": step, "bytes": nbytes, "peer": -1, "group_size": size, "seq": seq,
+             "is_async": is_async}, rec.cuda_events(first))
 
 
 def _wrap_batch(rec: CommRecorder, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -273,17 +276,13 @@ def _wrap_batch(rec: CommRecorder, orig: Callable[..., Any]) -> Callable[..., An
         try:
             nbytes = sum(_nbytes(p.tensor) for p in p2p_op_list)
             gid, size = rec.group_info(getattr(p2p_op_list[0], "group", None)) if p2p_op_list else (0, -1)
-            row: dict[str, Any] = {"nbytes": nbytes, "peer": -1, "group_size": size,
-                                   "seq": rec.next_seq((gid, "batch_p2p"), gid),
-                   "step": rec.session.step_index}
+            row = {"op": "batch_isend_irecv", "step": rec.session.step_index, "bytes": nbytes, "peer": -1,
+                   "group_size": size, "seq": rec.next_seq((gid, "batch_p2p"), gid)}
             if not works:
-                rec.add("batch_isend_irecv", t0, t1, t1 - t0, **row)
+                rec.add(row, t0, t1, t1 - t0)
                 return works
             # the batch is done when its last work is: only the last proxy records
-            proxies = list(works[:-1])
-            proxies.append(TimedWork(works[-1], rec.add, {**row, "op": "batch_isend_irecv", "t0": t0,
-                                                          "blocked_ns": t1 - t0}))
-            return proxies
+            return [*works[:-1], TimedWork(works[-1], rec, row, t0, t1 - t0)]
         except Exception as e:
             rec.session.warn_once("comm:batch", f"could not time batch_isend_irecv ({e})")
             return works

@@ -55,7 +55,7 @@ def _timer(rec: CommRecorder, hook: Callable[..., Any], process_group: Any) -> C
             t1 = _perf()
             try:
                 exposed = (t1 - t0) if last else 0
-                rec.add(OP, t0, t1, exposed, **row)
+                rec.add(row, t0, t1, exposed)
                 if exposed:
                     session.step.backward -= exposed  # the Reducer waits inside backward()
             except Exception as e:
@@ -69,8 +69,8 @@ def _timer(rec: CommRecorder, hook: Callable[..., Any], process_group: Any) -> C
 
 def _bucket_row(rec: CommRecorder, bucket: Any, process_group: Any) -> dict[str, Any]:
     gid, size = rec.group_info(process_group)
-    return {"nbytes": _nbytes(bucket.buffer()), "peer": -1, "group_size": size,
-            "seq": rec.next_seq((gid, "ddp"), gid | 0x8000), "step": rec.session.step_index}
+    return {"op": OP, "step": rec.session.step_index, "bytes": _nbytes(bucket.buffer()), "peer": -1,
+            "group_size": size, "seq": rec.next_seq((gid, "ddp"), gid | 0x8000)}
 
 
 def _timed_allreduce_factory(dist: Any) -> Callable[..., Any]:
