@@ -81,6 +81,8 @@ def test_unknown_baseline_names_closest(history_store, monkeypatch, capsys) -> N
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert "baseline 'v1.1'" in err and "closest: v1.0" in err
+    assert main(["check", "--store", str(store), "--min-repeats", "0"]) == 2
+    assert "--min-repeats 0" in capsys.readouterr().err
 
 
 def test_no_runs_at_head_cannot_tell(tmp_path, monkeypatch, capsys) -> None:

@@ -57,6 +57,8 @@ class CheckCommand:
         from stepscope.report.history import check_view, console
 
         threshold = parse_fraction(args.max_regression)
+        if args.min_repeats < 1:
+            raise UserError(f"--min-repeats {args.min_repeats}: must be 1 or more runs per side")
         store = store_from(args)
         name = default_name(store, args.name)
         points = load_points(store, name=name, branch=args.branch, since_s=parse_since(args.since))
