@@ -12,16 +12,17 @@ from stepscope.model.tables import RunData
 
 
 def run_trace_files(data: RunData) -> list[Path]:
-    """The run's trace artifacts; a one-line error when it has none (or they were deleted)."""
-    files = [Path(data.path) / a for a in data.artifacts if a.startswith("artifacts/traces/")
-             and a.endswith((".json", ".json.gz"))]
+    """The run's trace artifacts that exist; a one-line error when it has none (or they were deleted)."""
+    from stepscope.cli.runinputs import expected_traces
+
+    expected = expected_traces(data)
+    files = [Path(data.path) / rel for _, rel in sorted(expected.items()) if (Path(data.path) / rel).is_file()]
     if files:
         return files
-    recorded = [w.get("trace") for r in data.ranks for w in r.extra.get("profile_window", [])]
-    if recorded:
+    if expected:
         raise UserError(f"run {data.run.id}: its profiled window's trace files are missing "
-                        f"({', '.join(map(str, recorded))})"
-                        " — they were deleted; re-record with --profile-steps or attach traces with stepscope import")
+                        f"({', '.join(sorted(expected.values()))}) — they were deleted; re-record with "
+                        "--profile-steps or attach traces with stepscope import")
     raise UserError(f"run {data.run.id} was not profiled — record a window with "
                     "`stepscope run --profile-steps 5 -- ...` or attach traces with `stepscope import RUN traces/`")
 
