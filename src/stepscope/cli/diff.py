@@ -103,8 +103,10 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
 def side_of_run(data: RunData, *, warmup: int | None = None) -> Any:
     """A DiffSide of a stored run, with its profiled window analysed when it has one."""
     from stepscope.analyze.diff import DiffSide
+    from stepscope.cli.runinputs import expected_traces
 
-    files = [Path(data.path) / a for a in data.artifacts if "traces/" in a and a.endswith(TRACE_SUFFIXES)]
+    paths = (Path(data.path) / rel for _, rel in sorted(expected_traces(data).items()))
+    files = [p for p in paths if p.is_file()]
     traces, note = load_window(files) if files else (None, None)
     asked = data.run.options.get("profile_steps")
     if not files and isinstance(asked, int) and asked > 0:
