@@ -66,6 +66,7 @@ def test_joins_the_run_the_script_started(cli, store: Path, tmp_path: Path) -> N
         "with mlflow.start_run(run_name='user-run'):\n"
         "    mlflow.log_param('from_script', 'yes')\n"
         f"    sys.argv = [{TINY!r}, '--steps', '6']\n"
+        f"    sys.path.insert(0, {str(Path(TINY).parent)!r})  # as `python tiny_train.py` would\n"
         f"    runpy.run_path({TINY!r}, run_name='__main__')\n")
     res = cli("run", "--quiet", "--mlflow", "--sample-interval", "0", "--", PY, str(script),
               env={"MLFLOW_TRACKING_URI": uri})
