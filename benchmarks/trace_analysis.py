@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / ".." / "shared" / "fixtures" / "traces" / "v100_1rank" / "rank0.json.gz"
+FIXTURE = ROOT / "tests" / "data" / "traces" / "v100_1rank" / "rank0.json.gz"
 
 OURS = """
 import sys

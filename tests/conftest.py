@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EXAMPLES = ROOT / "examples"
-TRACES = (ROOT / ".." / "shared" / "fixtures" / "traces").resolve()
+TRACES = ROOT / "tests" / "data" / "traces"
+"""Real Kineto traces kept in the repository (HTA test data, MIT; see its README and LICENSE)."""
 PY = sys.executable
 
 

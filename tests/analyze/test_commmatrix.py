@@ -106,7 +106,6 @@ def _as_rank(src: Path, dst: Path, rank: int) -> Path:
     return dst
 
 
-@pytest.mark.skipif(not NCCL_TRACE.is_file(), reason="shared trace fixtures not present")
 def test_trace_matrix_bytes_are_nelems_times_dtype_size(tmp_path: Path) -> None:
     kernels = _raw_collective_kernels(NCCL_TRACE)
     assert len(kernels) == 21 and {k["args"]["Process Group Ranks"] for k in kernels} == {"[0, 1]"}

@@ -14,7 +14,7 @@ import pytest
 from stepscope.cli import main
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diff_train.py"
-PAIR = (Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "traces" / "a100_8rank_diff").resolve()
+PAIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "a100_8rank_diff"
 
 
 @pytest.fixture(scope="module")

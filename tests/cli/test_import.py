@@ -5,11 +5,7 @@ from __future__ import annotations
 import gzip
 import shutil
 
-import pytest
-
 from tests.conftest import TRACES, load
-
-pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="shared fixture traces not present")
 
 
 def test_import_attaches_by_rank_and_refuses_clashes(observed, cli, store, tmp_path):

@@ -51,7 +51,6 @@ def _rank1_copy(dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.skipif(not NCCL_TRACE.is_file(), reason="shared trace fixtures not present")
 def test_comm_matrix_action_and_single_rank_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kernels = [e for e in orjson.loads(gzip.decompress(NCCL_TRACE.read_bytes()))["traceEvents"]
                if e.get("cat") == "kernel" and "Collective name" in e.get("args", {})]
@@ -68,7 +67,6 @@ def test_comm_matrix_action_and_single_rank_error(tmp_path: Path, capsys: pytest
     assert "two or more ranks" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not NCCL_TRACE.is_file(), reason="shared trace fixtures not present")
 def test_show_comm_matrix_uses_the_runs_traces(observed: Any, cli: Any, tmp_path: Path) -> None:
     assert observed("tiny_train.py", "--steps", "3").rc == 0
     assert cli("show", "latest", "--comm-matrix").rc == 2  # one rank, no traces: says so

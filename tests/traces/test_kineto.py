@@ -16,10 +16,8 @@ from stepscope.traces.kineto import read_trace
 from tests.traces.tracebuild import ev, fixture_files, tiny_trace, write
 
 FILES = fixture_files()
-needs_fixtures = pytest.mark.skipif(not FILES, reason="shared/fixtures/traces not present next to the repo")
 
 
-@needs_fixtures
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_fixture_parses_to_the_raw_event_count(path: Path) -> None:
     raw = orjson.loads(gzip.decompress(path.read_bytes()))
@@ -34,7 +32,6 @@ def test_every_fixture_parses_to_the_raw_event_count(path: Path) -> None:
     assert int((table["kind"] == EventKind.KERNEL).sum()) == kernels
 
 
-@needs_fixtures
 def test_ns_resolution_timestamps_keep_their_fraction() -> None:
     table = read_trace(FILES[[p.parent.name for p in FILES].index("v100_1rank")])
     durs = table["dur_ns"][table["kind"] == EventKind.KERNEL]

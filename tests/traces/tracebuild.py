@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "traces"
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 
 
 def fixture_files() -> list[Path]:

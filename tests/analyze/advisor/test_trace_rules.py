@@ -19,8 +19,7 @@ from stepscope.analyze.trace.intervals import intersection, merge
 from stepscope.model.run import HostInfo, Run, RunStatus, SoftwareInfo
 from stepscope.traces.kineto import read_trace
 
-TRACES = (Path(__file__).resolve().parents[3] / ".." / "shared" / "fixtures" / "traces").resolve()
-pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"fixture traces not found at {TRACES}")
+TRACES = Path(__file__).resolve().parents[3] / "tests" / "data" / "traces"
 
 
 def _summary() -> RunSummary:

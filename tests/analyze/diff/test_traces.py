@@ -16,7 +16,7 @@ from stepscope.model.events import EventKind
 from stepscope.traces.components import ComponentRules
 from stepscope.traces.kineto import read_trace
 
-PAIR = (Path(__file__).resolve().parents[3] / ".." / "shared" / "fixtures" / "traces" / "a100_8rank_diff").resolve()
+PAIR = Path(__file__).resolve().parents[3] / "tests" / "data" / "traces" / "a100_8rank_diff"
 
 
 def _window(modules: dict[str, tuple[float, float]], ops: dict[str, tuple[int, float, float]], steps: int = 2,

@@ -58,7 +58,6 @@ def _launched_inside_an_operator_us(events: list[dict[str, Any]]) -> tuple[float
     return total, count
 
 
-@pytest.mark.skipif(not OLD_TRACE.is_file(), reason="shared trace fixtures not present")
 def test_old_trace_gpu_time_reaches_top_level_operators() -> None:
     # PyTorch 1.x-era Kineto: every runtime call and kernel carries External id == correlation, not the
     # operator's id, so attribution has to go through the operator enclosing the launch.

@@ -12,7 +12,6 @@ from stepscope.analyze.trace.multirank import analyze_traceset
 from tests.conftest import TRACES
 
 GOLDEN = Path(__file__).resolve().parents[2] / "traces" / "golden"
-pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="shared fixture traces not present")
 
 
 def test_idle_and_compute_shares_match_hta():

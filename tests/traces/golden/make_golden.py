@@ -29,7 +29,7 @@ from typing import Any
 
 os.environ.setdefault("HTA_DISABLE_NS_ROUNDING", "1")
 
-FIXTURES = Path(__file__).resolve().parents[3] / ".." / "shared" / "fixtures" / "traces"
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "data" / "traces"
 OUT = Path(__file__).resolve().parent
 
 
