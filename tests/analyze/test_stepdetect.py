@@ -363,3 +363,15 @@ def test_exact_solver_against_brute_force() -> None:
                 best = min(best, sum(segment_cost(y, None, b[i], b[i + 1])[1] for i in range(len(b) - 1))
                            + g * (len(b) - 1))
         assert fit_potts(y, gamma=g, min_size=2).objective == pytest.approx(best)
+
+
+def test_scale_free() -> None:
+    rng = np.random.default_rng(3)
+    y = 1 + 0.01 * rng.standard_normal(60)
+    y[20:] += 0.04
+    y[40:] -= 0.06
+    fit = detect_steps(y)
+    assert [s.index for s in fit.steps] == [20, 40]
+    for k in (1e-3, 1e6):
+        other = detect_steps(y * k)
+        assert other.segments == fit.segments and other.sigma == pytest.approx(fit.sigma * k)

@@ -76,3 +76,36 @@ def test_3000_points_take_seconds_not_minutes() -> None:
     t0 = time.process_time()
     detect_steps(y)
     assert time.process_time() - t0 < 10.0
+
+
+def test_work_grows_near_linearly_and_memory_stays_small() -> None:
+    """The landed exact fit was quadratic (10,000 points: 766 s, about 4 GB). Four times the points must cost
+    well under sixteen times the CPU time (n log n-ish: about four to five), and 10,000 points a few MiB."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+
+    def series(n: int) -> np.ndarray:
+        y = 1 + 0.01 * rng.standard_normal(n)
+        y[n // 3:] += 0.05
+        return y
+
+    small, large = series(2500), series(10000)
+
+    def cpu(y: np.ndarray) -> float:
+        t0 = time.process_time()
+        detect_steps(y)
+        return time.process_time() - t0
+
+    # interleaved, best of two each, so a busy neighbour hits both sizes alike
+    t_small, t_large = math.inf, math.inf
+    for _ in range(2):
+        t_small = min(t_small, cpu(small))
+        t_large = min(t_large, cpu(large))
+    assert t_large < 10 * t_small, (t_small, t_large)
+    tracemalloc.start()
+    fit = detect_steps(large)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [s.index for s in fit.steps] == [3333]
+    assert peak < 64 * 2**20, peak

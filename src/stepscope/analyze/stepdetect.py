@@ -330,21 +330,20 @@ class _RangeCost:
 # ------------------------------------------------------------------------------------------- Potts solver
 
 
-def _dp(cost: Array, n: int, gamma: float, min_size: int) -> list[int]:
-    """Segment ends (exclusive) of the optimal partition into segments of min_size..cost.shape[1] points."""
-    max_len = cost.shape[1]
-    best = np.full(n + 1, np.inf)
-    best[0] = 0.0
+def _dp(cost_by_start: Array, n: int, gamma: float, min_size: int) -> list[int]:
+    """Segment ends (exclusive) of the optimal partition into segments of min_size..max_len points, where
+    ``cost_by_start[t, j]`` is the cost of the segment ``[t - max_len + j, t)`` (inf where it starts before 0)."""
+    max_len = cost_by_start.shape[1]
+    span = max_len - min_size + 1
+    best = np.full(n + 1 + max_len, np.inf)  # best[t + max_len]: optimum of the first t points
+    best[max_len] = 0.0
     prev = np.zeros(n + 1, dtype=np.int64)
     for t in range(min_size, n + 1):
-        lo = max(0, t - max_len)
-        hi = t - min_size
-        # candidate starts s = hi, hi-1, ..., lo  <->  lengths L = min_size .. t-lo
-        cand = best[lo:hi + 1][::-1] + cost[t, min_size - 1:t - lo]
-        k = int(np.argmin(cand))
-        best[t] = cand[k] + gamma
-        prev[t] = hi - k
-    if not np.isfinite(best[n]):  # a window too short to cover the series (cannot happen with max_len >= 2 m)
+        cand = best[t:t + span] + cost_by_start[t, :span]
+        k = int(cand.argmin())
+        best[t + max_len] = cand[k] + gamma
+        prev[t] = t - max_len + k
+    if not np.isfinite(best[n + max_len]):  # cannot happen when max_len >= 2 * min_size
         return [n]
     ends = []
     t = n
@@ -433,7 +432,7 @@ def _best_split(rc: _RangeCost, a: int, c: int, lo: int, hi: int, positions: Seq
         lo, hi = min(positions), max(positions)
     if hi < lo:
         return -1, math.inf
-    if rc.w is None and c - a > rc.max_len and hi - lo > 4:
+    if rc.w is None and c - a > rc.max_len and hi - lo > 4 and (positions is None or len(positions) > 8):
         left = _growing_costs(rc.y[a:hi], lo - a)  # cost(a, p), p = lo..hi
         right = _growing_costs(rc.y[lo:c][::-1].copy(), c - hi)[::-1]  # cost(p, c), p = lo..hi
         tot = left + right
@@ -489,7 +488,7 @@ def _local_search(ends: list[int], gamma: float, rc: _RangeCost, min_size: int, 
         k, start = 0, 0
         while k + 2 < len(ends):
             b, c, d = ends[k], ends[k + 1], ends[k + 2]
-            if (start, b, c, d) not in done_triples:
+            if c - b <= window and (start, b, c, d) not in done_triples:
                 now = rc(start, b)[1] + rc(b, c)[1] + rc(c, d)[1] + gamma
                 p, v = _best_split(rc, start, d, max(start + min_size, b - window), min(d - min_size, c + window))
                 if p != -1 and v < now - 1e-12 * max(1.0, now):
@@ -513,9 +512,10 @@ class _Solver:
         self.window = y.size if self.exact else max(int(max_size or WINDOW), 2 * min_size)
         self.cost, self.med = window_costs(y, w, self.window)
         self.rc = _RangeCost(y, w, self.cost, self.med)
+        self.cost_by_start = np.ascontiguousarray(self.cost[:, ::-1])
 
     def solve(self, gamma: float) -> PottsFit:
-        ends = _dp(self.cost, self.n, gamma, self.min_size)
+        ends = _dp(self.cost_by_start, self.n, gamma, self.min_size)
         if not self.exact:
             ends = _local_search(ends, gamma, self.rc, self.min_size, self.window, ends[:-1])
         segs, levels, costs = [], [], []
