@@ -129,12 +129,12 @@ def main() -> None:
     print(f"{'points':>8} {'stepscope':>18} {'naive exact':>18} {'asv':>18}")
     for n in args.sizes:
         y = staircase(n, np.random.default_rng(args.seed))
-        fns: dict[str, Callable[[], object]] = {"stepscope": lambda: detect_steps(y)}
+        fns: dict[str, Callable[[], object]] = {"stepscope": lambda y=y: detect_steps(y)}
         if asv:
-            fns["asv"] = lambda: asv.detect_steps(y.tolist())
+            fns["asv"] = lambda y=y: asv.detect_steps(y.tolist())
         got = timed(fns, args.repeats)
         if n <= args.naive_max:
-            got.update(timed({"naive": lambda: fit_potts(y, gamma=0.5, min_size=2)}, 1))
+            got.update(timed({"naive": lambda y=y: fit_potts(y, gamma=0.5, min_size=2)}, 1))
         ours, naive, theirs = got["stepscope"], got.get("naive"), got.get("asv")
 
         def cell(r: tuple[float, float] | None) -> str:
