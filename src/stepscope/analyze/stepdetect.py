@@ -17,7 +17,7 @@ per penalty plus O(n log n) per merge sweep).
 path: each new penalty is where two known solutions cost the same), and among those solutions the one
 minimising the information criterion
 
-    IC = m * ln(S / m + floor) + penalty_factor * ln(m) * (segments - 1)
+    IC = m * ln(S / sum(w) + floor) + penalty_factor * ln(m) * (segments - 1)
 
 is kept, where ``S = min over rho of sum_i w_i |e_i - rho * e_(i-1)|`` is the innovation size left by the
 fit with the best noise correlation ``rho`` for that fit (a weighted median: exact), ``m`` the number of
@@ -666,14 +666,15 @@ def detect_steps(y: Sequence[float] | Array, *, min_size: int = 2, penalty_facto
     g_hi = max(total * 1.001, g_lo * 2) + 1e-300
     fits = _path(solver, g_lo, g_hi)
     best: tuple[float, PottsFit, float, float] | None = None
+    wsum = float(w.sum())
     for f in fits:
         s, rho = _innovations(a, w, f)
-        ic = n * math.log(s / n + floor) + penalty_factor * math.log(n) * (len(f.segments) - 1)
+        ic = n * math.log(s / wsum + floor) + penalty_factor * math.log(n) * (len(f.segments) - 1)
         if best is None or ic < best[0] - 1e-9:
             best = (ic, f, s, rho)
     assert best is not None
     _, fit, s, rho = best
-    sig = max(1.2533 * s / float(w.sum()), floor_sd or 0.0)
+    sig = max(1.2533 * s / wsum, floor_sd or 0.0)
     steps = tuple(Step(index=fit.segments[k + 1][0], before=fit.levels[k], after=fit.levels[k + 1],
                        relative_change=(fit.levels[k + 1] / fit.levels[k] - 1) if fit.levels[k] != 0 else None)
                   for k in range(len(fit.segments) - 1))
