@@ -111,3 +111,12 @@ def test_no_profile_steps_hint_without_steps(real: RunSummary) -> None:
     notes = advise(AdvisorInput(no_steps)).notes
     assert not any("--profile-steps N" in n for n in notes) and any("stepscope.step()" in n for n in notes)
     assert any("--profile-steps N" in n for n in advise(AdvisorInput(real)).notes)
+
+
+def test_html_report_does_not_suggest_a_window_without_steps(real: RunSummary) -> None:
+    from stepscope.report.html.run_sections import kernels_section
+
+    no_steps = replace(real, ranks=(replace(real.ranks[0], steps=replace(real.ranks[0].steps, steps=0)),))
+    html = kernels_section(advise(AdvisorInput(no_steps)), {}, ())
+    assert "--profile-steps" not in html and "stepscope.step()" in html
+    assert "--profile-steps N" in kernels_section(advise(AdvisorInput(real)), {}, ())
