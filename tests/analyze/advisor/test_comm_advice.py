@@ -96,3 +96,46 @@ def test_unknown_payload_keeps_the_generic_advice_with_the_cap(real: RunSummary)
     fd = CommNotOverlapped().evaluate(AdvisorInput(_with_comm(real, 10, 4, 1)))
     assert fd is not None and "bound" not in fd.evidence
     assert fd.saving_s_per_step == pytest.approx(0.001)
+
+
+def _union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _len(iv: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in iv)
+
+
+def _overlap(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
+    return sum(max(0.0, min(b, d) - max(a, c)) for a, b in x for c, d in y if c < b and a < d)
+
+
+def test_trace_saving_is_capped_by_exposed_comm_and_by_compute_without_comm() -> None:
+    """a100_8rank_diff/control_rank3, from the raw JSON: exposed = |comm| − |comm ∩ compute|, room = |all GPU
+    kernels| − |comm| (compute running without communication); the saving is the smaller, per step."""
+    import gzip
+    import json
+
+    from tests.analyze.advisor.test_trace_rules import TRACES, inp
+
+    name = "a100_8rank_diff/control_rank3.json.gz"
+    fd = CommNotOverlapped().evaluate(inp(name))
+    assert fd is not None
+    with gzip.open(TRACES / name) as fh:
+        events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+    steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
+    gpu = [e for e in events if str(e.get("cat", "")).lower() in ("kernel", "gpu_memcpy", "gpu_memset")]
+    kern = [e for e in gpu if str(e.get("cat", "")).lower() == "kernel"]
+    comm = _union([(e["ts"], e["ts"] + e["dur"]) for e in kern if "nccl" in e["name"].lower()])
+    comp = _union([(e["ts"], e["ts"] + e["dur"]) for e in kern if "nccl" not in e["name"].lower()])
+    busy = _union([(e["ts"], e["ts"] + e["dur"]) for e in gpu])
+    exposed = _len(comm) - _overlap(comm, comp)
+    room = _len(busy) - _len(comm)
+    assert fd.saving_s_per_step == pytest.approx(min(exposed, room) / steps / 1e6, rel=1e-6)
+    assert fd.saving_s_per_step <= fd.evidence["exposed_comm_per_step_s"]

@@ -22,7 +22,8 @@ COMM_KERNEL = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter|c10d"
 GEMM_KERNEL = re.compile(r"gemm|xmma|cutlass|matmul|cublas", re.IGNORECASE)
 LOW_PRECISION = re.compile(r"fp16|bf16|f16|half|h884|h1688|h16816|s16816|hgemm|e4m3|e5m2|int8|i8i8", re.IGNORECASE)
 """GEMM kernel names that run in 16-bit or lower. ``s1688`` (TF32) and ``sgemm`` count as fp32."""
-LAUNCH_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch", re.IGNORECASE)
+LAUNCH_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch|job_prep_and_submit",
+                         re.IGNORECASE)
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 FUSED_OPTIMIZER = re.compile(r"multi_tensor_apply|fused|foreach", re.IGNORECASE)
 SHORT_KERNEL_NS = 10_000
