@@ -14,7 +14,7 @@ from stepscope.analyze.trace.analysis import analyze_trace
 from stepscope.analyze.trace.gpuview import gpu_view
 from stepscope.analyze.trace.launches import HTA_LAUNCH_CALLS, launch_stats
 from stepscope.traces.kineto import read_trace
-from tests.traces.tracebuild import ev, fixture_files, kernel, launch, write
+from tests.traces.tracebuild import HANDBUILT, ev, fixture_files, graph_trace, kernel, mtia_trace, write
 
 GOLDEN = Path(__file__).resolve().parents[2] / "traces" / "golden"
 FILES = fixture_files()
@@ -49,6 +49,25 @@ def test_launch_stats_equal_hta_on_every_fixture(path: Path) -> None:
     assert ls.short_items == gold["short_kernels"]
     assert ls.long_launches == gold["runtime_outliers"]
     assert ls.long_delays == gold["delay_outliers"]
+
+
+@pytest.mark.parametrize("name", sorted(HANDBUILT))
+def test_launch_stats_equal_hta_on_hand_built_traces(tmp_path: Path, name: str) -> None:
+    """The graph launch (HTA pairs only the plain launch) and the MTIA trace (HTA pairs MTIA's launch call)."""
+    gold = json.loads((GOLDEN / f"{name}__rank0.json").read_text())["launches"]
+    table = read_trace(write(tmp_path / "rank0.json", HANDBUILT[name](), distributedInfo={"rank": 0}))
+    ls = launch_stats(table, gpu_view(table), calls=HTA_LAUNCH_CALLS)
+    assert ls is not None and ls.matched == gold["rows"]
+    assert _us(ls.delay_p50_ns) == pytest.approx(gold["delay_p50_us"])
+    assert _us(ls.launch_p50_ns) == pytest.approx(gold["cpu_p50_us"])
+    assert _us(ls.gpu_p95_ns) == pytest.approx(gold["gpu_p95_us"])
+    assert ls.short_items == gold["short_kernels"] and ls.long_delays == gold["delay_outliers"]
+    temporal = json.loads((GOLDEN / f"{name}__rank0.json").read_text())["temporal"]
+    tb = analyze_trace(table).temporal  # the device work is GPU work for HTA too (MTIA: A + C compute, dma memory)
+    assert tb is not None
+    assert tb.window_ns / 1e3 == pytest.approx(temporal["kernel_time(us)"])
+    assert tb.compute_ns / 1e3 == pytest.approx(temporal["compute_time(us)"])
+    assert tb.idle_ns / 1e3 == pytest.approx(temporal["idle_time(us)"])
 
 
 def test_delay_is_measured_from_the_call_end_not_its_start() -> None:
@@ -91,18 +110,14 @@ def test_graph_launches_of_a_real_trace_count_once() -> None:
 
 
 def test_one_graph_launch_of_three_kernels_by_hand(tmp_path: Path) -> None:
-    """Hand-derived (µs). cudaGraphLaunch [100, 130) launches G1 [140, 150), G2 [150, 155), G3 [155, 157);
-    a plain cudaLaunchKernel [200, 205) launches K [206, 208).
+    """tracebuild.graph_trace(), by hand (µs): cudaGraphLaunch [100, 130) launches G1 [140, 150), G2 [150, 155),
+    G3 [155, 157); a plain cudaLaunchKernel [200, 205) launches K [206, 208).
     launches = 2 (the graph counts once); long launches: the graph call, 30 µs, is not > 50 -> 0.
     delays from the call end: G1 10, G2 20, G3 25, K 1 -> sorted 1, 10, 20, 25: p50 = 15.
     launch-bound: the graph's 30 µs shared by 3 kernels = 10 each: G2 (5) and G3 (2) are shorter, G1 (10) is
     not; K (2) < its call (5) -> 3 short items, 9 of 19 µs = 47.37%.
     launch p50 over calls (30, 5) = 17.5."""
-    events = [
-        ev("cuda_runtime", "cudaGraphLaunch", 100, 30, correlation=1),
-        kernel("graph_gemm", 140, 10, 1), kernel("graph_relu", 150, 5, 1), kernel("graph_add", 155, 2, 1),
-        launch(200, 5, 2), kernel("plain_add", 206, 2, 2),
-    ]
+    events = graph_trace()
     table = read_trace(write(tmp_path / "rank0.json", events))
     ls = launch_stats(table, gpu_view(table))
     assert ls is not None
@@ -128,25 +143,9 @@ def test_twenty_graph_launches_of_three_kernels_are_not_sixty_long_launches(tmp_
     assert ls.delay_p50_ns == 4_000  # delays 1, 4, 7 µs per graph
 
 
-def _mtia_trace(category: str = "mtia_ccp_events") -> list[dict[str, Any]]:
-    """MTIA-style (µs): the runtime call "runFunction - job_prep_and_submit_for_execution" (cat mtia_runtime)
-    launches device work (cat mtia_ccp_events, device 0, stream 3). Calls [10, 14) and [20, 22); work A
-    [15, 25), B [25, 40) (dma copy, 15 µs), and C [40, 45) launched by a call outside the trace."""
-    name = "runFunction - job_prep_and_submit_for_execution"
-    dev = {"device": 0, "stream": 3}
-    return [
-        ev("user_annotation", "ProfilerStep#1", 0, 50),
-        ev("mtia_runtime", name, 10, 4, correlation=1),
-        ev("mtia_runtime", name, 20, 2, correlation=2),
-        ev(category, "fused_mlp", 15, 10, pid=0, tid=3, correlation=1, **dev),
-        ev(category, "dma_copy", 25, 15, pid=0, tid=3, correlation=2, **dev),
-        ev(category, "fused_mlp", 40, 5, pid=0, tid=3, correlation=99, **dev),
-    ]
-
-
 @pytest.mark.parametrize("category", ["mtia_ccp_events", "npu_ccp_events"])
 def test_mtia_style_device_events_are_device_work(tmp_path: Path, category: str) -> None:
-    table = read_trace(write(tmp_path / "rank0.json", _mtia_trace(category)))
+    table = read_trace(write(tmp_path / "rank0.json", mtia_trace(category)))
     a = analyze_trace(table)
     assert a.gpu_events == 3 and not any("no GPU work" in w for w in a.warnings)
     assert not any("unknown event categories" in w for w in a.warnings)
@@ -160,13 +159,13 @@ def test_mtia_style_device_events_are_device_work(tmp_path: Path, category: str)
 
 
 def test_unknown_category_with_device_stream_and_correlation_is_device_work(tmp_path: Path) -> None:
-    table = read_trace(write(tmp_path / "rank0.json", _mtia_trace("acme_device_ops")))
+    table = read_trace(write(tmp_path / "rank0.json", mtia_trace("acme_device_ops")))
     a = analyze_trace(table)
     assert a.gpu_events == 3 and not any("unknown event categories" in w for w in a.warnings)
 
 
 def test_device_work_without_a_stream_arg_uses_its_trace_row(tmp_path: Path) -> None:
-    events = _mtia_trace()
+    events = mtia_trace()
     for e in events:
         if e["cat"] == "mtia_ccp_events":
             del e["args"]["stream"]

@@ -99,12 +99,29 @@ def golden_for(path: Path) -> dict[str, Any]:
 
 def main() -> int:
     files = sorted(FIXTURES.glob("*/*.json*")) if len(sys.argv) < 2 else [Path(p) for p in sys.argv[1:]]
+    if len(sys.argv) < 2:
+        files += handbuilt()
     for path in files:
         res = _safe(lambda p=path: golden_for(p))
         name = f"{path.parent.name}__{path.name.split('.')[0]}.json"
         (OUT / name).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
         print(name, "error" if "error" in res else "ok")
     return 0
+
+
+def handbuilt() -> list[Path]:
+    """tests/traces/tracebuild.HANDBUILT written to a temporary folder as <name>/rank0.json."""
+    import tempfile
+
+    sys.path.insert(0, str(FIXTURES.parents[2]))
+    from tests.traces.tracebuild import HANDBUILT, write
+
+    tmp = Path(tempfile.mkdtemp(prefix="stepscope-golden-"))
+    out = []
+    for name, build in sorted(HANDBUILT.items()):
+        (tmp / name).mkdir()
+        out.append(write(tmp / name / "rank0.json", build(), distributedInfo={"rank": 0}))
+    return out
 
 
 if __name__ == "__main__":
