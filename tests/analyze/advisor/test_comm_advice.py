@@ -139,3 +139,32 @@ def test_trace_saving_is_capped_by_exposed_comm_and_by_compute_without_comm() ->
     room = _len(busy) - _len(comm)
     assert fd.saving_s_per_step == pytest.approx(min(exposed, room) / steps / 1e6, rel=1e-6)
     assert fd.saving_s_per_step <= fd.evidence["exposed_comm_per_step_s"]
+
+
+def test_trace_payload_tells_latency_from_bandwidth_without_call_timings() -> None:
+    """Without recorded torch.distributed calls the trace's collective args give the payload:
+    a100_2rank_nccl's collectives move In msg nelems × 4 bytes (Float all-reduces) or × 8 (Long broadcasts),
+    checked from the raw JSON."""
+    import gzip
+    import json
+
+    import numpy as np
+
+    from tests.analyze.advisor.test_trace_rules import TRACES, facts, inp
+
+    name = "a100_2rank_nccl/rank0.json.gz"
+    with gzip.open(TRACES / name) as fh:
+        raw = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"
+               and "In msg nelems" in e.get("args", {})]
+    sizes = [e["args"]["In msg nelems"] * {"Float": 4, "Long": 8}[e["args"]["dtype"]] for e in raw]
+    assert len(sizes) == len(raw) > 0
+    f = facts(name)
+    assert f.comm_bytes_median == float(np.median(sizes)) and f.comm_bytes_median >= LATENCY_BOUND_BYTES
+    base = inp("a100_8rank_diff/control_rank3.json.gz")  # fires (exposed comm), no collective args
+    wide = CommNotOverlapped().evaluate(replace(base, traces=(replace(base.traces[0], comm_bytes_median=26e6),)))
+    tiny = CommNotOverlapped().evaluate(replace(base, traces=(replace(base.traces[0], comm_bytes_median=84.0),)))
+    assert wide is not None and wide.evidence["bound"] == "bandwidth" and "bf16_compress_hook" in wide.suggestion
+    assert tiny is not None and tiny.evidence["bound"] == "latency" and "no_sync" in tiny.suggestion
+    exposed = tiny.evidence["exposed_comm_per_step_s"]
+    assert isinstance(exposed, float)
+    assert tiny.saving_s_per_step == pytest.approx(exposed * (1 - 1 / ACCUMULATION))

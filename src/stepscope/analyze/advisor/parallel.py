@@ -7,6 +7,8 @@ from typing import ClassVar
 import numpy as np
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, worst_trace
+from stepscope.analyze.advisor.commfacts import CommOp
+from stepscope.analyze.advisor.tracefacts import TraceFacts
 
 COMM_EXPOSED_SHARE = 0.15
 LOAD_BALANCE = 0.90
@@ -38,6 +40,7 @@ class CommNotOverlapped:
                   "exposed_comm_share_of_window": (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns,
                   "compute_without_comm_per_step_s": room}
             source = "trace"
+            traced = t
         else:
             ranks = [r for r in inp.summary.ranks if r.steps.phases[4].share is not None]
             if not ranks:
@@ -53,12 +56,16 @@ class CommNotOverlapped:
             if backward is not None:
                 ev["backward_per_step_s"] = room
             source = "steps"
-        return self._advice(inp, ev, exposed, room, source)
+            traced = None
+        return self._advice(inp, ev, exposed, room, source, traced)
 
     def _advice(self, inp: AdvisorInput, ev: dict[str, float | int | str], exposed: float, room: float,
-                source: str) -> Finding:
+                source: str, traced: TraceFacts | None) -> Finding:
         cf = inp.comm
         main = cf.main_collective() if cf is not None else None
+        if main is None and traced is not None and traced.comm_bytes_median is not None:
+            main = CommOp("communication kernels", traced.comm_calls / traced.profiled_steps,
+                          traced.comm_bytes_median, traced.comm_ns / traced.profiled_steps)
         if main is not None:
             ev["collective"] = main.op
             ev["calls_per_step"] = main.calls_per_step

@@ -37,6 +37,8 @@ class TraceFacts:
     without GPU events. ``tensor_cores``: compute capability >= 7.0 on the first device, None unknown.
     ``comm_overlap_share``: overlapped / communication kernel time, None without communication kernels.
     ``optimizer_launches``: kernel launches made inside Optimizer.step annotations.
+    ``comm_calls``: communication kernels; ``comm_bytes_median``: their median payload (In msg nelems × dtype
+    size) where Kineto recorded it, else None.
     """
 
     path: str
@@ -63,6 +65,8 @@ class TraceFacts:
     optimizer_ns: float
     optimizer_launches: int
     optimizer_fused: bool
+    comm_calls: int = 0
+    comm_bytes_median: float | None = None
 
     @property
     def gpu_idle_ns(self) -> float:
@@ -123,7 +127,21 @@ def trace_facts(t: EventTable) -> TraceFacts:
         comm_ns=comm_ns, comm_overlapped_ns=overlapped, comm_overlap_share=overlapped / comm_ns if comm_ns else None,
         optimizer_steps=int(opt.sum()), optimizer_ns=float(length(*opt_iv)), optimizer_launches=int(in_opt.sum()),
         optimizer_fused=any(FUSED_OPTIMIZER.search(n) for n in opt_names),
+        comm_calls=int(comm.sum()), comm_bytes_median=_median_payload(t, comm),
     )
+
+
+def _median_payload(t: EventTable, comm: np.ndarray) -> float | None:
+    from stepscope.analyze.trace.comm import DTYPE_BYTES
+
+    codes = t["coll"][comm]
+    sizes = []
+    for c in codes[codes >= 0].tolist():
+        a = t.colls[c]
+        size = DTYPE_BYTES.get(a.dtype or "")
+        if a.in_nelems is not None and size:
+            sizes.append(a.in_nelems * size)
+    return float(np.median(sizes)) if sizes else None
 
 
 def _tensor_cores(cc: str | None, name: str | None) -> bool | None:
