@@ -53,3 +53,39 @@ def tiny_trace() -> list[dict[str, Any]]:
            correlation=4, bytes=1000, **{"External id": 11}),
         {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
     ]
+
+
+PROFILER_SPAN = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
+                 "ts": 0, "dur": 300, "args": {}}
+"""The span Kineto writes around every trace (HTA's parser expects one)."""
+
+
+def graph_trace() -> list[dict[str, Any]]:
+    """Hand-derived (µs). cudaGraphLaunch [100, 130) launches G1 [140, 150), G2 [150, 155), G3 [155, 157);
+    a plain cudaLaunchKernel [200, 205) launches K [206, 208). ProfilerStep#1 [90, 290)."""
+    return [
+        PROFILER_SPAN, ev("user_annotation", "ProfilerStep#1", 90, 200),
+        ev("cuda_runtime", "cudaGraphLaunch", 100, 30, correlation=1),
+        kernel("graph_gemm", 140, 10, 1), kernel("graph_relu", 150, 5, 1), kernel("graph_add", 155, 2, 1),
+        launch(200, 5, 2), kernel("plain_add", 206, 2, 2),
+    ]
+
+
+def mtia_trace(category: str = "mtia_ccp_events") -> list[dict[str, Any]]:
+    """MTIA-style (µs): the runtime call "runFunction - job_prep_and_submit_for_execution" (cat mtia_runtime)
+    launches device work (cat ``category``, device 0, stream 3). Calls [10, 14) and [20, 22); work A
+    [15, 25), B [25, 40) (a dma copy), and C [40, 45) launched by a call outside the trace."""
+    name = "runFunction - job_prep_and_submit_for_execution"
+    dev = {"device": 0, "stream": 3}
+    return [
+        PROFILER_SPAN, ev("user_annotation", "ProfilerStep#1", 0, 50),
+        ev("mtia_runtime", name, 10, 4, correlation=1),
+        ev("mtia_runtime", name, 20, 2, correlation=2),
+        ev(category, "fused_mlp", 15, 10, pid=0, tid=3, correlation=1, **dev),
+        ev(category, "dma_copy", 25, 15, pid=0, tid=3, correlation=2, **dev),
+        ev(category, "fused_mlp", 40, 5, pid=0, tid=3, correlation=99, **dev),
+    ]
+
+
+HANDBUILT = {"handbuilt_graph": graph_trace, "handbuilt_mtia": mtia_trace}
+"""Hand-built traces whose HTA figures are goldens too (tests/traces/golden/<name>__rank0.json)."""

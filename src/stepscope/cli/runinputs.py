@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from stepscope.analyze.advisor import AdvisorInput, TraceFacts, trace_facts
+from stepscope.analyze.advisor import AdvisorInput, CommFacts, TraceFacts, comm_facts, trace_facts
 from stepscope.analyze.summary import RunSummary
 from stepscope.errors import StepscopeError
 from stepscope.model.events import EventTable
@@ -20,6 +20,8 @@ class RunTraces:
     tables: dict[int, EventTable]
     facts: tuple[TraceFacts, ...]
     problems: tuple[str, ...]
+    comm: CommFacts | None = None
+    """The run's torch.distributed calls (not a trace, but the advisor reads them with the traces)."""
 
 
 def expected_traces(data: RunData) -> dict[int, str]:
@@ -52,10 +54,10 @@ def load_traces(data: RunData) -> RunTraces:
         except StepscopeError as e:
             problems.append(f"rank {rank}: trace artifact {rel} could not be read: {e}")
     facts = tuple(trace_facts(t) for t in tables.values())
-    return RunTraces(tables=tables, facts=facts, problems=tuple(problems))
+    return RunTraces(tables=tables, facts=facts, problems=tuple(problems), comm=comm_facts(data))
 
 
 def advisor_input(summary: RunSummary, traces: RunTraces | None) -> AdvisorInput:
     if traces is None:
         return AdvisorInput(summary=summary)
-    return AdvisorInput(summary=summary, traces=traces.facts, trace_problems=traces.problems)
+    return AdvisorInput(summary=summary, traces=traces.facts, trace_problems=traces.problems, comm=traces.comm)

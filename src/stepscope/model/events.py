@@ -55,8 +55,26 @@ CATEGORY_KINDS: dict[str, EventKind] = {
     "gpu_user_annotation": EventKind.GPU_USER_ANNOTATION,
     "python_function": EventKind.PYTHON_FUNCTION,
     "cuda_sync": EventKind.SYNC,
+    "mtia_runtime": EventKind.RUNTIME,
+    "mtia_ccp_events": EventKind.KERNEL,
+    "xpu_runtime": EventKind.RUNTIME,
+    "privateuse1_runtime": EventKind.RUNTIME,
+    "privateuse1_driver": EventKind.RUNTIME,
 }
-"""Lower-cased Kineto category -> kind. Unknown categories become OTHER and are reported, not dropped."""
+"""Lower-cased Kineto category -> kind. Unknown categories become OTHER and are reported, not dropped.
+``mtia_ccp_events`` are MTIA on-device work (Kineto aliases the activity type to CONCURRENT_KERNEL)."""
+
+DEVICE_WORK_SUFFIX = "_ccp_events"
+"""Any other accelerator's on-device events named like MTIA's (``<device>_ccp_events``) are device work too."""
+
+
+def category_kind(cat: str) -> EventKind:
+    """The kind of a Kineto category: :data:`CATEGORY_KINDS`, else KERNEL for ``*_ccp_events``, else OTHER."""
+    low = cat.lower()
+    kind = CATEGORY_KINDS.get(low)
+    if kind is not None:
+        return kind
+    return EventKind.KERNEL if low.endswith(DEVICE_WORK_SUFFIX) else EventKind.OTHER
 
 
 @dataclass(frozen=True, slots=True)

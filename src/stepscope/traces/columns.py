@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from stepscope.model.events import CATEGORY_KINDS, CollectiveArgs, EventKind, EventTable, TraceMeta
+from stepscope.model.events import CollectiveArgs, EventKind, EventTable, TraceMeta, category_kind
 
 Array = npt.NDArray[Any]
 _EMPTY: dict[str, Any] = {}
@@ -95,6 +95,8 @@ class ChunkColumns:
         self.parts: dict[str, list[Array]] = defaultdict(list)
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
         self.dropped = 0
+        self.device_cats: set[str] = set()
+        """Categories unknown by name whose events were taken as device work (they carry a device and stream)."""
 
     def add(self, events: list[Any]) -> None:
         try:
@@ -130,10 +132,10 @@ class ChunkColumns:
                                                                                      args_v))
             ts, dur = ts[ok], dur[ok]
         cat = self._codes(self.cat_codes, cat_v)
-        kind_of = np.asarray([CATEGORY_KINDS.get(str(c).lower(), EventKind.OTHER) for c in self.cat_codes],
-                             dtype=np.int8)
+        kind_of = np.asarray([category_kind(str(c)) for c in self.cat_codes], dtype=np.int8)
         kind = kind_of[cat]
         args = [a if a.__class__ is dict else _EMPTY for a in args_v]
+        self._device_work(kind, cat, args)
         n = len(args)
         cols: dict[str, Array] = {
             "kind": kind, "cat": cat, "name": self._codes(self.name_codes, name_v),
@@ -142,12 +144,24 @@ class ChunkColumns:
             "correlation": _ints([a.get("correlation", -1) for a in args]),
             "external_id": _ints([a.get("External id", -1) for a in args]),
         }
-        cols.update(self._gpu_columns(kind, args, n))
+        cols.update(self._gpu_columns(kind, args, n, cols["tid"]))
         cols["shape"] = self._shape_column(kind, args, n)
         for k, v in cols.items():
             self.parts[k].append(v)
 
-    def _gpu_columns(self, kind: Array, args: list[dict[str, Any]], n: int) -> dict[str, Array]:
+    def _device_work(self, kind: Array, cat: Array, args: list[dict[str, Any]]) -> None:
+        """Events of an unknown category that name a device, a stream and a correlation id are on-device work
+        of an accelerator we have no name for (kind KERNEL), not "other"."""
+        other = np.flatnonzero(kind == EventKind.OTHER)
+        if not other.size:
+            return
+        hits = [i for i in other.tolist() if _device_args(args[i])]
+        if hits:
+            kind[hits] = EventKind.KERNEL
+            names = list(self.cat_codes)
+            self.device_cats.update(names[c] for c in np.unique(cat[hits]).tolist())
+
+    def _gpu_columns(self, kind: Array, args: list[dict[str, Any]], n: int, tid: Array) -> dict[str, Array]:
         out: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
                "bytes": np.full(n, -1, np.int64), "grid_blocks": np.full(n, -1, np.int64),
                "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
@@ -158,6 +172,9 @@ class ChunkColumns:
             return out
         ga = [args[i] for i in gi.tolist()]
         out["stream"][gi] = _ints([a.get("stream", -1) for a in ga])
+        no_stream = gi[(out["stream"][gi] < 0) & np.isin(kind[gi], _ON_STREAM[:3])]
+        if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
+            out["stream"][no_stream] = tid[no_stream]
         out["device"][gi] = _ints([a.get("device", -1) for a in ga])
         out["bytes"][gi] = _ints([a.get("bytes", -1) for a in ga])
         ki = np.flatnonzero(kind == EventKind.KERNEL)
@@ -260,6 +277,10 @@ def _rank_list(v: Any) -> tuple[int, ...] | None:
     if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return None
     return tuple(v)
+
+
+def _device_args(a: dict[str, Any]) -> bool:
+    return all(a.get(k).__class__ is int for k in ("device", "stream", "correlation"))
 
 
 def _products(dims: list[Any]) -> Array:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from stepscope.errors import TraceError
-from stepscope.model.events import CATEGORY_KINDS, DeviceInfo, EventKind, EventTable, TraceMeta
+from stepscope.model.events import DeviceInfo, EventKind, EventTable, TraceMeta, category_kind
 from stepscope.traces.columns import ChunkColumns, NotTraceEvents
 from stepscope.traces.jsonstream import JsonShapeError, TraceEventSplitter, header_object
 
@@ -84,7 +84,8 @@ def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkC
     dist = header.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
     rank, source = _rank(path, dist, given)
-    unknown = sorted(c for c in builder.cat_codes if c.lower() not in CATEGORY_KINDS and c not in ("Trace", ""))
+    unknown = sorted(c for c in builder.cat_codes if category_kind(c) == EventKind.OTHER
+                     and c not in ("Trace", "") and c not in builder.device_cats)
     return TraceMeta(
         path=str(path), rank=rank, rank_source=source,
         world_size=_int_or_none(dist.get("world_size")), backend=_str_or_none(dist.get("backend")),
@@ -125,7 +126,7 @@ def _str_or_none(v: Any) -> str | None:
 
 
 def kind_of_category(cat: str) -> EventKind:
-    return CATEGORY_KINDS.get(cat.lower(), EventKind.OTHER)
+    return category_kind(cat)
 
 
 __all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace"]

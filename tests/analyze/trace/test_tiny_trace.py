@@ -62,8 +62,9 @@ def test_operators_and_launches(analysis: TraceAnalysis) -> None:
     assert mm.calls == 1 and mm.cpu_total_ns == 49_000 and mm.device_self_ns == 38_000
     assert mm.shapes == ("[[2,3],[3,4]]",) and mm.component == "gemm"
     ls = analysis.launches
-    assert ls is not None and ls.kernels == 3 and ls.matched == 3
-    assert ls.short_kernels == 0 and ls.delay_p50_ns == 10_000  # delays 5, 12, 10 µs
+    assert ls is not None and ls.items == 4 and ls.matched == 4 and ls.launches == 4 and ls.graph_launches == 0
+    # delay = start − call end: K1 100−98 = 2, K2 112−103 = 9, K3 150−141 = 9, memcpy 160−142 = 18 µs
+    assert ls.short_items == 0 and ls.delay_p50_ns == 9_000 and ls.long_delays == 0
     orjson.dumps(analysis.to_dict())
 
 

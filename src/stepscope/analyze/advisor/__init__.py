@@ -6,6 +6,7 @@ outside analyze/ by ``stepscope.report.advice_input`` style loaders (see cli/adv
 from __future__ import annotations
 
 from stepscope.analyze.advisor.base import ADVICE_SCHEMA, Advice, AdvisorInput, Finding, Rule
+from stepscope.analyze.advisor.commfacts import CommFacts, comm_facts
 from stepscope.analyze.advisor.gpu import GpuIdle, LaunchBound, NoMixedPrecision, UnfusedOptimizer
 from stepscope.analyze.advisor.host import CpuOversubscription, InputBound, LongFirstSteps
 from stepscope.analyze.advisor.memory import MemoryHeadroom
@@ -34,11 +35,16 @@ def advise(inp: AdvisorInput, rules: list[type[Rule]] | None = None) -> Advice:
     order = {r.id: i for i, r in enumerate(chosen)}
     found.sort(key=lambda f: (f.saving_s_total is None, -(f.saving_s_total or 0.0), order[f.rule_id]))
     notes = list(inp.trace_problems)
-    if not inp.traces:
+    r0 = inp.rank0
+    if not inp.traces and r0 is not None and r0.steps.steps > 0:
         notes.append("no profiled window: kernel-level rules (launch-bound, mixed precision, unfused optimizer, "
                      "overlap) need one — stepscope run --profile-steps N")
+    elif not inp.traces:
+        notes.append("no profiled window, and no training step was seen: kernel-level rules need a window of "
+                     "steps (--profile-steps records steps, so mark them first: stepscope.step() or "
+                     "stepscope.steps(loader))")
     return Advice(findings=tuple(found), checked=tuple(r.id for r in chosen), notes=tuple(notes))
 
 
-__all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "AdvisorInput", "Finding", "Rule", "TraceFacts", "advise",
-           "trace_facts"]
+__all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "AdvisorInput", "CommFacts", "Finding", "Rule", "TraceFacts", "advise",
+           "comm_facts", "trace_facts"]

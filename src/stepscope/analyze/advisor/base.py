@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from stepscope.analyze.advisor.commfacts import CommFacts
 from stepscope.analyze.advisor.tracefacts import TraceFacts
 from stepscope.analyze.summary import RankSummary, RunSummary
 
@@ -18,12 +19,14 @@ class AdvisorInput:
     """Everything the rules read. Built outside analyze/ (the CLI or the report reads the files).
 
     ``traces``: facts of each rank's profiled window (empty when none was recorded or readable);
-    ``trace_problems``: one line per trace artifact that could not be read (named, not fatal).
+    ``trace_problems``: one line per trace artifact that could not be read (named, not fatal);
+    ``comm``: the run's torch.distributed calls over its analysed steps (None: none recorded).
     """
 
     summary: RunSummary
     traces: tuple[TraceFacts, ...] = ()
     trace_problems: tuple[str, ...] = ()
+    comm: CommFacts | None = None
 
     @property
     def rank0(self) -> RankSummary | None:
@@ -75,12 +78,14 @@ class Rule(Protocol):
 
 
 def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str], *, per_step_s: float | None,
-            total_s: float | None = None, basis: str, source: str, suggestion: str | None = None) -> Finding:
-    """A Finding from a rule's class attributes; the total defaults to per-step × measured steps."""
+            total_s: float | None = None, basis: str, source: str, suggestion: str | None = None,
+            title: str | None = None) -> Finding:
+    """A Finding from a rule's class attributes (``suggestion`` / ``title`` override them where the evidence
+    calls for other advice); the total defaults to per-step × measured steps."""
     if total_s is None and per_step_s is not None:
         r0 = inp.rank0
         total_s = per_step_s * (r0.steps.measured_steps if r0 else 0)
-    return Finding(rule_id=rule.id, title=rule.title, explanation=rule.explanation, threshold=rule.threshold,
+    return Finding(rule_id=rule.id, title=title or rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
+from stepscope.analyze.summary import RankSummary
 
 INPUT_BOUND_SHARE = 0.10
 FIRST_STEP_RATIO = 5.0
@@ -44,35 +46,82 @@ class CpuOversubscription:
     id: ClassVar[str] = "cpu-oversubscription"
     title: ClassVar[str] = "More busy threads than CPU cores"
     explanation: ClassVar[str] = ("Each training process runs torch's intra-op thread pool and its DataLoader "
-                                  "workers; when their total exceeds the logical cores of the host, threads "
+                                  "workers; when the busy ones exceed the logical cores of the host, threads "
                                   "preempt each other and every step slows down.")
-    threshold: ClassVar[str] = (f"processes on the host × (torch threads + DataLoader workers) > "
-                                f"{OVERSUBSCRIPTION:g} × logical cores")
-    suggestion: ClassVar[str] = ("Budget the cores: torch.set_num_threads(cores // processes - workers) (or "
-                                 "OMP_NUM_THREADS), and DataLoader(num_workers=...) so that the sum fits the cores.")
+    threshold: ClassVar[str] = (f"processes on the host × torch threads + busy DataLoader workers > "
+                                f"{OVERSUBSCRIPTION:g} × logical cores. Workers count by the cores the host had "
+                                "busy outside the training processes (sampled CPU use); all of them count when "
+                                "CPU use was not sampled.")
+    suggestion: ClassVar[str] = ("Budget the cores: torch.set_num_threads(n) (or OMP_NUM_THREADS=n) and "
+                                 "DataLoader(num_workers=...) so that busy threads fit the cores.")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
         host = inp.summary.run.host
         cores = host.cpu_cores_logical
         if not cores:
             return None
-        per_host: dict[str, list[tuple[int, int]]] = {}
+        per_host: dict[str, list[RankSummary]] = {}
         for r in inp.summary.ranks:
-            threads = max((int(d["torch_threads"]) for d in r.dataloaders if d.get("torch_threads")), default=0)
-            workers = max((int(d["num_workers"]) for d in r.dataloaders if d.get("num_workers") is not None), default=0)
-            if threads or workers:
-                per_host.setdefault(r.host, []).append((threads or 1, workers))
-        for hostname, procs in sorted(per_host.items()):
-            demand = sum(t + w for t, w in procs)
-            if demand > OVERSUBSCRIPTION * cores:
-                ev: dict[str, float | int | str] = {
-                    "host": hostname, "logical_cores": cores, "processes": len(procs),
-                    "torch_threads_per_process": max(t for t, _ in procs),
-                    "dataloader_workers_per_process": max(w for _, w in procs), "threads_demanded": demand,
-                }
-                return finding(self, inp, ev, per_step_s=None, source="metadata",
-                               basis="not estimated: depends on how busy the workers are")
+            if any(d.get("torch_threads") or d.get("num_workers") for d in r.dataloaders):
+                per_host.setdefault(r.host, []).append(r)
+        for hostname, ranks in sorted(per_host.items()):
+            f = self._host(inp, hostname, ranks, cores)
+            if f is not None:
+                return f
         return None
+
+    def _host(self, inp: AdvisorInput, hostname: str, ranks: list[RankSummary], cores: int) -> Finding | None:
+        procs = len(ranks)
+        threads = max(max((int(d["torch_threads"]) for d in r.dataloaders if d.get("torch_threads")), default=1)
+                      for r in ranks)
+        workers = max(max((int(d["num_workers"]) for d in r.dataloaders if d.get("num_workers") is not None),
+                          default=0) for r in ranks)
+        busy_workers = float(workers * procs)  # per host; reduced below by what was measured
+        measured = _busy_outside(ranks, cores)
+        if measured is not None:
+            busy_workers = min(busy_workers, measured)
+        demand = procs * threads + busy_workers
+        if demand <= OVERSUBSCRIPTION * cores:
+            return None
+        budget = max(1, cores // procs)
+        busy_per_proc = busy_workers / procs
+        rec_threads = max(1, budget - math.ceil(busy_per_proc - 1e-9))
+        room = budget - rec_threads  # cores per process left for workers
+        parts = []
+        if rec_threads < threads:
+            parts.append(f"torch.set_num_threads({rec_threads}) (or OMP_NUM_THREADS={rec_threads}) in each of the "
+                         f"{procs} training process{'es' if procs > 1 else ''}")
+        if workers and busy_per_proc > room:
+            wait = min((r.steps.data_wait_share for r in ranks if r.steps.data_wait_share is not None), default=None)
+            if wait is not None and wait < 0.05 and 1 <= room < workers:
+                parts.append(f"DataLoader(num_workers={room}) (data wait is {wait:.0%} of the step: the input "
+                             "keeps up)")
+            else:
+                parts.append(f"more cores than this host's {cores}: its DataLoader workers keep "
+                             f"{busy_per_proc:.2g} cores busy per process")
+        if not parts:
+            return None
+        ev: dict[str, float | int | str] = {
+            "host": hostname, "logical_cores": cores, "processes": procs,
+            "torch_threads_per_process": threads, "dataloader_workers_per_process": workers,
+            "busy_workers": busy_workers, "threads_demanded": demand, "suggested_torch_threads": rec_threads}
+        if measured is not None:
+            ev["busy_cores_outside_training"] = measured
+        return finding(self, inp, ev, per_step_s=None, source="metadata" if measured is None else "samples",
+                       suggestion="Budget the cores: " + "; ".join(parts) + ".",
+                       basis="not estimated: depends on how the threads contend")
+
+
+def _busy_outside(ranks: list[RankSummary], cores: int) -> float | None:
+    """Cores the host had busy outside the training processes (mean of the samples: its DataLoader workers
+    and anything else running), None when host or process CPU use was not sampled."""
+    host_pct = [m.mean for r in ranks for m in r.system if m.name == "cpu_system_pct" and m.mean is not None]
+    proc_pct = [next((m.mean for m in r.system if m.name == "cpu_process_pct" and m.mean is not None), None)
+                for r in ranks]
+    if not host_pct or any(p is None for p in proc_pct):
+        return None
+    busy = max(host_pct) / 100 * cores
+    return max(0.0, busy - sum(p or 0.0 for p in proc_pct) / 100)
 
 
 class LongFirstSteps:

@@ -7,9 +7,13 @@ from typing import ClassVar
 import numpy as np
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, worst_trace
+from stepscope.analyze.advisor.commfacts import CommOp
+from stepscope.analyze.advisor.tracefacts import TraceFacts
 
 COMM_EXPOSED_SHARE = 0.15
 LOAD_BALANCE = 0.90
+ACCUMULATION = 4
+"""Micro-batches per all-reduce assumed for the saving of gradient accumulation (no_sync)."""
 
 
 class CommNotOverlapped:
@@ -21,32 +25,92 @@ class CommNotOverlapped:
                                 f"the window's GPU span (trace), or time in torch.distributed calls >= "
                                 f"{COMM_EXPOSED_SHARE:.0%} of the step (steps)")
     suggestion: ClassVar[str] = ("Let DDP / FSDP overlap buckets with backward: keep find_unused_parameters=False, "
-                                 "tune bucket_cap_mb, avoid synchronous dist calls and .item() inside the step, "
-                                 "use gradient accumulation with no_sync(), or compress gradients "
-                                 "(bf16 communication hooks).")
+                                 "avoid synchronous dist calls and .item() inside the step; communicate less "
+                                 "often with gradient accumulation under model.no_sync().")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
         t = worst_trace(inp, lambda t: (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns
                         if t.comm_ns and t.gpu_span_ns else None, COMM_EXPOSED_SHARE)
+        ev: dict[str, float | int | str]
         if t is not None:
             exposed = (t.comm_ns - t.comm_overlapped_ns) / t.profiled_steps / 1e9
-            ev: dict[str, float | int | str] = {
-                "rank": t.rank, "comm_per_step_s": t.comm_ns / t.profiled_steps / 1e9,
-                "comm_overlap_share": t.comm_overlap_share or 0.0, "exposed_comm_per_step_s": exposed,
-                "exposed_comm_share_of_window": (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns}
-            return finding(self, inp, ev, per_step_s=exposed, source="trace",
-                           basis="all exposed communication hidden behind compute (upper bound)")
-        ranks = [r for r in inp.summary.ranks if r.steps.phases[4].share is not None]
-        if not ranks:
-            return None
-        r = max(ranks, key=lambda r: r.steps.phases[4].share or 0.0)
-        comm = r.steps.phases[4]
-        if (comm.share or 0.0) < COMM_EXPOSED_SHARE:
-            return None
-        per_step = (comm.mean_ns or 0.0) / 1e9
-        return finding(self, inp, {"rank": r.rank, "comm_share_of_step": comm.share or 0.0,
-                                   "comm_per_step_s": per_step}, per_step_s=per_step,
-                       source="steps", basis="all time blocked in torch.distributed calls hidden (upper bound)")
+            room = max(0.0, t.gpu_busy_ns - t.comm_ns) / t.profiled_steps / 1e9  # compute running without comm
+            ev = {"rank": t.rank, "comm_per_step_s": t.comm_ns / t.profiled_steps / 1e9,
+                  "comm_overlap_share": t.comm_overlap_share or 0.0, "exposed_comm_per_step_s": exposed,
+                  "exposed_comm_share_of_window": (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns,
+                  "compute_without_comm_per_step_s": room}
+            source = "trace"
+            traced = t
+        else:
+            ranks = [r for r in inp.summary.ranks if r.steps.phases[4].share is not None]
+            if not ranks:
+                return None
+            r = max(ranks, key=lambda r: r.steps.phases[4].share or 0.0)
+            comm = r.steps.phases[4]
+            if (comm.share or 0.0) < COMM_EXPOSED_SHARE:
+                return None
+            exposed = (comm.mean_ns or 0.0) / 1e9
+            backward = r.steps.phases[2].mean_ns
+            room = backward / 1e9 if backward is not None else exposed
+            ev = {"rank": r.rank, "comm_share_of_step": comm.share or 0.0, "comm_per_step_s": exposed}
+            if backward is not None:
+                ev["backward_per_step_s"] = room
+            source = "steps"
+            traced = None
+        return self._advice(inp, ev, exposed, room, source, traced)
+
+    def _advice(self, inp: AdvisorInput, ev: dict[str, float | int | str], exposed: float, room: float,
+                source: str, traced: TraceFacts | None) -> Finding:
+        cf = inp.comm
+        main = cf.main_collective() if cf is not None else None
+        if main is None and traced is not None and traced.comm_bytes_median is not None:
+            main = CommOp("communication kernels", traced.comm_calls / traced.profiled_steps,
+                          traced.comm_bytes_median, traced.comm_ns / traced.profiled_steps)
+        if main is not None:
+            ev["collective"] = main.op
+            ev["calls_per_step"] = main.calls_per_step
+            if main.bytes_median is not None:
+                ev["bytes_per_call"] = main.bytes_median
+        sync = cf.sync_share if cf is not None else None
+        if sync is not None:
+            ev["peer_wait_share"] = sync
+        if main is not None and main.latency_bound:
+            ev["bound"] = "latency"
+            save = exposed * (1 - 1 / ACCUMULATION) * (1 - (sync or 0.0))
+            return finding(self, inp, ev, per_step_s=save, source=source,
+                           title="Communication is latency-bound: small collectives every step", suggestion=(
+                f"Each step sends only {nbytes(main.bytes_median)} per {main.op} call "
+                f"({main.calls_per_step:.3g} per step): the call's fixed latency and waiting for the other ranks "
+                "cost the time, not the bytes. Communicate less often: accumulate gradients over k micro-batches "
+                "and skip the all-reduce on all but the last (with model.no_sync(): loss.backward()), or take "
+                "fewer, larger steps (a larger batch per rank). Smaller buckets (bucket_cap_mb) or gradient "
+                "compression cannot help: there are no bytes to split or shrink."),
+                basis=(f"with no_sync() accumulation over {ACCUMULATION} micro-batches the all-reduce runs once "
+                       f"per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed communication"
+                       + (", less its share spent waiting for slower ranks (rank-imbalance)" if sync else "")
+                       + f"; the effective batch grows {ACCUMULATION}×"))
+        save = min(exposed, room)
+        suggestion = self.suggestion
+        if main is not None and main.latency_bound is False:
+            ev["bound"] = "bandwidth"
+            suggestion = (f"{main.op} moves {nbytes(main.bytes_median)} per call: bandwidth-bound. Overlap it with "
+                          "backward: DDP(..., bucket_cap_mb=...) (smaller first buckets start sooner), "
+                          "static_graph=True, gradient_as_bucket_view=True, find_unused_parameters=False; halve the "
+                          "bytes with the bf16 compression hook (model.register_comm_hook(None, "
+                          "torch.distributed.algorithms.ddp_comm_hooks.default_hooks.bf16_compress_hook)); "
+                          "communicate less often with no_sync() gradient accumulation.")
+        return finding(self, inp, ev, per_step_s=save, source=source, suggestion=suggestion,
+                       basis="exposed communication hidden behind the compute it could overlap with (upper "
+                             "bound: no more than that compute's time per step)")
+
+
+def nbytes(n: float | None) -> str:
+    if n is None:
+        return "an unknown number of bytes"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} bytes"
 
 
 class RankImbalance:

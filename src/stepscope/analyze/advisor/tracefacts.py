@@ -22,7 +22,8 @@ COMM_KERNEL = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter|c10d"
 GEMM_KERNEL = re.compile(r"gemm|xmma|cutlass|matmul|cublas", re.IGNORECASE)
 LOW_PRECISION = re.compile(r"fp16|bf16|f16|half|h884|h1688|h16816|s16816|hgemm|e4m3|e5m2|int8|i8i8", re.IGNORECASE)
 """GEMM kernel names that run in 16-bit or lower. ``s1688`` (TF32) and ``sgemm`` count as fp32."""
-LAUNCH_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch", re.IGNORECASE)
+LAUNCH_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch|job_prep_and_submit",
+                         re.IGNORECASE)
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 FUSED_OPTIMIZER = re.compile(r"multi_tensor_apply|fused|foreach", re.IGNORECASE)
 SHORT_KERNEL_NS = 10_000
@@ -36,6 +37,8 @@ class TraceFacts:
     without GPU events. ``tensor_cores``: compute capability >= 7.0 on the first device, None unknown.
     ``comm_overlap_share``: overlapped / communication kernel time, None without communication kernels.
     ``optimizer_launches``: kernel launches made inside Optimizer.step annotations.
+    ``comm_calls``: communication kernels; ``comm_bytes_median``: their median payload (In msg nelems × dtype
+    size) where Kineto recorded it, else None.
     """
 
     path: str
@@ -62,6 +65,8 @@ class TraceFacts:
     optimizer_ns: float
     optimizer_launches: int
     optimizer_fused: bool
+    comm_calls: int = 0
+    comm_bytes_median: float | None = None
 
     @property
     def gpu_idle_ns(self) -> float:
@@ -122,7 +127,21 @@ def trace_facts(t: EventTable) -> TraceFacts:
         comm_ns=comm_ns, comm_overlapped_ns=overlapped, comm_overlap_share=overlapped / comm_ns if comm_ns else None,
         optimizer_steps=int(opt.sum()), optimizer_ns=float(length(*opt_iv)), optimizer_launches=int(in_opt.sum()),
         optimizer_fused=any(FUSED_OPTIMIZER.search(n) for n in opt_names),
+        comm_calls=int(comm.sum()), comm_bytes_median=_median_payload(t, comm),
     )
+
+
+def _median_payload(t: EventTable, comm: np.ndarray) -> float | None:
+    from stepscope.analyze.trace.comm import DTYPE_BYTES
+
+    codes = t["coll"][comm]
+    sizes = []
+    for c in codes[codes >= 0].tolist():
+        a = t.colls[c]
+        size = DTYPE_BYTES.get(a.dtype or "")
+        if a.in_nelems is not None and size:
+            sizes.append(a.in_nelems * size)
+    return float(np.median(sizes)) if sizes else None
 
 
 def _tensor_cores(cc: str | None, name: str | None) -> bool | None:

@@ -10,15 +10,8 @@ import numpy as np
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
 from stepscope.analyze.trace.kernels import CopyStats, KernelBreakdown, kernel_breakdown, memory_copies
-from stepscope.analyze.trace.ops import (
-    LaunchStats,
-    ModuleNode,
-    OpStats,
-    host_times,
-    launch_stats,
-    module_tree,
-    operator_table,
-)
+from stepscope.analyze.trace.launches import LaunchStats, launch_stats
+from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
     CommOverlap,

@@ -1,4 +1,4 @@
-"""CPU operator table, module tree and kernel launch statistics of one rank."""
+"""CPU operator table and module tree of one rank (launch statistics: launches.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView
-from stepscope.analyze.trace.idle import launch_start_ns
 from stepscope.analyze.trace.nesting import parents
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
@@ -194,56 +193,3 @@ def module_tree(table: EventTable, host: HostTimes) -> tuple[ModuleNode, ...]:
         a[1] += int(table["dur_ns"][host.rows[j]])
         a[2] += int(host.device_total_ns[j])
     return tuple(ModuleNode(p, *v) for p, v in sorted(agg.items()))
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchStats:
-    """Kernel launches matched to their runtime call by correlation id (trace timings, ns).
-
-    launch_* : CPU duration of the launch call. gpu_*: kernel duration. delay_*: kernel start minus
-    launch start (queueing). p50/p95 are medians / 95th percentiles over matched kernels. short_kernels:
-    kernels shorter than their own launch call (launch-bound), short_kernel_gpu_pct their share of kernel
-    time. long_launches / long_delays: launches over launch_threshold_ns / delays over delay_threshold_ns
-    (HTA's 50 µs and 100 µs defaults).
-    """
-
-    kernels: int
-    matched: int
-    launch_p50_ns: float | None
-    launch_p95_ns: float | None
-    gpu_p50_ns: float | None
-    gpu_p95_ns: float | None
-    delay_p50_ns: float | None
-    delay_p95_ns: float | None
-    short_kernels: int
-    short_kernel_gpu_pct: float | None
-    long_launches: int
-    long_delays: int
-    launch_threshold_ns: int = 50_000
-    delay_threshold_ns: int = 100_000
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
-
-
-def _q(a: Array, q: float) -> float | None:
-    return float(np.percentile(a, q)) if a.size else None
-
-
-def launch_stats(table: EventTable, gpu: GpuView) -> LaunchStats | None:
-    k = gpu.rows[gpu.kind == EventKind.KERNEL]
-    if not k.size:
-        return None
-    corr = table["correlation"][k]
-    start = launch_start_ns(table, corr)
-    hit = start >= 0
-    rt = np.flatnonzero((table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0))
-    rdur = dict(zip(table["correlation"][rt].tolist(), table["dur_ns"][rt].tolist()))
-    launch = np.asarray([rdur.get(c, 0) for c in corr[hit].tolist()], dtype=np.int64)
-    gdur, delay = table["dur_ns"][k][hit], (table["ts_ns"][k] - start)[hit]
-    short = gdur < launch
-    total = table["dur_ns"][k].sum()
-    return LaunchStats(int(k.size), int(hit.sum()), _q(launch, 50), _q(launch, 95), _q(gdur, 50), _q(gdur, 95),
-                       _q(delay, 50), _q(delay, 95), int(short.sum()),
-                       100.0 * float(gdur[short].sum()) / float(total) if total else None,
-                       int((launch > 50_000).sum()), int((delay > 100_000).sum()))

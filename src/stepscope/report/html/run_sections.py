@@ -108,7 +108,10 @@ def memory_section(s: RunSummary, traces: Mapping[int, EventTable]) -> str:
 def kernels_section(advice: Advice, traces: Mapping[int, EventTable], problems: Sequence[str]) -> str:
     parts = [notice(p, "warn") for p in problems]
     if not traces:
-        parts.append(paragraph("No profiled window in this run: record one with stepscope run --profile-steps N "
+        no_steps = any("no training step was seen" in n for n in advice.notes)
+        parts.append(paragraph("No profiled window, and no training step was seen: a window records steps, so "
+                               "mark them first (stepscope.step() or stepscope.steps(loader))." if no_steps else
+                               "No profiled window in this run: record one with stepscope run --profile-steps N "
                                "to see kernels, operators, GPU idle time and overlap."))
         return "".join(parts)
     for rank, t in sorted(traces.items()):

@@ -1,0 +1,122 @@
+"""cpu-oversubscription gives advice that runs on this machine (never set_num_threads(0)) and does not
+count idle DataLoader workers as load; the advisor's notes never suggest --profile-steps without steps."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+import pytest
+
+from stepscope.analyze.advisor import AdvisorInput, advise
+from stepscope.analyze.advisor.host import CpuOversubscription
+from stepscope.analyze.summary import RunSummary, summarize_run
+from stepscope.analyze.system import MetricStats
+from tests.conftest import load
+from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
+
+CORES = os.cpu_count() or 1
+
+
+@pytest.fixture
+def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
+    return summarize_run(load(profiled_store))
+
+
+def _run(real: RunSummary, *, procs: int, threads: int, workers: int, host_pct: float | None = None,
+         proc_pct: float | None = None, data_wait: float | None = None) -> RunSummary:
+    """``procs`` ranks on one host with this machine's cores; CPU samples when given (percent)."""
+    base = real.ranks[0]
+    system = tuple(m for m in base.system if m.name not in ("cpu_system_pct", "cpu_process_pct"))
+    if host_pct is not None and proc_pct is not None:
+        system += (MetricStats("cpu_system_pct", host_pct, host_pct, host_pct, host_pct, 10),
+                   MetricStats("cpu_process_pct", proc_pct, proc_pct, proc_pct, proc_pct, 10))
+    dl = ({"num_workers": workers, "torch_threads": threads},)
+    steps = replace(base.steps, data_wait_share=data_wait) if data_wait is not None else base.steps
+    ranks = tuple(replace(base, rank=i, local_rank=i, dataloaders=dl, system=system, steps=steps)
+                  for i in range(procs))
+    host = replace(real.run.host, cpu_cores_logical=CORES)
+    return replace(real, run=replace(real.run, host=host), ranks=ranks)
+
+
+def _suggested_threads(text: str) -> int:
+    m = re.search(r"torch\.set_num_threads\((\d+)\)", text)
+    assert m, text
+    return int(m.group(1))
+
+
+def _runs_here(n: int) -> None:
+    """The suggestion is valid on this machine: torch accepts it and uses that many threads."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(n)
+        assert torch.get_num_threads() == n
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_workers_beyond_the_cores_never_yield_zero_threads(real: RunSummary) -> None:
+    """cores // processes − workers is 0 or less here (2 workers on this machine's cores, or more
+    processes than cores): the suggestion is still at least one thread."""
+    for procs in (1, 2, CORES + 1):
+        s = _run(real, procs=procs, threads=CORES, workers=CORES)
+        fd = CpuOversubscription().evaluate(AdvisorInput(s))
+        assert fd is not None, procs
+        n = _suggested_threads(fd.suggestion) if "set_num_threads" in fd.suggestion else None
+        assert fd.evidence["suggested_torch_threads"] >= 1
+        if n is not None:
+            assert n == fd.evidence["suggested_torch_threads"] and 1 <= n <= CORES
+            _runs_here(n)
+        assert "num_workers=0" not in fd.suggestion  # loading in the training process would slow every step
+
+
+def test_too_many_torch_threads_get_the_core_budget(real: RunSummary) -> None:
+    s = _run(real, procs=1, threads=2 * CORES, workers=0)
+    fd = CpuOversubscription().evaluate(AdvisorInput(s))
+    assert fd is not None and _suggested_threads(fd.suggestion) == CORES
+    assert fd.evidence["threads_demanded"] == 2 * CORES
+    _runs_here(CORES)
+
+
+def test_idle_workers_are_not_load(real: RunSummary) -> None:
+    """Threads fill the cores, 4 workers exist but the host's CPU use is all the training process's own:
+    the workers are idle, nothing is oversubscribed, and fewer threads would not help."""
+    busy = 100.0 * min(CORES, 1) / CORES
+    s = _run(real, procs=1, threads=CORES, workers=4, host_pct=busy, proc_pct=100.0 * min(CORES, 1))
+    assert CpuOversubscription().evaluate(AdvisorInput(s)) is None
+    unsampled = _run(real, procs=1, threads=CORES, workers=4)  # not measured: the workers count in full
+    fd = CpuOversubscription().evaluate(AdvisorInput(unsampled))
+    assert fd is not None and fd.evidence["busy_workers"] == 4
+
+
+def test_busy_workers_count_by_the_cores_they_keep_busy(real: RunSummary) -> None:
+    """Host fully busy, the training process using one core: the rest (CORES − 1) is its workers' load."""
+    s = _run(real, procs=1, threads=CORES, workers=8, host_pct=100.0, proc_pct=100.0, data_wait=0.01)
+    fd = CpuOversubscription().evaluate(AdvisorInput(s))
+    if CORES == 1:
+        assert fd is None  # nothing runs beside the process
+        return
+    assert fd is not None and fd.evidence["busy_workers"] == pytest.approx(CORES - 1)
+    assert fd.evidence["busy_cores_outside_training"] == pytest.approx(CORES - 1)
+    n = fd.evidence["suggested_torch_threads"]
+    assert isinstance(n, int) and n >= 1
+    _runs_here(n)
+
+
+def test_no_profile_steps_hint_without_steps(real: RunSummary) -> None:
+    no_steps = replace(real, ranks=(replace(real.ranks[0], steps=replace(real.ranks[0].steps, steps=0)),))
+    notes = advise(AdvisorInput(no_steps)).notes
+    assert not any("--profile-steps N" in n for n in notes) and any("stepscope.step()" in n for n in notes)
+    assert any("--profile-steps N" in n for n in advise(AdvisorInput(real)).notes)
+
+
+def test_html_report_does_not_suggest_a_window_without_steps(real: RunSummary) -> None:
+    from stepscope.report.html.run_sections import kernels_section
+
+    no_steps = replace(real, ranks=(replace(real.ranks[0], steps=replace(real.ranks[0].steps, steps=0)),))
+    html = kernels_section(advise(AdvisorInput(no_steps)), {}, ())
+    assert "--profile-steps" not in html and "stepscope.step()" in html
+    assert "--profile-steps N" in kernels_section(advise(AdvisorInput(real)), {}, ())
