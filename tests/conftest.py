@@ -95,10 +95,12 @@ def load(store: Path, ref: str = "latest"):  # type: ignore[no-untyped-def]
 # launcher of training processes. A module that imports torch (or such a package) at its top is slow as a
 # whole and is not even imported when slow tests are deselected, so the fast loop runs where torch is absent.
 
-SLOW_WORDS = re.compile(r"\b(torch|lightning|transformers|accelerate|mlflow|SCRIPTS|EXAMPLES|mpirun)\b")
+SLOW_WORDS = re.compile(r"\b(torch|lightning|transformers|accelerate|mlflow|SCRIPTS|EXAMPLES|mpirun)\b"
+                        r"|[\"'](scripts|examples|run|bench|sweep|data-bench)[\"']")  # their folders; launchers
 SLOW_IMPORTS = {"torch", "lightning", "transformers", "accelerate", "mlflow"}
 _TESTS = Path(__file__).resolve().parent
 _SOURCE_CACHE: dict[int, str] = {}
+_CONSTANTS: dict[str, dict[str, str]] = {}
 
 
 def _deselects_slow(config: pytest.Config) -> bool:
@@ -143,6 +145,25 @@ def _source(obj: Any) -> str:
     return _SOURCE_CACHE[key]
 
 
+def _module_constants(path: str) -> dict[str, str]:
+    """Source of each top-level assignment of a module, by the names it assigns (SCRIPT = ... / "x.py")."""
+    if path not in _CONSTANTS:
+        found: dict[str, str] = {}
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            for node in ast.parse(text).body:
+                if isinstance(node, ast.Assign | ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                found[n.id] = ast.get_source_segment(text, node) or ""
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            pass
+        _CONSTANTS[path] = found
+    return _CONSTANTS[path]
+
+
 def _in_tests(obj: Any) -> bool:
     try:
         return Path(inspect.getfile(obj)).resolve().is_relative_to(_TESTS)
@@ -165,7 +186,10 @@ def _reaches_slow(item: pytest.Function) -> bool:
         if SLOW_WORDS.search(src):
             return True
         scope = getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or sys)
+        constants = _module_constants(inspect.getfile(obj))
         for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", src)):
+            if SLOW_WORDS.search(constants.get(name, "")):
+                return True
             ref = scope.get(name)
             if (inspect.isfunction(ref) or inspect.isclass(ref)) and _in_tests(ref):
                 todo.append(ref)
