@@ -1,26 +1,46 @@
 # The two commands of the README: `make demo` (an example training run observed by stepscope, ending
-# with its report) and `make test` (the whole test suite). Both set up what they need on a fresh machine.
+# with its report) and `make test` (the whole test suite). Both set up what they need on a fresh machine:
+# the demo only stepscope and the CPU build of torch, the tests everything else on top (separate stamps, so
+# `make demo` never waits for MLflow, Lightning or transformers).
+# VENV=/some/path puts the virtual environment elsewhere; PIP_ARGS passes options to every pip install
+# (e.g. PIP_ARGS='--extra-index-url URL' for an index of CPU-only torch wheels, see README).
 SHELL := /bin/bash
-VENV := .venv
+VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+PIP := $(PY) -m pip install -q -c constraints.txt $(PIP_ARGS)
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
+TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi
+PYTEST_ARGS ?= -n 2 -q
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps demo test lint bench clean
+.PHONY: setup setup-test system-deps demo test test-fast lint bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+# core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
+$(DEMO_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface]'
-	touch $(STAMP)
+	$(PIP) -e '.[torch]'
+	touch $@
 
-setup: $(STAMP)
+# every extra the suite drives (MLflow, Lightning, transformers, Playwright, psycopg, mpi4py, ...)
+$(TEST_STAMP): $(DEMO_STAMP) pyproject.toml constraints.txt
+	$(PIP) -e '.[$(TEST_EXTRAS)]'
+	touch $@
 
-# Debian packages the tests drive for real: Chromium (browser tests) and PostgreSQL (team store).
+setup: $(DEMO_STAMP)
+setup-test: $(TEST_STAMP)
+
+# Debian packages the tests drive for real: Chromium (browser tests), PostgreSQL (team store) and OpenMPI
+# (mpirun; mpi4py links to it). Installed when run as root; otherwise a note says what is missing.
+SYSTEM_PKGS := chromium postgresql openmpi-bin libopenmpi-dev
 system-deps:
-	@if ! command -v chromium >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium postgresql >/dev/null; \
-	  else echo "note: install chromium and postgresql (Debian packages) to run the browser and PostgreSQL tests"; fi; \
+	@if ! command -v chromium >/dev/null || ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null \
+	    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $(SYSTEM_PKGS)"; \
+	    apt-get update -qq </dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      $(SYSTEM_PKGS) </dev/null >/dev/null; \
+	  else echo "note: install the Debian packages $(SYSTEM_PKGS) to run the browser, PostgreSQL and MPI tests"; fi; \
 	fi
 
 demo: setup
@@ -29,10 +49,15 @@ demo: setup
 	STEPSCOPE_HOME=.stepscope-demo stepscope advise latest
 	STEPSCOPE_HOME=.stepscope-demo stepscope report latest
 
-test: setup system-deps
-	$(PY) -m pytest -n 2 -q tests
+# As root, the suite runs strict: a test that skips for anything but a missing GPU fails (tests/conftest.py).
+test: system-deps setup-test
+	STEPSCOPE_STRICT_SKIPS=$$([ "$$(id -u)" = 0 ] && echo 1 || echo 0) $(PY) -m pytest $(PYTEST_ARGS) tests
 
-lint: setup
+# the inner loop: no training processes, no torch needed
+test-fast: setup-test
+	$(PY) -m pytest -q -m "not slow" tests
+
+lint: setup-test
 	$(VENV)/bin/ruff check src tests benchmarks examples && $(VENV)/bin/mypy
 
 bench: setup

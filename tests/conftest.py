@@ -1,12 +1,17 @@
-"""Shared fixtures: real stores in tmp_path, real observed runs, the fixture traces."""
+"""Shared fixtures: real stores in tmp_path, real observed runs, the fixture traces; the `slow` marking
+(what `pytest -m "not slow"` leaves out) and the strict-skips mode of CI."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +86,150 @@ def load(store: Path, ref: str = "latest"):  # type: ignore[no-untyped-def]
         return st.load(ref)
     finally:
         st.close()
+
+
+# -- the `slow` marker -----------------------------------------------------------------------------------
+# `pytest -m "not slow"` is the fast inner loop, and it needs no torch. A test is slow when it is marked so,
+# or when what it reaches (its own source, its fixtures' and the helpers of tests/ it calls, followed
+# through names) mentions torch or a package built on it, the training scripts (tests/scripts, examples/) or a
+# launcher of training processes. A module that imports torch (or such a package) at its top is slow as a
+# whole and is not even imported when slow tests are deselected, so the fast loop runs where torch is absent.
+
+SLOW_WORDS = re.compile(r"\b(torch|lightning|transformers|accelerate|mlflow|SCRIPTS|EXAMPLES|mpirun)\b"
+                        r"|[\"'](scripts|examples|run|bench|sweep|data-bench)[\"']")  # their folders; launchers
+SLOW_IMPORTS = {"torch", "lightning", "transformers", "accelerate", "mlflow"}
+_TESTS = Path(__file__).resolve().parent
+_SOURCE_CACHE: dict[int, str] = {}
+_CONSTANTS: dict[str, dict[str, str]] = {}
+
+
+def _deselects_slow(config: pytest.Config) -> bool:
+    expr = (config.getoption("markexpr", "") or "").replace(" ", "")
+    return "notslow" in expr
+
+
+def _imports_slow_at_top(path: Path) -> bool:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+              and ast.unparse(node.value.func) == "pytest.importorskip" and node.value.args
+              and isinstance(node.value.args[0], ast.Constant)):
+            names = [str(node.value.args[0].value)]
+        if any(n.split(".")[0] in SLOW_IMPORTS for n in names):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if (_deselects_slow(config) and collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+            and _imports_slow_at_top(collection_path)):
+        return True
+    return None
+
+
+def _source(obj: Any) -> str:
+    key = id(obj)
+    if key not in _SOURCE_CACHE:
+        try:
+            _SOURCE_CACHE[key] = inspect.getsource(obj)
+        except (OSError, TypeError):
+            _SOURCE_CACHE[key] = ""
+    return _SOURCE_CACHE[key]
+
+
+def _module_constants(path: str) -> dict[str, str]:
+    """Source of each top-level assignment of a module, by the names it assigns (SCRIPT = ... / "x.py")."""
+    if path not in _CONSTANTS:
+        found: dict[str, str] = {}
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            for node in ast.parse(text).body:
+                if isinstance(node, ast.Assign | ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                found[n.id] = ast.get_source_segment(text, node) or ""
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            pass
+        _CONSTANTS[path] = found
+    return _CONSTANTS[path]
+
+
+def _in_tests(obj: Any) -> bool:
+    try:
+        return Path(inspect.getfile(obj)).resolve().is_relative_to(_TESTS)
+    except (OSError, TypeError):
+        return False
+
+
+def _reaches_slow(item: pytest.Function) -> bool:
+    """True when the test's code, its fixtures or the tests/ helpers they name mention slow things."""
+    todo: list[Any] = [item.function]
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        todo.extend(d.func for d in defs if _in_tests(d.func))
+    seen: set[int] = set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        src = _source(obj)
+        if SLOW_WORDS.search(src):
+            return True
+        scope = getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or sys)
+        constants = _module_constants(inspect.getfile(obj))
+        for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", src)):
+            if SLOW_WORDS.search(constants.get(name, "")):
+                return True
+            ref = scope.get(name)
+            if (inspect.isfunction(ref) or inspect.isclass(ref)) and _in_tests(ref):
+                todo.append(ref)
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        if item.get_closest_marker("slow") is not None or not isinstance(item, pytest.Function):
+            continue
+        if _imports_slow_at_top(Path(str(item.fspath))) or _reaches_slow(item):
+            item.add_marker(slow)
+
+
+# -- strict skips ------------------------------------------------------------------------------------------
+# With STEPSCOPE_STRICT_SKIPS=1 (CI, and `make test` as root, which installs every tool), a skip is a
+# failure unless it is for a missing GPU: a missing Chromium, PostgreSQL, mpirun or fixture must not pass
+# silently as a skip.
+
+GPU_REASON = re.compile(r"\b(gpu|cuda|nvml)\b", re.IGNORECASE)
+
+
+def _strict_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if os.environ.get("STEPSCOPE_STRICT_SKIPS") != "1" or not report.skipped:
+        return
+    reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    if hasattr(report, "wasxfail") or GPU_REASON.search(reason):
+        return
+    report.outcome = "failed"
+    report.longrepr = f"skipped in a strict run (STEPSCOPE_STRICT_SKIPS=1), not for a missing GPU: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    _strict_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    outcome = yield
+    _strict_skip(outcome.get_result())

@@ -56,21 +56,24 @@ def test_two_ranks_through_torchrun_against_the_single_rank_reference(cli: Calla
 
 
 def test_streaming_loader_cut_by_max_batches_in_a_worker_sweep(cli: Callable[..., Result]) -> None:
-    r = cli("data-bench", "--sample-interval", "0.2", "--epochs", "1", "--workers", "0,2", "--max-batches", "40",
-            "--json", "--", sys.executable, str(SCRIPTS / "databench_stream.py"))
+    # 20 ms per sample, 4 per batch: 24 batches take at least 1.92 s of sleep in one process and about half
+    # of that in two workers, which leaves the workers' start and the transfers 0.9 s to lose on a busy machine
+    sleep_s, batches = 0.02, 24
+    r = cli("data-bench", "--sample-interval", "0.2", "--epochs", "1", "--workers", "0,2", "--max-batches",
+            str(batches), "--json", "--", sys.executable, str(SCRIPTS / "databench_stream.py"), str(sleep_s))
     assert r.rc == 0, r
     doc = json.loads(r.out)
     runs, sweep = doc["runs"], doc["sweep"]
     assert sweep["workers"] == [0, 2]
     for run, workers in zip(runs, (0, 2), strict=True):
         lb = run["loaders"][0]
-        assert lb["streaming"] and lb["limit"] == "--max-batches 40"
+        assert lb["streaming"] and lb["limit"] == f"--max-batches {batches}"
         assert lb["config"]["num_workers"] == workers
-        assert [(e["batches"], e["stopped"]) for e in lb["per_rank"]] == [(40, "max_batches")]
-        assert any("--max-batches 40" in n and "streaming" in n for n in run["notes"])
-    # one process makes at most 1 / STREAM_SLEEP_S samples/s; two workers make about twice that
+        assert [(e["batches"], e["stopped"]) for e in lb["per_rank"]] == [(batches, "max_batches")]
+        assert any(f"--max-batches {batches}" in n and "streaming" in n for n in run["notes"])
+    # one process makes at most 1 / sleep_s samples/s; two workers, sleeping side by side, make more
     zero, two = sweep["samples_per_s"]
-    assert zero <= 1 / STREAM_SLEEP_S
+    assert zero <= 1 / sleep_s
     assert two > zero and sweep["best_workers"] == 2
 
 

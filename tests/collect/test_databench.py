@@ -54,14 +54,19 @@ def test_sleep_bounds_the_first_epoch_and_the_cache_speeds_up_the_later(bench: d
     assert lb.config["batch_size"] == BATCH and lb.config["num_workers"] == 0
     first, later = lb.epochs
     assert (first.samples, first.batches, later.samples, later.batches) == (N, N // BATCH, N, N // BATCH)
-    # every first-epoch sample sleeps SLEEP_S in the main process: at most 1 / SLEEP_S samples/s
+    # every first-epoch sample sleeps SLEEP_S in the main process: at most 1 / SLEEP_S samples/s, and the rate
+    # is the samples over the epoch's time (how far below the bound it lies depends on the machine's load)
     assert first.local_samples_per_s is not None and first.local_samples_per_s <= 1 / SLEEP_S
-    assert first.local_samples_per_s > 0.4 / SLEEP_S
-    epoch0 = lb.per_rank[0]
-    assert epoch0.batch_p50_ns is not None and epoch0.batch_p50_ns >= BATCH * SLEEP_S * 1e9
+    epoch0, epoch1 = sorted(lb.per_rank, key=lambda e: e.epoch)
+    assert (epoch0.epoch, epoch1.epoch) == (0, 1)
     assert epoch0.time_ns >= N * SLEEP_S * 1e9
+    assert first.local_samples_per_s == pytest.approx(N / (epoch0.time_ns / 1e9))
+    assert epoch0.batch_p50_ns is not None and epoch0.batch_p50_ns >= BATCH * SLEEP_S * 1e9
+    # the later epoch does the same work without the sleeps: the cache saves at least half of them, with the
+    # other half left as margin for a loaded machine
     assert lb.later is not None and later.local_samples_per_s is not None
-    assert later.local_samples_per_s > 3 * first.local_samples_per_s
+    assert epoch1.time_ns <= epoch0.time_ns - 0.5 * N * SLEEP_S * 1e9
+    assert later.local_samples_per_s == pytest.approx(N / (epoch1.time_ns / 1e9))
     assert lb.first.local_efficiency == 1.0  # a single-rank run is its own reference
     assert all(r.stopped == "end" for r in lb.per_rank)
 

@@ -2,20 +2,69 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from stepscope.cli import main
-from tests.cli.history_repo import bench_history, make_repo
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = '<img src=x onerror="window.__pwned=1">"&\'</script>'
+
+
+COMMITS, SLOW_AT, STEPS = 10, 5, 10
+WORK_MS, SLOWER = 25.0, 1.10
+"""A history written straight into a real store: the step of run i is a region "work" of WORK_MS (times
+SLOWER from commit SLOW_AT on) plus 1 ms, each with a fixed ±0.5% wobble. The page is under test, not the
+machine's timing: no run is timed, so the step at SLOW_AT is as decisive on a loaded machine as on a quiet
+one."""
+T0 = 1_709_294_400_000_000_000  # 2024-03-01T12:00Z
+
+
+def _history_run(store_root: Path, i: int, sha: str) -> None:
+    """Run i of the history (commit ``sha``, dated day i+1 of 2024-03) through the store's own writers."""
+    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.model.run import GitInfo, HostInfo, RankStream, Run, RunStatus, SoftwareInfo
+    from stepscope.store import open_store
+    from stepscope.store.rundir import RANKS, RecordWriter, rank_file_name, stream_header, write_end, write_manifest
+
+    wobble = np.random.default_rng(i).uniform(-0.005, 0.005, STEPS)
+    work_ns = (WORK_MS * (SLOWER if i >= SLOW_AT else 1.0) * 1e6 * (1 + wobble)).astype(np.int64)
+    step_ns = work_ns + 1_000_000
+    start = T0 + i * 86_400 * 10**9
+    ends = start + np.cumsum(step_ns)
+    starts = np.concatenate([[start], ends[:-1]])
+    st = open_store(store_root, create=True)
+    run_id, run_dir = st.new_run_dir()
+    stream = RankStream(rank=0, local_rank=0, world_size=1, role=None, pid=1000 + i, host="h", start_ns=start,
+                        end_ns=int(ends[-1]), step_source="api")
+    run = Run(id=run_id, name="tiny", status=RunStatus.RUNNING, start_ns=start, end_ns=None,
+              command=("python", "train.py"), cwd="/repo", exit_code=None,
+              git=GitInfo(sha, "main", False, start / 1e9, "make work 10% slower" if i == SLOW_AT else f"tidy {i}"),
+              host=HostInfo("h", "linux", None, 2, 2, None), software=SoftwareInfo("3.11", "0.1.0"), world_size=1,
+              streams=(stream,), options={"warmup_steps": 0})
+    write_manifest(run_dir, run)
+    (run_dir / RANKS).mkdir(exist_ok=True)
+    w = RecordWriter(run_dir / RANKS / rank_file_name(0))
+    w.append([stream_header(stream),
+              {"kind": "steps", "cols": {"index": list(range(STEPS)), "start_ns": starts.tolist(),
+                                         "end_ns": ends.tolist(), "samples": [1.0] * STEPS}},
+              {"kind": "regions", "cols": {"path": ["work"] * STEPS, "step": list(range(STEPS)),
+                                           "start_ns": (starts + 500_000).tolist(), "duration_ns": work_ns.tolist(),
+                                           "depth": [0] * STEPS}},
+              {"kind": "end", "end_ns": int(ends[-1]), "reason": "exit", "steps": STEPS}])
+    w.close()
+    write_end(run_dir, status=RunStatus.COMPLETED, end_ns=int(ends[-1]), exit_code=0)
+    loaded = st.load(run_id)
+    st.index.upsert_run(loaded.run, str(run_dir), index_metrics(summarize_run(loaded)))
+    st.close()
 
 
 def _hostile_run(store: Path) -> None:
@@ -37,15 +86,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path,
     if not CHROMIUM.exists():
         pytest.skip("no Chromium at /usr/bin/chromium")
     pytest.importorskip("playwright.sync_api")
-    mp = pytest.MonkeyPatch()
     tmp = tmp_path_factory.mktemp("dash")
-    repo, store = tmp / "repo", tmp / "store"
-    shas = make_repo(repo, commits=10, slow_at=5)
-    bench_history(mp, repo, store, shas, {})
+    store = tmp / "store"
+    shas = [hashlib.sha1(f"commit {i}".encode()).hexdigest() for i in range(COMMITS)]
+    for i, sha in enumerate(shas):
+        _history_run(store, i, sha)
     _hostile_run(store)
     assert main(["dashboard", "build", "--store", str(store), "-o", str(tmp / "site"), "--name", "tiny",
                  "--reports", "2"]) == 0
-    mp.undo()
     yield tmp / "site", store, shas
 
 
@@ -112,7 +160,7 @@ def test_history_click_opens_the_run_and_marks_the_step(site, browser) -> None:
     points = w.page.locator("circle.ss-point")
     assert points.count() == 10
     steps = w.page.locator("line.ss-step")
-    assert steps.count() == 1 and steps.get_attribute("data-commit") == shas[5]
+    assert steps.count() == 1 and steps.get_attribute("data-commit") == shas[SLOW_AT]
     target = points.nth(7)
     run_id, commit = target.get_attribute("data-run"), target.get_attribute("data-commit")
     assert commit == shas[7]
@@ -145,9 +193,9 @@ def test_static_site_has_the_diff_around_the_detected_step(site, browser) -> Non
 
     rows = {r.id: r for r in open_store(store).rows()}
     pages = {tuple(p.stem.split("--")): p for p in (out / "diffs").glob("*--*.html")}
-    # the region's step (last good commit 4, first bad commit 5) has its diff pre-rendered; a noisy metric of
-    # this shared machine may add a page of its own, so look for that pair rather than count pages
-    ((good, bad),) = [(a, b) for a, b in pages if rows[a].git_commit == shas[4] and rows[b].git_commit == shas[5]]
+    # the one step (last good commit 4, first bad commit 5) has its diff pre-rendered, and no other pair
+    ((good, bad),) = pages
+    assert (rows[good].git_commit, rows[bad].git_commit) == (shas[SLOW_AT - 1], shas[SLOW_AT])
     page = pages[(good, bad)]
     w = Watched(browser)
     w.page.goto((out / "compare.html").as_uri() + f"#{good},{bad}")

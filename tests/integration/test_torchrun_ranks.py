@@ -5,7 +5,9 @@ with a load balance that matches the injected delay, and the three runs make a w
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -73,13 +75,33 @@ def test_balance_straggler_and_weak_scaling(tmp_path: Path, capsys: pytest.Captu
     assert rows[4]["comm_share"] > rows[2]["comm_share"]
 
 
+MPI_STEPS, MPI_RANKS = 6, 2
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not installed (Debian: openmpi-bin)")
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="mpi4py is not installed (stepscope[mpi])")
 def test_mpirun_ranks_are_observed(tmp_path: Path) -> None:
+    """`stepscope run -- mpirun -n 2 python mpi_steps.py`: one run with both ranks, named as MPI names them
+    (OMPI_COMM_WORLD_RANK / _SIZE), whose allreduce really summed across the two processes."""
     store = tmp_path / "store"
+    # OpenMPI refuses root without these; --oversubscribe lets 2 ranks share fewer cores
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    env.pop("STEPSCOPE_DB", None)
     cmd = [sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet", "--sample-interval", "0",
-           "--", "mpirun", "--oversubscribe", "-n", "2", sys.executable, str(SCRIPTS / "dist_steps.py"), "--steps", "4"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+           "--name", "mpi", "--", "mpirun", "--oversubscribe", "-n", str(MPI_RANKS), sys.executable,
+           str(SCRIPTS / "mpi_steps.py"), "--steps", str(MPI_STEPS)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(proc.stdout.splitlines()) == [f"rank {r} of {MPI_RANKS}: {MPI_STEPS} steps" for r in range(2)]
     data = load(store)
+    assert data.run.name == "mpi" and data.run.status.value == "completed" and data.run.world_size == MPI_RANKS
     assert sorted(r.stream.rank for r in data.ranks) == [0, 1]
-    assert {r.stream.world_size for r in data.ranks} == {2}
+    assert len({r.stream.pid for r in data.ranks}) == MPI_RANKS
+    for rank in data.ranks:
+        assert rank.stream.world_size == MPI_RANKS and rank.stream.complete
+        assert rank.stream.step_source == "api" and len(rank.steps) == MPI_STEPS
+        logged = {name: rank.metrics["value"][rank.metrics.mask_of(name)].tolist()
+                  for name in ("allreduce_sum", "mpi_rank", "mpi_size")}
+        assert logged["mpi_rank"] == [rank.stream.rank] * MPI_STEPS  # stepscope's rank is MPI's rank
+        assert logged["mpi_size"] == [MPI_RANKS] * MPI_STEPS
+        assert logged["allreduce_sum"] == [MPI_RANKS * i for i in range(MPI_STEPS)]  # both ranks took part

@@ -1,13 +1,14 @@
-"""An endless streaming loader (IterableDataset without a length); each sample takes SLEEP_S to make.
-Sharded across DataLoader workers so that more workers deliver more."""
+"""An endless streaming loader (IterableDataset without a length); each sample takes SLEEP_S to make
+(argv[1] when given). Sharded across DataLoader workers so that more workers deliver more."""
 
 import itertools
+import sys
 import time
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-SLEEP_S = 0.005
+SLEEP_S = float(sys.argv[1]) if len(sys.argv) > 1 else 0.005
 
 
 class Endless(IterableDataset):
