@@ -35,7 +35,8 @@ for _ in stepscope.steps(range(2)):
         comm.Send([np.zeros(10), 4, MPI.DOUBLE], 1, 24)
     else:
         comm.Recv([np.empty(10), 10, MPI.DOUBLE], 0, 24)
-    areq = [comm.Isend(np.zeros(2, dtype=np.int64), other, tag=25), comm.Irecv(np.empty(2, dtype=np.int64), other, tag=25)]
+    areq = [comm.Isend(np.zeros(2, dtype=np.int64), other, tag=25),
+            comm.Irecv(np.empty(2, dtype=np.int64), other, tag=25)]
     done = {MPI.Request.Waitany(areq), MPI.Request.Waitany(areq)}
     seen.append({"rbuf": rbuf.tolist(), "got": [g if g is None else list(g) for g in got], "out": out.tolist(),
                  "a": a.tolist(), "b": b.tolist(), "waitany": sorted(done),
