@@ -115,6 +115,8 @@ def test_exarl_like_bytes_peers_tags(exarl_store: Path) -> None:
         summ = [x for x in learner if x["op"] == "recv" and x["peer"] == peer and x["tag"] == 12]
         assert len(exp) == len(summ) == STEPS
         assert {x["bytes"] for x in exp} == {experience} and {x["bytes"] for x in summ} == {summary}
+        # a Recv from ANY_SOURCE is numbered among the calls of the sender it matched
+        assert sorted(x["seq"] for x in exp + summ) == list(range(2 * STEPS))
     for k in (1, 2):
         rows = _rows(ranks[k])
         sends = [(x["op"], x["bytes"], x["peer"], x["tag"]) for x in rows if x["op"] == "send"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -93,7 +94,7 @@ class MpiRecorder:
     # -- communicators -----------------------------------------------------------------------------
     def comm_info(self, comm: Any) -> tuple[int, int, tuple[int, ...] | None]:
         """(communicator id, size, world rank of each member or None for the world itself)."""
-        info = self.comms.get(comm.handle)
+        info = self.comms.get(_handle(comm))
         if info is None:
             info = self.register(comm)
         return info
@@ -113,7 +114,7 @@ class MpiRecorder:
                 world_group.Free()
             self.created += 1
             info = (((ranks[0] & 0x7FFF) << 16) | (self.created & 0x7FFF), size, ranks)
-        self.comms[comm.handle] = info
+        self.comms[_handle(comm)] = info
         return info
 
     def world_rank(self, info: tuple[int, int, tuple[int, ...] | None], peer: int) -> int:
@@ -121,6 +122,13 @@ class MpiRecorder:
         if peer < 0 or ranks is None:
             return peer
         return ranks[peer] if peer < len(ranks) else -1
+
+    def add(self, row: dict[str, Any], t0: int, t_end: int, blocked_ns: int) -> None:
+        """Store one call; a receive from ANY_SOURCE is numbered among its sender's calls once it is known."""
+        if row.get("seq") is None:
+            gid = row.get("gid", 0)
+            row["seq"] = self.rec.next_seq((gid, row["op"], row["peer"]), gid)
+        self.rec.add(row, t0, t_end, blocked_ns)
 
     # -- bytes -------------------------------------------------------------------------------------
     def buf_bytes(self, spec: Any) -> float:
@@ -147,6 +155,23 @@ class MpiRecorder:
         return _nbytes(spec)
 
 
+def _handle(comm: Any) -> int:
+    """The MPI handle as an int (mpi4py 4: ``handle``; 3.x: the Fortran handle)."""
+    h = getattr(comm, "handle", None)
+    return int(h) if h is not None else int(comm.py2f())
+
+
+def _set_pickle(pkl: Any, dumps: Any, loads: Any, protocol: Any, threshold: Any) -> bool:
+    """Configure mpi4py's pickler (4.x takes a threshold, 3.x does not). False when it cannot be done."""
+    for extra in ((protocol, threshold), (protocol,)):
+        try:
+            pkl.__init__(dumps, loads, *extra)
+            return True
+        except TypeError:
+            continue
+    return False
+
+
 def _nbytes(buf: Any) -> float:
     try:
         return float(memoryview(buf).nbytes)
@@ -168,6 +193,15 @@ def _counting_loads(buf: Any) -> Any:
     except TypeError:
         pass
     return pickle.loads(buf)
+
+
+def _is_default_pickle(pkl: Any) -> bool:
+    """True when mpi4py pickles with the standard library (it does unless the user configured otherwise)."""
+    try:
+        probe = {"stepscope": 1}
+        return bytes(pkl.dumps(probe)) == pickle.dumps(probe, pkl.PROTOCOL)
+    except Exception:
+        return False
 
 
 def _pickled_bytes() -> float:
@@ -194,6 +228,10 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
     if getattr(mpi, "__stepscope_timed__", False):
         return
     m = MpiRecorder(session, mpi)
+    version = str(getattr(sys.modules.get("mpi4py"), "__version__", "?"))
+    if version.split(".")[0] not in ("3", "4"):
+        session.warn_once("mpi:version", f"mpi4py {version} is not a version stepscope knows (3.x, 4.x); "
+                          "its calls are timed where they can be")
     base_comm, base_req = mpi.Intracomm, mpi.Request
     status_cls = mpi.Status
 
@@ -212,7 +250,7 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
             n = status.Get_count(mpi.BYTE)
             if n >= 0 and n != mpi.UNDEFINED:
                 row["bytes"] = float(n)
-        m.rec.add(row, p.t0, t_end, p.blocked + blocked)
+        m.add(row, p.t0, t_end, p.blocked + blocked)
 
     def finish_done(requests: Sequence[Any], statuses: Any, blocked: int) -> None:
         t_end = _perf()
@@ -347,8 +385,8 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
             peer = m.world_rank(info, int(peer)) if isinstance(peer, int) and peer >= 0 else -1
             nbytes = _NAN if name.islower() else m.buf_bytes(_arg(args, kwargs, bpos, bname))
             row = {"op": op, "step": step, "bytes": nbytes, "peer": peer, "group_size": size,
-                   "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1,
-                   "seq": m.rec.next_seq((gid, op, peer), gid)}
+                   "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1, "gid": gid,
+                   "seq": m.rec.next_seq((gid, op, peer), gid) if peer >= 0 else None}
             return row, info
         payload = _COLL[name]
         nbytes = 0.0 if payload is None else _NAN
@@ -413,7 +451,7 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
                     n = status.Get_count(mpi.BYTE)
                     if n >= 0 and n != mpi.UNDEFINED:
                         row["bytes"] = float(n)
-                m.rec.add(row, t0, t1, t1 - t0)
+                m.add(row, t0, t1, t1 - t0)
             except Exception as e:
                 session.warn_once(f"mpi:{name}", f"could not time MPI {name} ({e})")
             return out
@@ -519,10 +557,16 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
     orig_world = mpi.COMM_WORLD
     world = TimedIntracomm(orig_world)
     m.world = world
-    m.comms[world.handle] = (0, world.Get_size(), None)
+    m.comms[_handle(world)] = (0, world.Get_size(), None)
     pkl = mpi.pickle
-    default_pickle = (getattr(pkl, "PROTOCOL", None), getattr(pkl, "THRESHOLD", None))
-    pkl.__init__(_counting_dumps, _counting_loads, *default_pickle)
+    proto, threshold = getattr(pkl, "PROTOCOL", None), getattr(pkl, "THRESHOLD", None)
+    # mpi4py's default pickler is pickle.dumps(obj, PROTOCOL) / pickle.loads: the counting pair does the same.
+    # A pickler the user configured already (dill, cloudpickle) is kept: pickled bytes are then counted on
+    # the receiving side only (from the message status).
+    counting = _is_default_pickle(pkl) and _set_pickle(pkl, _counting_dumps, _counting_loads, proto, threshold)
+    if not counting:
+        session.warn_once("mpi:pickle", "mpi4py's pickler is not the default one: bytes of pickled sends "
+                          "are not counted")
     mpi.COMM_WORLD = world
     mpi.Request = Request
     mpi.__stepscope_timed__ = True
@@ -530,7 +574,8 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
     def restore() -> None:
         mpi.COMM_WORLD = orig_world
         mpi.Request = base_req
-        pkl.__init__(pickle.dumps, pickle.loads, *default_pickle)
+        if counting:
+            _set_pickle(pkl, pickle.dumps, pickle.loads, proto, threshold)
         mpi.__stepscope_timed__ = False
 
     undo.append(restore)
