@@ -150,6 +150,7 @@ def test_exarl_like_slow_actor(exarl_store: Path, capsys: pytest.CaptureFixture[
     assert by_rank[1].comm_ns is not None and by_rank[1].comm_ns / 1e6 > 0.6 * SLOW_MS
     assert ra.pop is not None and ra.pop.load_balance < 0.7
     assert ra.comm_split is not None and [o.op for o in ra.comm_split.ops] == ["Bcast"]
+    assert ra.comm_split.ops[0].sync_ns > ra.comm_split.ops[0].transfer_ns  # actor 1 arrives early, waits
 
     roles = {r.role: r for r in analyze_roles(data).roles}
     assert roles["learner"].ranks == (0,) and roles["actor"].ranks == (1, 2)
@@ -174,3 +175,21 @@ def test_no_mpi4py_import_without_the_user(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "False False"
+
+
+def test_singleton_and_no_comm_timing(tmp_path: Path) -> None:
+    """Without mpirun (a singleton MPI process) calls are timed too; --no-comm-timing leaves mpi4py untouched."""
+    script = tmp_path / "single.py"
+    script.write_text("import types\nfrom mpi4py import MPI\nimport stepscope\n"
+                      "for _ in stepscope.steps(range(3)):\n    MPI.COMM_WORLD.Barrier()\n"
+                      "print(isinstance(type(MPI.COMM_WORLD).__dict__.get('Barrier'), types.FunctionType))\n")
+    for flag, wrapped, rows in (([], "True", 3), (["--no-comm-timing"], "False", 0)):
+        store = tmp_path / f"store{len(flag)}"
+        cmd = [sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet", "--sample-interval", "0",
+               *flag, "--", sys.executable, str(script)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == wrapped
+        (rank,) = load(store).ranks
+        got = [(x["op"], x["bytes"], x["group_size"], x["step"]) for x in _rows(rank)]
+        assert got == [("Barrier", 0.0, 1, i) for i in range(rows)]
