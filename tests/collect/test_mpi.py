@@ -193,3 +193,19 @@ def test_singleton_and_no_comm_timing(tmp_path: Path) -> None:
         (rank,) = load(store).ranks
         got = [(x["op"], x["bytes"], x["group_size"], x["step"]) for x in _rows(rank)]
         assert got == [("Barrier", 0.0, 1, i) for i in range(rows)]
+
+
+def test_mpi_initialised_later(tmp_path: Path) -> None:
+    """mpi4py.rc.initialize = False: nothing may touch MPI before the user's MPI.Init (Open MPI aborts the
+    process); COMM_WORLD is timed from MPI.Init on."""
+    script = tmp_path / "late.py"
+    script.write_text("import mpi4py\nmpi4py.rc.initialize = False\nfrom mpi4py import MPI\nimport stepscope\n"
+                      "assert not MPI.Is_initialized()\nMPI.Init()\n"
+                      "for _ in stepscope.steps(range(2)):\n    MPI.COMM_WORLD.Barrier()\nprint('ok')\n")
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet", "--sample-interval", "0",
+           "--", sys.executable, str(script)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_env())
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+    (rank,) = load(store).ranks
+    assert [(x["op"], x["step"]) for x in _rows(rank)] == [("Barrier", 0), ("Barrier", 1)]

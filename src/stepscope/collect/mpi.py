@@ -555,9 +555,35 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
     TimedIntracomm = type("Intracomm", (base_comm,), ns)
 
     orig_world = mpi.COMM_WORLD
-    world = TimedIntracomm(orig_world)
-    m.world = world
-    m.comms[_handle(world)] = (0, world.Get_size(), None)
+    restores: list[Callable[[], None]] = []
+
+    def time_world() -> None:
+        """Put the timed COMM_WORLD in place (making it asks MPI, which must be initialised by then)."""
+        world = TimedIntracomm(orig_world)
+        m.world = world
+        mpi.COMM_WORLD = world
+        restores.append(functools.partial(setattr, mpi, "COMM_WORLD", orig_world))
+
+    if mpi.Is_initialized():
+        time_world()
+    else:  # mpi4py.rc.initialize = False: the user calls MPI.Init / Init_thread later
+        for fname in ("Init", "Init_thread"):
+            init = getattr(mpi, fname, None)
+            if init is None:
+                continue
+
+            def init_then_time(*args: Any, _init: Callable[..., Any] = init, **kwargs: Any) -> Any:
+                out = _init(*args, **kwargs)
+                try:
+                    if m.world is None:
+                        time_world()
+                except Exception as e:
+                    session.warn_once("install:mpi", f"could not time mpi4py calls ({e})")
+                return out
+
+            functools.update_wrapper(init_then_time, init)
+            setattr(mpi, fname, init_then_time)
+            restores.append(functools.partial(setattr, mpi, fname, init))
     pkl = mpi.pickle
     proto, threshold = getattr(pkl, "PROTOCOL", None), getattr(pkl, "THRESHOLD", None)
     # mpi4py's default pickler is pickle.dumps(obj, PROTOCOL) / pickle.loads: the counting pair does the same.
@@ -567,12 +593,12 @@ def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]
     if not counting:
         session.warn_once("mpi:pickle", "mpi4py's pickler is not the default one: bytes of pickled sends "
                           "are not counted")
-    mpi.COMM_WORLD = world
     mpi.Request = Request
     mpi.__stepscope_timed__ = True
 
     def restore() -> None:
-        mpi.COMM_WORLD = orig_world
+        for r in reversed(restores):
+            r()
         mpi.Request = base_req
         if counting:
             _set_pickle(pkl, pickle.dumps, pickle.loads, proto, threshold)
