@@ -44,6 +44,9 @@ def boot() -> None:
 def attach(session: Session) -> None:
     """Install the torch hooks now if torch is loaded, else right after it finishes loading."""
     os.register_at_fork(after_in_child=session.after_fork_in_child)
+    from stepscope.collect.mpiboot import attach_mpi
+
+    attach_mpi(session)  # mpi4py's calls are timed once it is imported (collect/mpi.py)
     if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
         _install(session)
     else:

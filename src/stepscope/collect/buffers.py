@@ -10,7 +10,7 @@ STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns",
              "epoch", "phase")
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
-COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq")
+COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
 
 
 class Buffers:

@@ -30,17 +30,26 @@ _NAN = float("nan")
 
 
 def detect_rank() -> tuple[int, int, int]:
-    """(rank, local_rank, world_size) from torchrun, MPI or Slurm variables, else torch.distributed."""
+    """(rank, local_rank, world_size) from torchrun, MPI or Slurm variables, else an initialised mpi4py or
+    torch.distributed."""
     env = os.environ
     for r, lr, ws in (("RANK", "LOCAL_RANK", "WORLD_SIZE"),
                       ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
                       ("PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"),
-                      ("PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE")):
+                      ("PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE"),
+                      ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_NUM_TASKS")):
         if r in env:
             try:
                 return int(env[r]), int(env.get(lr, env[r])), int(env.get(ws, "1"))
             except ValueError:
                 pass
+    mpi = sys.modules.get("mpi4py.MPI")
+    try:
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            world = mpi.COMM_WORLD
+            return world.Get_rank(), world.Get_rank(), world.Get_size()
+    except Exception:
+        pass
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():

@@ -208,7 +208,7 @@ class MetricTable(_DictTable):
 
 
 class CommTable(_DictTable):
-    """One row per torch.distributed call made from Python on this rank."""
+    """One row per torch.distributed or mpi4py call made from Python on this rank."""
 
     KEY = "op"
     SCHEMA: ClassVar[dict[str, Column]] = {
@@ -220,6 +220,7 @@ class CommTable(_DictTable):
         "peer": Column("int32", "", "peer rank for point-to-point, -1 otherwise", -1),
         "group_size": Column("int32", "", "ranks in the process group", -1),
         "seq": Column("int64", "", "per-rank sequence number of the call", -1),
+        "tag": Column("int32", "", "MPI message tag of a point-to-point call (mpi4py), -1 otherwise", -1),
     }
 
 
