@@ -58,6 +58,10 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> None:
         if row.id not in have and row.status != "running":
             try:
                 data = read_run(store.run_path(row.id))
+                metrics = run_index_metrics(data, summarize_run(data))
             except UserError:
                 continue
-            store.index.upsert_run(data.run, row.path, run_index_metrics(data, summarize_run(data)))
+            try:
+                store.index.upsert_run(data.run, row.path, metrics)
+            except UserError:
+                return  # a read-only or full store: list what the index has, compute nothing more

@@ -128,6 +128,9 @@ class Store:
             if owner is not None:
                 raise NotFoundError(f"run {ref} belongs to another store sharing this index (its directory: "
                                     f"{owner}) — pass that store with --store")
+        if not is_safe_id(ref) and ("/" in ref or "\\" in ref or ".." in ref):
+            raise NotFoundError(f"no run {shown(ref)} in {self.root} — a run is named by its id, name or latest~N, "
+                                "not a path")
         close = difflib.get_close_matches(ref, ids + sorted({r.name for r in rows}), n=3, cutoff=0.5)
         hint = f"closest: {', '.join(close)}" if close else "`stepscope ls` lists the runs"
         raise NotFoundError(f"no run {shown(ref)} in {self.root} — {hint}")
