@@ -16,8 +16,10 @@ from stepscope.store.rundir import write_end, write_manifest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def make_runs(root: Path, names: list[str], db: str | None = None, group: str | None = None) -> list[str]:
-    """Runs named ``names`` in the store at ``root`` (created), each a manifest, an end record and an index row."""
+def make_runs(root: Path, names: list[str], db: str | None = None, group: str | None = None,
+              metrics: dict[str, float] | None = None) -> list[str]:
+    """Runs named ``names`` in the store at ``root`` (created), each a manifest, an end record and an index row
+    (with ``metrics`` when given)."""
     st = open_store(root, db, create=True)
     ids = []
     try:
@@ -31,7 +33,7 @@ def make_runs(root: Path, names: list[str], db: str | None = None, group: str | 
                       params={"lr": "0.1"})
             write_manifest(path, run)
             write_end(path, status=RunStatus.COMPLETED, end_ns=now + 10**9, exit_code=0)
-            st.index.upsert_run(run, str(path))
+            st.index.upsert_run(run, str(path), metrics)
             ids.append(run_id)
     finally:
         st.close()

@@ -47,13 +47,17 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def ensure_metrics(store: Store, rows: list[RunRow]) -> None:
-    """Compute and index summary metrics for finished runs that lack them (standalone sessions)."""
+def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, float | None]]:
+    """Compute and index summary metrics for finished runs that lack them (standalone sessions). Returns the
+    metrics computed. Storing them is a courtesy: a read-only or full store, or an index another process
+    holds locked, leaves them unstored (the command still shows them) instead of failing or waiting."""
     from stepscope.analyze.summary import summarize_run
     from stepscope.cli.finish import run_index_metrics
     from stepscope.store.rundir import read_run
 
     have = store.index.metrics([r.id for r in rows])
+    computed: dict[str, dict[str, float | None]] = {}
+    can_write = True
     for row in rows:
         if row.id not in have and row.status != "running":
             try:
@@ -61,7 +65,10 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> None:
                 metrics = run_index_metrics(data, summarize_run(data))
             except UserError:
                 continue
-            try:
-                store.index.upsert_run(data.run, row.path, metrics)
-            except UserError:
-                return  # a read-only or full store: list what the index has, compute nothing more
+            computed[row.id] = dict(metrics)
+            if can_write:
+                try:
+                    store.index.upsert_run(data.run, row.path, metrics, wait=False)
+                except UserError:
+                    can_write = False
+    return computed

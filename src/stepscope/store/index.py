@@ -189,8 +189,9 @@ class Index:
         return q.replace("?", "%s") if self.is_postgres else q
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """One write transaction; SQLite takes its write lock at BEGIN so writers queue, not fail."""
+    def transaction(self, *, wait: bool = True) -> Iterator[Any]:
+        """One write transaction; SQLite takes its write lock at BEGIN so writers queue, not fail (with
+        ``wait=False``: a UserError at once when another process holds the lock)."""
         self._ensure_writable()
         cur = self._conn.cursor()
         if self.is_postgres:
@@ -201,14 +202,20 @@ class Index:
                 self._conn.rollback()
                 raise
             return
-        for attempt in range(200):
-            try:
-                cur.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as e:
-                if attempt == 199:
-                    raise UserError(self._write_failure(e)) from None
-                time.sleep(0.05)
+        if not wait:
+            cur.execute("PRAGMA busy_timeout=0")
+        try:
+            for attempt in range(200 if wait else 1):
+                try:
+                    cur.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as e:
+                    if attempt == (199 if wait else 0):
+                        raise UserError(self._write_failure(e)) from None
+                    time.sleep(0.05)
+        finally:
+            if not wait:
+                cur.execute("PRAGMA busy_timeout=30000")
         try:
             yield cur
             cur.execute("COMMIT")
@@ -282,8 +289,9 @@ class Index:
             self.execute(cur, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     # -- runs ---------------------------------------------------------------------------------------
-    def upsert_run(self, run: Run, path: str, metrics: dict[str, float] | None = None) -> None:
-        """Insert or replace a run's row, labels and (when given) its summary metrics, atomically."""
+    def upsert_run(self, run: Run, path: str, metrics: dict[str, float] | None = None, *, wait: bool = True) -> None:
+        """Insert or replace a run's row, labels and (when given) its summary metrics, atomically. With
+        ``wait=False`` a SQLite index locked by another writer is a UserError at once, not a wait."""
         g = run.git
         row = (run.id, run.name, run.status.value, run.start_ns, run.end_ns, run.exit_code, run.world_size,
                " ".join(run.command), run.cwd, run.host.hostname,
@@ -292,7 +300,7 @@ class Index:
                json.dumps(run.params, sort_keys=True), json.dumps(run.tags, sort_keys=True),
                (int(g.shallow) if g else None), self.store_key)
         placeholders = ", ".join("?" * len(RUN_COLUMNS))
-        with self.transaction() as cur:
+        with self.transaction(wait=wait) as cur:
             self.execute(cur, "DELETE FROM runs WHERE id = ?", (run.id,))
             self.execute(cur, f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({placeholders})", row)
             self.execute(cur, "DELETE FROM run_labels WHERE run_id = ?", (run.id,))
