@@ -20,9 +20,10 @@ import pytest
 
 from tests.faults.store_kit import ROOT, make_runs
 
+
 def _freeze(path: Path) -> None:
     """Read-only for everyone: files 0444, folders 0555."""
-    for dirpath, dirs, files in os.walk(path):
+    for dirpath, _, files in os.walk(path):
         for name in files:
             os.chmod(os.path.join(dirpath, name), 0o444)
         os.chmod(dirpath, 0o555)
@@ -125,7 +126,7 @@ def test_read_commands_on_a_full_disk(tmp_path: Path) -> None:
 
 def test_a_write_to_a_read_only_store_says_why(shared_tmp: Path) -> None:
     store = shared_tmp / "store"
-    (run_id,) = make_runs(store, ["ro"])
+    make_runs(store, ["ro"])
     _freeze(store)
     p = _run_cli(["store", "reindex", "--store", str(store)], preexec=_as_reader(), cwd=shared_tmp)
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
