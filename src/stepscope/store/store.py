@@ -136,10 +136,16 @@ class Store:
         raise NotFoundError(f"no run {shown(ref)} in {self.root} — {hint}")
 
     def load(self, ref: str) -> RunData:
-        return read_run(self.run_path(self.resolve(ref)))
+        run_id = self.resolve(ref)
+        data = read_run(self.run_path(run_id))
+        _check_id(data.run, run_id, self.run_path(run_id))
+        return data
 
     def manifest(self, ref: str) -> Run:
-        return read_run_manifest(self.run_path(self.resolve(ref)))[0]
+        run_id = self.resolve(ref)
+        run = read_run_manifest(self.run_path(run_id))[0]
+        _check_id(run, run_id, self.run_path(run_id))
+        return run
 
     def removal(self, ref: str) -> tuple[str, Path | None]:
         """What removing ``ref`` deletes: its run id and its directory inside this store (None when only
@@ -177,9 +183,7 @@ class Store:
                 continue
             try:
                 data = read_run(run_dir)
-                if data.run.id != run_dir.name:
-                    raise StoreFormatError(f"{path}: the manifest says run {shown(data.run.id)}, its directory "
-                                           f"is {run_dir.name} — the run is damaged")
+                _check_id(data.run, run_dir.name, run_dir)
                 metrics = summarize(data)
             except Exception as e:  # one damaged run never stops the rebuild
                 msg = str(e).splitlines()[0] if str(e) else ""
@@ -228,6 +232,12 @@ class Store:
             self.index.put_group(gid, kind, rows[0].name, min(r.start_ns for r in rows), rebuilt)
             restored += 1
         return restored
+
+
+def _check_id(run: Run, run_id: str, run_dir: Path) -> None:
+    if run.id != run_id:
+        raise StoreFormatError(f"{run_dir / 'manifest.json'}: the manifest names run {shown(run.id)}, its directory "
+                               f"is {run_id} — the file is damaged")
 
 
 _GROUP_PREFIXES = (("bench-", "bench"), ("sweep-", "sweep"), ("databench-", "data-bench"))
