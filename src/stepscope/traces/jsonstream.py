@@ -44,8 +44,9 @@ def _structure(buf: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]
         keep = np.ones(pos.size, dtype=bool)
         keep[np.searchsorted(pos, escaped)] = False  # escaped quotes are a subset of pos: no set lookup
         pos, chars, is_quote = pos[keep], chars[keep], is_quote[keep]
-    counter = np.int32 if pos.size < 2**31 else np.int64
-    inside = (np.cumsum(is_quote, dtype=counter) & 1).astype(bool) ^ is_quote
+    counter: type[np.signedinteger[Any]] = np.int32 if pos.size < 2**31 else np.int64
+    quotes_so_far: npt.NDArray[np.signedinteger[Any]] = np.cumsum(is_quote, dtype=counter)
+    inside = (quotes_so_far & 1).astype(bool) ^ is_quote
     bracket = ~is_quote & ~inside
     pos, chars = pos[bracket], chars[bracket]
     delta = np.where((chars == 123) | (chars == 91), 1, -1).astype(np.int8)
