@@ -147,6 +147,20 @@ class Store:
         _check_id(run, run_id, self.run_path(run_id))
         return run
 
+    def links_leaving(self, run_id: str) -> list[Path]:
+        """Symbolic links inside a run directory that point outside the store (or nowhere): what a server
+        must not follow (a trace linked to /etc/passwd would show its text)."""
+        root = self.root.resolve()
+        out = []
+        for dirpath, dirs, files in os.walk(self.run_path(run_id)):
+            for name in dirs + files:
+                p = Path(dirpath) / name
+                if p.is_symlink():
+                    target = p.resolve()
+                    if not target.exists() or not target.is_relative_to(root):
+                        out.append(p)
+        return out
+
     def removal(self, ref: str) -> tuple[str, Path | None]:
         """What removing ``ref`` deletes: its run id and its directory inside this store (None when only
         an index row is left). Refuses ids of another store sharing the index, links, and paths."""
