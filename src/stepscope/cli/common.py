@@ -22,6 +22,17 @@ def store_from(args: argparse.Namespace, *, create: bool = False) -> Store:
     return open_store(args.store, args.db, create=create)
 
 
+def width(text: str) -> int:
+    """argparse type of --width: a terminal width of 20 to 10,000 columns (0 printed nothing and exited 0)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of columns") from None
+    if not 20 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{value}: a width is 20 to 10000 columns")
+    return value
+
+
 def parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
     """KEY=VALUE options (--param, --tag) into a dict; a one-line error for a malformed one."""
     out: dict[str, str] = {}

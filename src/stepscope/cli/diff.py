@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import add_store_args, print_json, store_from, width
 from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 
@@ -35,7 +35,7 @@ class DiffCommand:
                             help="confidence level of the tests (default: 0.95)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--all", action="store_true", help="every row of the long tables")
-        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        parser.add_argument("--width", type=width, help="terminal width for the tables")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ from pathlib import Path
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
 
-
 MAX_RANK = 1_000_000
 """Ranks beyond this are damage, not a job: they would name files like rank1000000000000.json.gz."""
 
