@@ -66,3 +66,19 @@ def test_three_hundred_megabytes_of_whitespace(tmp_path: Path) -> None:
     events, seconds = p.stdout.split()
     assert int(events) == 2
     assert float(seconds) < 60, seconds  # ~1 s here; it ran past 120 s
+
+
+def test_huge_numbers_are_dropped_and_counted_not_negative_durations(tmp_path: Path) -> None:
+    """ts/dur beyond int64 nanoseconds once overflowed (NumPy warnings) into a "negative duration" refusal."""
+    import json
+    import warnings
+
+    events = [json.loads(EV) for _ in range(4)]
+    events[1]["dur"], events[2]["ts"], events[3]["args"] = 1e20, 2e30, {"correlation": 10**30, "bytes": -(10**25)}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = read_trace(path)
+    assert len(table) == 2 and table.meta.dropped_events == 2
+    assert int(table.cols["dur_ns"].min()) == 2000
