@@ -66,7 +66,8 @@ def test_history_since_beyond_the_epoch_means_every_run(tmp_path: Path) -> None:
 def test_width_outside_twenty_to_ten_thousand_is_refused(tmp_path: Path) -> None:
     store = tmp_path / "store"
     make_runs(store, ["a", "a"])
-    for cmd, value in ((["diff", "latest~1", "latest"], "0"), (["show", "latest"], "-3"), (["advise", "latest"], "100000")):
+    cases = ((["diff", "latest~1", "latest"], "0"), (["show", "latest"], "-3"), (["advise", "latest"], "100000"))
+    for cmd, value in cases:
         p = cli(*cmd, "--width", value, store=store)
         assert p.returncode == 2 and "Traceback" not in p.stderr and "--width" in p.stderr, p
         assert p.stdout == ""
