@@ -113,7 +113,7 @@ def test_rm_on_a_terminal_asks_and_no_keeps_the_run(tmp_path: Path) -> None:
 def test_unknown_ten_kilobyte_id_is_one_short_line(tmp_path: Path) -> None:
     store = tmp_path / "store"
     make_runs(store, ["one"])
-    for cmd in (["rm", "--yes"], ["show"], ["report"]):
+    for cmd in (["rm", "--yes"], ["show"], ["report"], ["diff", "latest"]):
         p = cli(*cmd, "x" * 10_000, store=store)
         line = one_line_error(p)
         assert "10000 characters" in line and len(line) < 300, line

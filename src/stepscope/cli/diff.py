@@ -84,6 +84,8 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
     from stepscope.analyze.diff import DiffSide
 
     path = Path(ref)
+    if len(ref) > 4096 or any(len(part.encode()) > 255 for part in path.parts):  # cannot be a path: a run id
+        return side_of_run(store_from(args).load(ref), warmup=args.warmup_steps)
     if path.exists() and not _is_run_dir(path):
         files = _trace_files(path)
         if not files:
