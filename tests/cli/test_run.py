@@ -141,7 +141,7 @@ def test_ls_show_json_export_rm(observed, cli, store, tmp_path):
     assert cli("export", "first", "--format", "csv", "-o", str(out)).rc == 0
     rows = (out / "steps.csv").read_text().strip().splitlines()
     assert len(rows) == 1 + 9 and rows[0].startswith("rank,index,start_ns")
-    assert cli("rm", "first").rc == 0
+    assert cli("rm", "--yes", "first").rc == 0
     assert "first" not in cli("ls").out
     assert cli("show", "first").rc == 2
 

@@ -106,7 +106,7 @@ def test_old_store_is_migrated(db_url: str) -> None:
     _load_v1(db_url)
     idx = Index(db_url)
     try:
-        assert idx.schema_version() == SCHEMA_VERSION == 2
+        assert idx.schema_version() == SCHEMA_VERSION == 3
         rows = {r.id: r for r in idx.runs()}
         assert set(rows) == {"oldrun01", "oldrun02"}
         old = rows["oldrun01"]
@@ -119,7 +119,7 @@ def test_old_store_is_migrated(db_url: str) -> None:
     finally:
         idx.close()
     again = Index(db_url)  # reopening a migrated index changes nothing
-    assert again.schema_version() == 2 and len(again.runs()) == 2
+    assert again.schema_version() == 3 and len(again.runs()) == 2
     again.close()
 
 

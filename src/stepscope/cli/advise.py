@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import add_store_args, print_json, store_from, width
 
 
 class AdviseCommand:
@@ -19,7 +19,7 @@ class AdviseCommand:
         parser.add_argument("run", nargs="?", default="latest", help="the run (default: latest)")
         parser.add_argument("--json", action="store_true", help="machine-readable (schema stepscope.advice/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
-        parser.add_argument("--width", type=int, help="terminal width")
+        parser.add_argument("--width", type=width, help="terminal width")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

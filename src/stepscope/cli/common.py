@@ -22,6 +22,17 @@ def store_from(args: argparse.Namespace, *, create: bool = False) -> Store:
     return open_store(args.store, args.db, create=create)
 
 
+def width(text: str) -> int:
+    """argparse type of --width: a terminal width of 20 to 10,000 columns (0 printed nothing and exited 0)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of columns") from None
+    if not 20 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{value}: a width is 20 to 10000 columns")
+    return value
+
+
 def parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
     """KEY=VALUE options (--param, --tag) into a dict; a one-line error for a malformed one."""
     out: dict[str, str] = {}
@@ -47,17 +58,28 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def ensure_metrics(store: Store, rows: list[RunRow]) -> None:
-    """Compute and index summary metrics for finished runs that lack them (standalone sessions)."""
+def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, float | None]]:
+    """Compute and index summary metrics for finished runs that lack them (standalone sessions). Returns the
+    metrics computed. Storing them is a courtesy: a read-only or full store, or an index another process
+    holds locked, leaves them unstored (the command still shows them) instead of failing or waiting."""
     from stepscope.analyze.summary import summarize_run
     from stepscope.cli.finish import run_index_metrics
     from stepscope.store.rundir import read_run
 
     have = store.index.metrics([r.id for r in rows])
+    computed: dict[str, dict[str, float | None]] = {}
+    can_write = True
     for row in rows:
         if row.id not in have and row.status != "running":
             try:
                 data = read_run(store.run_path(row.id))
+                metrics = run_index_metrics(data, summarize_run(data))
             except UserError:
                 continue
-            store.index.upsert_run(data.run, row.path, run_index_metrics(data, summarize_run(data)))
+            computed[row.id] = dict(metrics)
+            if can_write:
+                try:
+                    store.index.upsert_run(data.run, row.path, metrics, wait=False)
+                except UserError:
+                    can_write = False
+    return computed

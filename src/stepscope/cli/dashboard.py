@@ -10,6 +10,7 @@ from pathlib import Path
 
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
+from stepscope.store.store import is_safe_id, shown
 
 
 class DashboardCommand:
@@ -38,14 +39,21 @@ class DashboardCommand:
         out = Path(args.output)
         if out.exists() and not out.is_dir():
             raise UserError(f"{out} exists and is not a folder — choose another -o DIR")
+        if args.reports < 0:
+            raise UserError(f"--reports {args.reports}: give 0 (no reports) or more")
         reports: dict[str, str] = {}
-        for row in store.index.runs(limit=max(args.reports, 0)) if args.reports > 0 else []:
+        for row in store.index.runs(limit=args.reports) if args.reports > 0 else []:
+            if not is_safe_id(row.id) or store.links_leaving(row.id):
+                print(f"dashboard: run {shown(row.id)} has links leaving the store (or a damaged id): its report "
+                      "is left out", file=sys.stderr)
+                continue
             html = render_report(store, row.id)
             if html is not None:
                 reports[row.id] = html
         site = site_from_store(store, name=args.name, report_ids=set(reports))
         diffs = {pair: html for pair in step_pairs(site.histories)
-                 if (html := render_diff_page(store, *pair)) is not None}
+                 if all(is_safe_id(i) and not store.links_leaving(i) for i in pair)
+                 and (html := render_diff_page(store, *pair)) is not None}
         site = replace(site, diff_pairs=frozenset(diffs))
         try:
             written = write_site(site, out, reports, diffs)

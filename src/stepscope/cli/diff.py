@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import add_store_args, print_json, store_from, width
 from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 
@@ -35,7 +35,7 @@ class DiffCommand:
                             help="confidence level of the tests (default: 0.95)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--all", action="store_true", help="every row of the long tables")
-        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        parser.add_argument("--width", type=width, help="terminal width for the tables")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -84,6 +84,8 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
     from stepscope.analyze.diff import DiffSide
 
     path = Path(ref)
+    if len(ref) > 4096 or any(len(part.encode()) > 255 for part in path.parts):  # cannot be a path: a run id
+        return side_of_run(store_from(args).load(ref), warmup=args.warmup_steps)
     if path.exists() and not _is_run_dir(path):
         files = _trace_files(path)
         if not files:

@@ -70,12 +70,13 @@ def parse_since(text: str | None) -> float | None:
         return None
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([hdw])", text.strip())
     if m:
-        return time.time() - float(m.group(1)) * {"h": 3600, "d": 86400, "w": 7 * 86400}[m.group(2)]
+        # a span longer than the epoch (99999999d) means every run, not an overflow
+        return max(0.0, time.time() - float(m.group(1)) * {"h": 3600, "d": 86400, "w": 7 * 86400}[m.group(2)])
     try:
         from datetime import datetime
 
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
+        return max(0.0, datetime.fromisoformat(text).timestamp())
+    except (ValueError, OverflowError, OSError):
         raise UserError(f"--since {text!r}: expected a duration like 30d, 12h, 2w or a date like 2025-01-31") from None
 
 

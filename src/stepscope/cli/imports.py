@@ -11,6 +11,9 @@ from pathlib import Path
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
 
+MAX_RANK = 1_000_000
+"""Ranks beyond this are damage, not a job: they would name files like rank1000000000000.json.gz."""
+
 
 class ImportCommand:
     """Attach Kineto / PyTorch-profiler traces recorded elsewhere to RUN, one per rank (the rank is read from
@@ -25,18 +28,29 @@ class ImportCommand:
         parser.add_argument("run", help="the run to attach the traces to")
         parser.add_argument("traces", nargs="+", help="trace files or folders of them (.json, .json.gz)")
         parser.add_argument("--force", action="store_true", help="replace a rank's trace the run already has")
+        parser.add_argument("--rank", type=int, metavar="R",
+                            help="the rank of a single trace (instead of its distributedInfo or file name)")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from stepscope.traces.kineto import read_trace
         from stepscope.traces.traceset import trace_files
 
+        if args.rank is not None and not 0 <= args.rank < MAX_RANK:
+            raise UserError(f"--rank {args.rank}: a rank is 0 to {MAX_RANK - 1:,}")
         store = store_from(args)
         run_dir = store.run_path(store.resolve(args.run))
         files = trace_files(args.traces)
+        if args.rank is not None and len(files) != 1:
+            raise UserError(f"--rank names the rank of one trace; {len(files)} were given — import them one by one "
+                            "or let their distributedInfo / file names say")
         ranks: dict[int, Path] = {}
         for f in files:
-            rank = read_trace(f).meta.rank  # validates the whole file before anything is copied
+            meta = read_trace(f).meta  # validates the whole file before anything is copied
+            rank = args.rank if args.rank is not None else meta.rank
+            if not 0 <= rank < MAX_RANK:
+                raise UserError(f"{f}: rank {rank} (from its {meta.rank_source}) is not 0 to {MAX_RANK - 1:,} — "
+                                "pass --rank R for this trace")
             if rank in ranks:
                 raise UserError(f"{f}: rank {rank} again (also {ranks[rank].name}) — import one trace per rank")
             ranks[rank] = f

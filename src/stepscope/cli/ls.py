@@ -36,8 +36,8 @@ class LsCommand:
             rows = [r for r in rows if r.tags.get(k) == v]
         if args.limit:
             rows = rows[: args.limit]
-        ensure_metrics(store, rows)
-        metrics = store.index.metrics([r.id for r in rows])
+        computed = ensure_metrics(store, rows)
+        metrics: dict[str, dict[str, float | None]] = {**store.index.metrics([r.id for r in rows]), **computed}
         if args.json:
             print_json([{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "metrics": metrics.get(r.id, {})}
                         for r in rows])

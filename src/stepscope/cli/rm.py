@@ -3,24 +3,60 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
 from stepscope.cli.common import add_store_args, store_from
+from stepscope.errors import UserError
+
+
+def _size(path: Path) -> int:
+    """Bytes under ``path`` (links not followed)."""
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 class RmCommand:
-    """Remove runs (their directories and index rows)."""
+    """Remove runs: their directories inside the store and their index rows. RUN is a run id, an id
+    prefix, a name or latest~N of this store, never a path. Shows what it will delete and asks; without
+    a terminal (scripts, CI) pass --yes."""
 
     name = "rm"
     help = "remove runs"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("runs", nargs="+", metavar="RUN", help="runs to remove")
+        parser.add_argument("runs", nargs="+", metavar="RUN", help="runs to remove (ids, names, latest~N)")
+        parser.add_argument("-y", "--yes", action="store_true", help="remove without asking")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
+        from stepscope.report.format import nbytes as fmt_bytes
+
         store = store_from(args)
-        ids = [store.resolve(r) for r in args.runs]  # resolve all first: nothing removed on a typo
-        for run_id in ids:
+        plan: dict[str, Path | None] = {}
+        for ref in args.runs:  # resolve all first: nothing removed on a typo
+            run_id, path = store.removal(ref)
+            plan[run_id] = path
+        for run_id, path in plan.items():
+            where = f"{path}  ({fmt_bytes(_size(path))})" if path is not None else "(index row only; no directory)"
+            print(f"will remove {run_id}  {where}", file=sys.stderr)
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise UserError(f"not removing {len(plan)} run(s) without confirmation: stdin is not a terminal — "
+                                "pass --yes")
+            print(f"remove {len(plan)} run(s)? [y/N] ", end="", file=sys.stderr, flush=True)
+            answer = sys.stdin.readline().strip().lower()
+            if answer not in ("y", "yes"):
+                print("nothing removed", file=sys.stderr)
+                return 1
+        for run_id in plan:
             store.remove(run_id)
             print(f"removed {run_id}")
         return 0

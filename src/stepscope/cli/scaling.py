@@ -7,7 +7,7 @@ import fnmatch
 import sys
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
+from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from, width
 from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 from stepscope.store import Store
@@ -72,7 +72,7 @@ class ScalingCommand:
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--json", action="store_true", help="machine-readable output (schema stepscope.scaling/1)")
         parser.add_argument("--html", metavar="FILE", help="also write an HTML report with the plots")
-        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        parser.add_argument("--width", type=width, help="terminal width for the tables")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

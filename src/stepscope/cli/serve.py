@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -13,15 +16,71 @@ from urllib.parse import unquote, urlsplit
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
 
+IDLE_TIMEOUT_S = 10.0
+"""A connection that sends nothing for this long is closed (half-open connections do not pile up)."""
+MAX_CONNECTIONS = 32
+"""Connections served at once; more get a 503 at once instead of a thread each."""
+_WILDCARDS = ("0.0.0.0", "::", "")
 
-def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHTTPRequestHandler]:
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """Host names accepted (lower case, no port) for a server bound to ``bound`` (a wildcard bind also
+    accepts any IP literal, see :func:`host_ok`). A name outside the set is how a DNS-rebinding page would
+    reach the server, so it gets 421."""
+    names = {bound.strip("[]").lower(), *(e.lower() for e in extra)}
+    if is_loopback(bound) or bound in _WILDCARDS:
+        names |= {"localhost", "127.0.0.1", "::1"}
+    if bound in _WILDCARDS:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return frozenset(n for n in names if n)
+
+
+def _host_of(header: str) -> str:
+    """The host part of a Host header (``[::1]:80`` -> ``::1``, ``a:80`` -> ``a``), lower case."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+def host_ok(header: str | None, names: frozenset[str], wildcard: bool) -> bool:
+    if not header:
+        return False
+    host = _host_of(header)
+    if host in names:
+        return True
+    if wildcard:
+        try:
+            ipaddress.ip_address(host)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts: Iterable[str] = (),
+                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
     """A GET/HEAD-only handler rendering the dashboard's pages from the store on each request
-    (``open_store()`` gives a Store; one per request, as index connections belong to their thread)."""
+    (``open_store()`` gives a Store; one per request, as index connections belong to their thread).
+    It answers only requests whose Host names the address the server is bound to (or ``extra_hosts``),
+    closes connections idle for ``idle_timeout_s``, and never follows a link out of the store."""
     from stepscope.cli.historydata import render_diff_page, render_report, site_from_store
     from stepscope.report.dashboard import pages
 
+    extra = tuple(extra_hosts)
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "stepscope"
+        timeout = idle_timeout_s
 
         def _page(self) -> tuple[int, bytes]:
             path = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
@@ -30,11 +89,17 @@ def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHT
                 if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
                     a, _, b = path[len("diffs/"):-len(".html")].partition("--")
                     ids = set(store.index.run_ids())
+                    if a in ids and b in ids and (store.links_leaving(a) or store.links_leaving(b)):
+                        return 403, b"this run has links leaving the store: not served"
                     html = render_diff_page(store, a, b) if a in ids and b in ids else None
                     return (200, html.encode()) if html else (404, b"no diff for these runs")
                 if path.startswith("runs/") and path.endswith(".html"):
                     run_id = path[len("runs/"):-len(".html")]
-                    html = render_report(store, run_id) if run_id in store.index.run_ids() else None
+                    if run_id not in store.index.run_ids():
+                        return 404, b"no report for this run"
+                    if store.links_leaving(run_id):
+                        return 403, b"this run has links leaving the store: not served"
+                    html = render_report(store, run_id)
                     return (200, html.encode()) if html else (404, b"no report for this run")
                 ids = set(store.index.run_ids())
                 site = replace(site_from_store(store, name=name, report_ids=ids), live_diffs=True)
@@ -50,14 +115,30 @@ def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHT
             self._send(head=True)
 
         def _send(self, *, head: bool) -> None:
-            status, body = self._page()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8" if status == 200 else "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
+            address: Any = self.server.server_address
+            bound = address[0].decode() if isinstance(address[0], bytes) else str(address[0])
+            if not host_ok(self.headers.get("Host"), allowed_hosts(bound, extra), bound in _WILDCARDS):
+                status, body = 421, b"this server answers only to its own address (Host header refused)"
+            else:
+                try:
+                    status, body = self._page()
+                except UserError as e:
+                    status, body = 404, str(e).encode()
+                except Exception as e:  # a page that cannot be rendered is a 500, never a dead server
+                    print(f"stepscope serve: {self.path[:200]}: {type(e).__name__}: {str(e)[:200]}",
+                          file=sys.stderr, flush=True)
+                    status, body = 500, b"internal error: this page could not be rendered"
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8" if status == 200 else "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.send_header("X-Content-Type-Options", "nosniff")
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+            except OSError:  # the client went away (BrokenPipe, reset, timeout): nothing to tell anyone
+                self.close_connection = True
 
         def log_message(self, fmt: str, *args: Any) -> None:
             pass
@@ -65,9 +146,53 @@ def make_handler(open_store: Callable[[], Any], name: str | None) -> type[BaseHT
     return Handler
 
 
+class DashboardServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most ``max_connections`` handler threads (more get 503 at once) and
+    silence for clients that disconnect (no BrokenPipe tracebacks)."""
+
+    daemon_threads = True
+    request_queue_size = 128  # a burst of connections waits in the backlog instead of SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        err = sys.exc_info()[1]
+        if isinstance(err, (OSError, TimeoutError)):
+            return  # a client that went away or stayed silent past the idle timeout
+        print(f"stepscope serve: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr, flush=True)
+
+
 class ServeCommand:
     """Serve the dashboard's pages live from the store (read-only: GET and HEAD only; other methods get
-    501). Binds to 127.0.0.1 unless --host says otherwise; Ctrl-C stops it."""
+    501). Binds to 127.0.0.1 unless --host says otherwise, and then warns: the pages show commands, paths
+    and host names, with no authentication. Requests must name the bound address in their Host header
+    (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
+    at once. Links inside a run directory that leave the store are never followed. Ctrl-C stops it."""
 
     name = "serve"
     help = "serve the dashboard live from the store on 127.0.0.1"
@@ -75,21 +200,38 @@ class ServeCommand:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
         parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine)")
+        parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                            help="also answer requests for this host name (e.g. a DNS name of this machine)")
+        parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_S, metavar="S",
+                            help=f"close a connection idle this many seconds (default: {IDLE_TIMEOUT_S:g})")
+        parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                            help=f"connections served at once; more get 503 (default: {MAX_CONNECTIONS})")
         parser.add_argument("--name", help="history of runs of this name (default: the newest run's name)")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
+        if not 0 < args.idle_timeout <= 3600:
+            raise UserError(f"--idle-timeout {args.idle_timeout:g}: give seconds between 0 and 3600")
+        if not 1 <= args.max_connections <= 1024:
+            raise UserError(f"--max-connections {args.max_connections}: give 1 to 1024")
         store_from(args).close()  # fail now, with one line, if the store cannot be opened
         try:
-            handler = make_handler(lambda: store_from(args), args.name)
-            server = ThreadingHTTPServer((args.host, args.port), handler)
+            handler = make_handler(lambda: store_from(args), args.name, extra_hosts=args.allow_host,
+                                   idle_timeout_s=args.idle_timeout)
+            server = DashboardServer((args.host, args.port), handler, args.max_connections)
         except (OSError, OverflowError) as e:  # OverflowError: a port outside 0-65535
             raise UserError(f"cannot listen on {args.host}:{args.port}: {getattr(e, 'strerror', None) or e} — "
                             "pick another --port") from None
         host, port = server.server_address[:2]
         if isinstance(host, bytes):
             host = host.decode()
-        print(f"stepscope dashboard on http://{host}:{port}/  (read-only; Ctrl-C stops)", file=sys.stderr,
+        if not is_loopback(str(host)):
+            print(f"WARNING: serving on {host}, reachable from other machines: every run's command, paths, "
+                  "host names and parameters are shown to anyone who can connect, without authentication. "
+                  "Use the default 127.0.0.1 (and an SSH tunnel) unless this network is trusted.",
+                  file=sys.stderr, flush=True)
+        shown_host = f"[{host}]" if ":" in str(host) else host
+        print(f"stepscope dashboard on http://{shown_host}:{port}/  (read-only; Ctrl-C stops)", file=sys.stderr,
               flush=True)
         try:
             server.serve_forever()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import add_store_args, print_json, store_from, width
 from stepscope.cli.views import add_view_args, chosen_view
 
 
@@ -20,7 +20,7 @@ class ShowCommand:
         parser.add_argument("--json", action="store_true",
                             help="the same, machine-readable (schema stepscope.summary/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
-        parser.add_argument("--width", type=int, help="terminal width for the tables")
+        parser.add_argument("--width", type=width, help="terminal width for the tables")
         add_view_args(parser)
         add_store_args(parser)
 

@@ -28,8 +28,12 @@ class StoreCommand:
             print(f"store: {store.root}\nindex: {store.db_url}\nschema: {store.index.schema_version()}\n"
                   f"runs: {len(store.index.run_ids())}")
             return 0
-        done, bad = store.reindex(lambda d: run_index_metrics(d, summarize_run(d)))
-        print(f"indexed {done} run(s)")
-        for msg in bad:
+        result = store.reindex(lambda d: run_index_metrics(d, summarize_run(d)))
+        print(f"indexed {result.indexed} run(s); removed {len(result.pruned)} row(s) of missing run directories; "
+              f"restored {result.groups_restored} group(s)")
+        for msg in result.damaged:
             print(f"skipped: {msg}", file=sys.stderr)
-        return 1 if bad else 0
+        if result.damaged:
+            print(f"{len(result.damaged)} damaged run(s) skipped — `stepscope rm --yes ID` removes one",
+                  file=sys.stderr)
+        return 1 if result.damaged else 0

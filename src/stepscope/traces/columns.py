@@ -28,27 +28,31 @@ class NotTraceEvents(ValueError):
     """traceEvents holds something other than event objects."""
 
 
+_I64 = 2**63
+_MAX_US = 4.5e15
+"""Largest |ts| or |dur| in µs kept (~142 years): ts + dur in ns then always fits int64; beyond is damage."""
+
+
 def _ints(values: Sequence[Any], default: int = -1) -> Array:
-    """int64 column; values that are not integers go through :func:`_to_int` (``default`` if hopeless)."""
+    """int64 column; values that are not integers (or do not fit int64) go through :func:`_to_int`
+    (``default`` if hopeless)."""
     try:
         return np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):
-        return np.asarray([v if v.__class__ is int else _to_int(v, default) for v in values], dtype=np.int64)
+        return np.asarray([_to_int(v, default) for v in values], dtype=np.int64)
 
 
 def _to_int(v: Any, default: int) -> int:
     if isinstance(v, bool):
         return default
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v == v:
-        return int(v)
-    if isinstance(v, str):
+    if isinstance(v, float) and -_I64 < v < _I64:
+        v = int(v)
+    elif isinstance(v, str):
         try:
-            return int(v, 0)
+            v = int(v, 0)
         except ValueError:
             return default
-    return default
+    return v if isinstance(v, int) and -_I64 <= v < _I64 else default
 
 
 def _floats(values: Sequence[Any], what: str) -> Array:
@@ -59,7 +63,8 @@ def _floats(values: Sequence[Any], what: str) -> Array:
     try:
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise NotTraceEvents(f"{what} is not a number ({exc})") from None
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise NotTraceEvents(f"{what} is not a number ({detail[:80]})") from None
 
 
 def us_to_ns(us: Array) -> Array:
@@ -113,7 +118,10 @@ class ChunkColumns:
 
     def _codes(self, table: dict[str, int], values: Sequence[Any]) -> Array:
         try:
-            for v in dict.fromkeys(values):  # distinct values in first-seen order: codes as setdefault gives
+            distinct = dict.fromkeys(values)  # distinct values in first-seen order: codes as setdefault gives
+            if any(v.__class__ is not str for v in distinct):
+                raise TypeError("names and categories are strings")
+            for v in distinct:
                 table.setdefault(v, len(table))
             return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
         except TypeError:
@@ -124,7 +132,7 @@ class ChunkColumns:
         ts_v, dur_v, cat_v, name_v, pid_v, tid_v, args_v = fields[1:8]
         ts = _floats(ts_v, "an event's ts")
         dur = _floats(dur_v, "an event's dur")
-        ok = ~(np.isnan(ts) | np.isnan(dur))
+        ok = (np.abs(ts) < _MAX_US) & (np.abs(dur) < _MAX_US)  # NaN, inf and absurd values are dropped, counted
         if not ok.all():
             self.dropped += int((~ok).sum())
             keep = np.flatnonzero(ok).tolist()
@@ -183,7 +191,8 @@ class ChunkColumns:
             nan = float("nan")
             for key, arg in (("blocks_per_sm", "blocks per SM"), ("warps_per_sm", "warps per SM"),
                              ("occupancy_pct", "est. achieved occupancy %")):
-                out[key][ki] = _floats([a.get(arg, nan) for a in ka], arg)
+                vals = _floats([a.get(arg, nan) for a in ka], arg)
+                out[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
             out["grid_blocks"][ki] = _products([a.get("grid") for a in ka])
             out["block_threads"][ki] = _products([a.get("block") for a in ka])
             comm = [(i, a) for i, a in zip(ki.tolist(), ka) if "Collective name" in a]

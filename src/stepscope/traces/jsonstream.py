@@ -41,27 +41,32 @@ def _structure(buf: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]
     is_quote = chars == _QUOTE
     escaped = _escaped_quotes(arr, pos[is_quote])
     if escaped.size:
-        is_quote[np.searchsorted(pos, escaped)] = False
-        keep = ~np.isin(pos, escaped)
+        keep = np.ones(pos.size, dtype=bool)
+        keep[np.searchsorted(pos, escaped)] = False  # escaped quotes are a subset of pos: no set lookup
         pos, chars, is_quote = pos[keep], chars[keep], is_quote[keep]
-    inside = (np.cumsum(is_quote) - is_quote) % 2 == 1
+    counter: type[np.signedinteger[Any]] = np.int32 if pos.size < 2**31 else np.int64
+    quotes_so_far: npt.NDArray[np.signedinteger[Any]] = np.cumsum(is_quote, dtype=counter)
+    inside = (quotes_so_far & 1).astype(bool) ^ is_quote
     bracket = ~is_quote & ~inside
     pos, chars = pos[bracket], chars[bracket]
-    delta = np.where((chars == 123) | (chars == 91), 1, -1)
-    return pos.astype(np.int64), chars, np.cumsum(delta)
+    delta = np.where((chars == 123) | (chars == 91), 1, -1).astype(np.int8)
+    return pos.astype(np.int64, copy=False), chars, np.cumsum(delta, dtype=counter)
 
 
 def _escaped_quotes(arr: npt.NDArray[np.uint8], quotes: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """Quote positions preceded by an odd run of backslashes (rare: checked one by one)."""
+    """Quote positions preceded by an odd run of backslashes (vectorised: linear in the buffer whatever its
+    content, a hostile file of ``\\"`` included)."""
     cand = quotes[(quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == _BACKSLASH)]
-    out = []
-    for q in cand.tolist():
-        run = 0
-        while q - run - 1 >= 0 and arr[q - run - 1] == _BACKSLASH:
-            run += 1
-        if run % 2 == 1:
-            out.append(q)
-    return np.asarray(out, dtype=np.intp)
+    if not cand.size:
+        return np.asarray(cand, dtype=np.intp)
+    bs = np.flatnonzero(arr == _BACKSLASH)
+    # index (in bs) of the first backslash of the run each backslash belongs to
+    starts = np.ones(bs.size, dtype=bool)
+    starts[1:] = bs[1:] != bs[:-1] + 1
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(bs.size), 0))
+    k = np.searchsorted(bs, cand - 1)  # the backslash just before each candidate quote
+    run = k - run_start[k] + 1
+    return np.asarray(cand[run % 2 == 1], dtype=np.intp)
 
 
 class ByteReader(Protocol):
@@ -84,11 +89,23 @@ class TraceEventSplitter:
         return self._stream.read(self._block)
 
     def _find_array_start(self) -> bytes:
-        """Consume the header up to the ``[`` of traceEvents; return the bytes after it."""
+        """Consume the header up to the ``[`` of traceEvents; return the bytes after it.
+
+        The header is searched again only when it has doubled since the last search, so a header of any
+        length (a hostile one of whitespace or of decoy keys) costs time linear in its size.
+        """
+        parts: list[bytes] = []
+        size, next_look = 0, 0
         buf = b""
         while True:
             more = self._read()
-            buf += more
+            if more:
+                parts.append(more)
+                size += len(more)
+                if size < next_look:
+                    continue
+            buf = b"".join(parts)
+            parts = [buf]
             start = buf.lstrip()
             if start[:1] == b"[":
                 self.bare_array = True
@@ -101,15 +118,29 @@ class TraceEventSplitter:
                 return buf[found[1]:]
             if not more:
                 raise JsonShapeError("no traceEvents array")
+            next_look = 2 * size
 
     @staticmethod
     def _locate_key(buf: bytes) -> tuple[int, int] | None:
+        """Where the top-level ``"traceEvents": [`` is: (start of the key, end of the ``[``), or None.
+        One scan of the buffer, however many times the key appears inside strings or nested objects."""
         key = b'"traceEvents"'
         at = buf.find(key)
+        if at < 0:
+            return None
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        quotes = np.flatnonzero(arr == _QUOTE)
+        escaped = _escaped_quotes(arr, quotes)
+        if escaped.size:
+            keep = np.ones(quotes.size, dtype=bool)
+            keep[np.searchsorted(quotes, escaped)] = False
+            quotes = quotes[keep]
+        pos, _, depth = _structure(buf)
         while at >= 0:
-            _, _, depth = _structure(buf[:at])
-            quotes_before = buf[:at].count(b'"') - buf[:at].count(b'\\"')
-            if quotes_before % 2 == 0 and (len(depth) == 0 or depth[-1] == 1):
+            quotes_before = int(np.searchsorted(quotes, at))
+            brackets_before = int(np.searchsorted(pos, at))
+            level = int(depth[brackets_before - 1]) if brackets_before else 0
+            if quotes_before % 2 == 0 and level == 1:
                 rest = buf[at + len(key):].lstrip()
                 if rest[:1] == b":":
                     value = rest[1:].lstrip()
@@ -130,11 +161,19 @@ class TraceEventSplitter:
         the end of the file, the exact bracket scan decides.
         """
         buf = self._find_array_start()
-        eof = False
+        pending: list[bytes] = []
+        pending_size, wait_for = 0, 0
         while True:
             more = self._read()
             eof = not more
-            buf += more
+            if more:
+                pending.append(more)
+                pending_size += len(more)
+                if pending_size < wait_for:
+                    continue  # no event boundary yet: look again when the buffer has doubled (linear cost)
+            buf = b"".join([buf, *pending]) if pending else buf
+            pending, pending_size = [], 0
+            buf = buf.lstrip().lstrip(b",")  # a stretch of whitespace between events is dropped, not kept
             cut = _fast_cut(buf)
             if eof and not cut:
                 break
@@ -145,6 +184,9 @@ class TraceEventSplitter:
             if parsed:
                 yield parsed
                 buf = buf[cut:].lstrip().lstrip(b",")
+                wait_for = 0
+            else:
+                wait_for = max(len(buf), self._block)
             if eof:
                 break
         pos, _, depth = _structure(buf)
@@ -188,9 +230,16 @@ def _try_loads(loads: Any, body: bytes | memoryview) -> list[Any] | None:
     return value if isinstance(value, list) and value else None
 
 
+_MAX_DEPTH = 1000
+"""Deeper nesting than this cannot be an event (and orjson refuses beyond 1024): refused at once, before
+more of a hostile file is buffered."""
+
+
 def _exact_cut(buf: bytes) -> int:
     """End (exclusive) of the last complete event found by the bracket scan, or 0."""
     pos, _, depth = _structure(buf)
+    if depth.size and int(depth.max()) > _MAX_DEPTH:
+        raise JsonShapeError(f"brackets nested more than {_MAX_DEPTH} deep — not trace events")
     ends = np.flatnonzero(depth == 0)
     if not ends.size or (depth < 0).any():
         return 0

@@ -34,7 +34,8 @@ def _open(path: Path) -> io.BufferedIOBase:
     magic = raw.read(2)
     raw.seek(0)
     if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        raw.close()  # a GzipFile given a fileobj never closes it: let it own the file instead
+        return gzip.GzipFile(filename=path, mode="rb")
     return raw
 
 
@@ -89,10 +90,14 @@ def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkC
     return TraceMeta(
         path=str(path), rank=rank, rank_source=source,
         world_size=_int_or_none(dist.get("world_size")), backend=_str_or_none(dist.get("backend")),
-        devices=tuple(_device(d) for d in header.get("deviceProperties") or () if isinstance(d, dict)),
+        devices=tuple(_device(d) for d in _list(header.get("deviceProperties")) if isinstance(d, dict)),
         schema_version=_int_or_none(header.get("schemaVersion")), dropped_events=builder.dropped,
         unknown_categories=tuple(unknown),
     )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _rank(path: Path, dist: dict[str, Any], given: int | None) -> tuple[int, str]:

@@ -70,9 +70,18 @@ font-size:12px;pointer-events:none;max-width:420px;z-index:10}.ss-links a{margin
 .ss-filters input,.ss-filters select{margin:0 10px 6px 0;padding:4px 6px}.ss-btn{margin-right:6px}"""
 
 
+_SLUG_MAX = 100
+
+
 def slug(metric: str) -> str:
-    """A file name for a metric's history page."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", metric)
+    """A file name for a metric's history page: safe characters, and at most 111 of them (a 300-character
+    region or metric name would pass the file system's 255-byte limit), a hash keeping long ones apart."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", metric)
+    if len(safe) <= _SLUG_MAX:
+        return safe
+    import hashlib
+
+    return f"{safe[:_SLUG_MAX]}-{hashlib.sha1(metric.encode()).hexdigest()[:10]}"
 
 
 def run_href(run_id: str, has_report: bool, prefix: str = "") -> str:
