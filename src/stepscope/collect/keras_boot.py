@@ -1,4 +1,4 @@
-"""Post-import hooks for the non-PyTorch frameworks: Keras and TensorFlow are observed from the moment the
+"""Post-import hooks for the non-PyTorch frameworks: Keras, TensorFlow and JAX are observed from the moment the
 user's process finishes importing them, never imported by stepscope itself (a script that imports neither
 pays nothing: two finders on ``sys.meta_path`` that only compare a module name)."""
 
@@ -16,7 +16,7 @@ from stepscope.collect.session import Session, current
 
 def watch_frameworks(session: Session) -> None:
     """Install the TensorFlow and Keras hooks now where the package is loaded, else right after its import."""
-    for name, install in (("tensorflow", _install_tensorflow), ("keras", _install_keras)):
+    for name, install in (("tensorflow", _install_tensorflow), ("keras", _install_keras), ("jax", _install_jax)):
         if name in sys.modules and not _importing(sys.modules[name]):
             _guarded(session, name, install)
         else:
@@ -38,6 +38,19 @@ def _install_keras(session: Session) -> None:
     from stepscope.collect.keras_hooks import install_keras_hooks
 
     install_keras_hooks(session)
+
+
+def _install_jax(session: Session) -> None:
+    """JAX has no step to hook (steps come from the API): its versions and devices are recorded at exit, where
+    Keras did not record its own framework record (Keras on any backend imports JAX where it is installed)."""
+
+    def record() -> None:
+        if session.active and not getattr(session, "_keras_described", False):
+            from stepscope.collect.jax_info import jax_info
+
+            session.record("framework", name="jax", **jax_info())
+
+    session.closers.insert(0, record)
 
 
 def _guarded(session: Session, name: str, install: Callable[[Session], None]) -> None:
