@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,tensorflow,jax]'
 	touch $(STAMP)
 
 setup: $(STAMP)
