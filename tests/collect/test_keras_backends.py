@@ -3,6 +3,8 @@ frameworks on CPU)."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -12,13 +14,15 @@ import pytest
 
 from tests.conftest import EXAMPLES, PY, load, stepscope_cmd
 
-pytest.importorskip("keras")
+if importlib.util.find_spec("keras") is None:  # found, not imported (TensorFlow takes seconds)
+    pytest.skip("keras is not installed (extras tensorflow, jax)", allow_module_level=True)
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_fit_on_other_backends(tmp_path: Path, backend: str) -> None:
-    pytest.importorskip(backend)
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
     env = {**os.environ, "STEPSCOPE_HOME": str(tmp_path / "store"), "KERAS_BACKEND": backend}
     env.pop("STEPSCOPE_DB", None)
     r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, str(EXAMPLES / "train_keras.py"), "--epochs", "2",

@@ -38,7 +38,17 @@ _ITERATORS = threading.local()
 """Per thread: the Keras epoch iterators created while ``fit`` runs (the first one is fit's training data)."""
 
 
+SUPPORTED_MAJOR = 3
+"""Keras 3 only: Keras 2 (``tf.keras`` of TensorFlow < 2.16, or ``tf_keras``) has other internals."""
+
+
 def install_keras_hooks(session: Session) -> None:
+    keras = sys.modules.get("keras")
+    version = str(getattr(keras, "__version__", "?"))
+    if version.split(".")[0] != str(SUPPORTED_MAJOR):
+        session.warn_once("keras-version", f"Keras {version} is not observed (stepscope knows Keras 3): steps come "
+                          "from tf.data and the stepscope API only")
+        return
     for name, install in (("keras.fit", _install_fit), ("keras.optimizer", _install_optimizer),
                           ("keras.models", _install_model_registry)):
         try:

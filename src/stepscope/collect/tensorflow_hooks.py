@@ -21,6 +21,8 @@ from stepscope.collect.batch import batch_size
 from stepscope.collect.session import Session
 
 STEP_SOURCE = "keras_optimizer"
+MIN_MINOR = 16
+"""TensorFlow 2.16 and later (Keras 3 by default); older versions are tried, with a warning."""
 _perf = time.perf_counter_ns
 _UNDO: list[Callable[[], None]] = []
 _calls = threading.local()
@@ -28,6 +30,13 @@ _calls = threading.local()
 
 
 def install_tensorflow_hooks(session: Session) -> None:
+    import sys
+
+    version = str(getattr(sys.modules.get("tensorflow"), "__version__", "?"))
+    parts = version.split(".")
+    if not (len(parts) > 1 and parts[0] == "2" and parts[1].isdigit() and int(parts[1]) >= MIN_MINOR):
+        session.warn_once("tensorflow-version", f"TensorFlow {version} is not one stepscope knows (2.{MIN_MINOR} or "
+                          "later); it observes what it can")
     for name, install in (("tf.data", _install_data_hooks), ("tf.function", _install_function_hook)):
         try:
             install(session)
