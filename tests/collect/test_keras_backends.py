@@ -3,7 +3,6 @@ frameworks on CPU)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 import subprocess

@@ -2,7 +2,9 @@
 custom loops, models are summarised.
 
 * ``fit``: one training batch (one ``train_function`` call: ``steps_per_execution`` batches) is one step,
-  ended at ``on_train_batch_end``; one validation batch is one validation step; the epoch is fit's epoch.
+  from its ``on_train_batch_begin`` to the next one (or to validation, the epoch's end); one validation
+  batch is one validation step; the epoch is fit's epoch. The callback has no ``*_batch_end`` method, so
+  Keras keeps dispatching batch-end callbacks asynchronously where it would without stepscope.
   Samples come from fit's data adapter (arrays: the batch size, the partial last batch of an epoch; a
   ``tf.data`` dataset: its static batch dimension where it has one). Validation time is kept out of the
   training step around it. Keras fetches fit's batches inside its compiled train function: data wait is
@@ -202,8 +204,9 @@ def _callback_class() -> type:
             self.val: _Samples | None = None
             self.epoch = 0
             self.saved: StepState | None = None
-            self.begin = 0
-            self.val_begin = 0
+            self.pending: int | None = None
+            """First batch index of the training step in progress (None: none)."""
+            self.val_pending: int | None = None
 
         def _guard(self, where: str, fn: Callable[[], None]) -> None:
             if self.session.disabled:
@@ -231,51 +234,77 @@ def _callback_class() -> type:
                 self.session.step.start = None
             self._guard("epoch-begin", go)
 
-        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            def go() -> None:
-                self.begin = batch
-                self.session.touch(_perf())
-            self._guard("train-batch-begin", go)
+        # Steps end when the next batch begins (or validation, the epoch's end, the training's end): the
+        # callback defines no *_batch_end method, so Keras keeps dispatching those asynchronously where it
+        # did (a callback with one makes Keras convert every step's logs synchronously).
+        def _span(self, begin: int, last: int | None, samples: _Samples | None) -> int:
+            if last is not None:
+                return last
+            spe = max(_int(getattr(self.model, "steps_per_execution", 1)) or 1, 1)
+            end = begin + spe - 1
+            if samples is not None and samples.num_batches is not None:
+                end = min(end, samples.num_batches - 1)
+            return end
 
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        def _end_train(self, t: int, next_begin: int | None) -> None:
+            if self.pending is None:
+                return
+            begin, self.pending = self.pending, None
+            s = self.session
+            st = s.step
+            st.epoch = self.epoch
+            if self.train is not None:
+                last = self._span(begin, None if next_begin is None else next_begin - 1, self.train)
+                st.samples, st.fetched = self.train.of(begin, last), True
+                st.data_wait = NOT_MEASURED  # fit fetches inside its train function
+            s.mark_step(t, source=FIT_SOURCE)
+
+        def _end_val(self, t: int, next_begin: int | None) -> None:
+            if self.val_pending is None:
+                return
+            begin, self.val_pending = self.val_pending, None
+            s = self.session
+            s.step.epoch = self.epoch
+            if self.val is not None:
+                last = self._span(begin, None if next_begin is None else next_begin - 1, self.val)
+                s.step.samples, s.step.fetched = self.val.of(begin, last), True
+                s.step.data_wait = NOT_MEASURED
+            s.mark_step(t, source=FIT_SOURCE, phase=Phase.VALIDATION)
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             t = _perf()
 
             def go() -> None:
-                s = self.session
-                st = s.step
-                st.epoch = self.epoch
-                if self.train is not None:
-                    st.samples, st.fetched = self.train.of(self.begin, batch), True
-                    st.data_wait = NOT_MEASURED  # fit fetches inside its train function
-                s.mark_step(t, source=FIT_SOURCE)
-            self._guard("train-batch-end", go)
+                self._end_train(t, batch)
+                self.pending = batch
+                self.session.touch(t)
+            self._guard("train-batch-begin", go)
 
         def on_test_begin(self, logs: Any = None) -> None:
+            t = _perf()
+
             def go() -> None:
+                self._end_train(t, None)
                 s = self.session
                 it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
                     self.iterators) > 1 else None)
                 self.val = _Samples(it) if it is not None else None
-                self.saved, s.step = s.step, StepState(_perf(), s.epoch)
+                self.saved, s.step = s.step, StepState(t, s.epoch)
             self._guard("test-begin", go)
 
         def on_test_batch_begin(self, batch: int, logs: Any = None) -> None:
-            self.val_begin = batch
-
-        def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
             t = _perf()
 
             def go() -> None:
-                s = self.session
-                s.step.epoch = self.epoch
-                if self.val is not None:
-                    s.step.samples, s.step.fetched = self.val.of(self.val_begin, batch), True
-                    s.step.data_wait = NOT_MEASURED
-                s.mark_step(t, source=FIT_SOURCE, phase=Phase.VALIDATION)
-            self._guard("test-batch-end", go)
+                self._end_val(t, batch)
+                self.val_pending = batch
+            self._guard("test-batch-begin", go)
 
         def on_test_end(self, logs: Any = None) -> None:
+            t = _perf()
+
             def go() -> None:
+                self._end_val(t, None)
                 saved, self.saved = self.saved, None
                 if saved is not None:
                     saved.start = None
@@ -283,7 +312,10 @@ def _callback_class() -> type:
             self._guard("test-end", go)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            t = _perf()
+
             def go() -> None:
+                self._end_train(t, None)
                 s = self.session
                 for name, value in dict(logs or {}).items():
                     try:
@@ -293,7 +325,12 @@ def _callback_class() -> type:
             self._guard("epoch-end", go)
 
         def on_train_end(self, logs: Any = None) -> None:
-            self._guard("train-end", self.session.flush)
+            t = _perf()
+
+            def go() -> None:
+                self._end_train(t, None)
+                self.session.flush()
+            self._guard("train-end", go)
 
     _CLASS.append(_StepscopeCallback)
     return _StepscopeCallback
