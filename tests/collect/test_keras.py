@@ -66,6 +66,10 @@ def test_fit_steps_epochs_samples(fit_run: tuple[Path, Any]) -> None:
     assert int(val.sum()) == 14
     assert np.array_equal(steps["samples"][val], np.array(([32.0] * 6 + [8.0]) * 2))
     assert list(steps["epoch"][val]) == [0] * 7 + [1] * 7
+    # within an epoch, training steps tile time: each starts where the previous ended
+    start, end, epoch = steps["start_ns"][train], steps["end_ns"][train], steps["epoch"][train]
+    same = epoch[1:] == epoch[:-1]
+    assert np.array_equal(start[1:][same], end[:-1][same])
     # fit fetches its batches inside its compiled train function: data wait is not measured, not zero
     assert np.isnan(steps["data_wait_ns"]).all()
     assert np.all(steps.duration_ns[train] > 0)
