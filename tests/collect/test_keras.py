@@ -154,3 +154,14 @@ def test_unknown_keras_version_warns_once_and_training_goes_on(tmp_path: Path) -
     notes = [n for n in rank.notes if "Keras 2.15.0 is not observed" in n]
     assert len(notes) == 1
     assert r.stderr.count("Keras 2.15.0 is not observed") == 1
+
+
+def test_a_failing_keras_callback_never_breaks_fit(tmp_path: Path) -> None:
+    env = {**os.environ, "STEPSCOPE_HOME": str(tmp_path / "store"), "STEPSCOPE_DEBUG_FAULT": "keras"}
+    r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, str(EXAMPLES / "train_keras.py"), "--epochs", "1",
+                                     "--samples", "64", "--val-samples", "16", "--batch-size", "16", "--hidden", "4"),
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]  # the training finished
+    run = load(tmp_path / "store")
+    assert run.run.status.value == "completed"
+    assert r.stderr.count("the Keras callback failed in train-begin") == 1  # warned once per place

@@ -19,6 +19,7 @@ custom loops, models are summarised.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -30,6 +31,9 @@ from stepscope.collect.session import Session, StepState
 from stepscope.model.tables import Phase
 
 FIT_SOURCE = "keras"
+FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
+"""Test switch: ``keras`` in this comma list makes every method of the fit callback raise on purpose, to
+prove that a failing hook never breaks training (as ``optimizer`` does for the torch hook)."""
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
 _UNDO: list[Callable[[], None]] = []
@@ -204,6 +208,7 @@ def _callback_class() -> type:
             self.val: _Samples | None = None
             self.epoch = 0
             self.saved: StepState | None = None
+            self.fault = "keras" in os.environ.get(FAULT_ENV, "").split(",")
             self.pending: int | None = None
             """First batch index of the training step in progress (None: none)."""
             self.val_pending: int | None = None
@@ -212,6 +217,8 @@ def _callback_class() -> type:
             if self.session.disabled:
                 return
             try:
+                if self.fault:
+                    raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=keras)")
                 fn()
             except Exception as e:
                 self.session.warn_once(f"keras:{where}", f"the Keras callback failed in {where} ({e})")
