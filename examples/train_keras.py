@@ -51,8 +51,8 @@ def main() -> None:
     if args.dataset:
         import tensorflow as tf
 
-        train = tf.data.Dataset.from_tensor_slices((xt, yt)).batch(args.batch_size, drop_remainder=True)
-        val = tf.data.Dataset.from_tensor_slices((xv, yv)).batch(args.batch_size, drop_remainder=True)
+        train = tf.data.Dataset.from_tensor_slices((xt, yt)).batch(args.batch_size).prefetch(2)
+        val = tf.data.Dataset.from_tensor_slices((xv, yv)).batch(args.batch_size)
         model.fit(train, validation_data=val, epochs=args.epochs, verbose=0)
     else:
         model.fit(xt, yt, batch_size=args.batch_size, epochs=args.epochs, validation_data=(xv, yv), verbose=0)

@@ -165,3 +165,14 @@ def test_a_failing_keras_callback_never_breaks_fit(tmp_path: Path) -> None:
     run = load(tmp_path / "store")
     assert run.run.status.value == "completed"
     assert r.stderr.count("the Keras callback failed in train-begin") == 1  # warned once per place
+
+
+def test_fit_on_a_tf_data_dataset_counts_the_partial_batch(tmp_path: Path) -> None:
+    r = _observe(tmp_path / "store", str(EXAMPLES / "train_keras.py"), "--dataset", "--epochs", "2", "--samples", "100",
+                 "--val-samples", "40", "--batch-size", "16", "--hidden", "4", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = load(tmp_path / "store").ranks[0].steps
+    train, val = steps["phase"] == 0, steps["phase"] == 1
+    # .batch(16) without drop_remainder: the batch dimension is not static; 100 = 6 x 16 + 4, 40 = 2 x 16 + 8
+    assert np.array_equal(steps["samples"][train], np.array(([16.0] * 6 + [4.0]) * 2))
+    assert np.array_equal(steps["samples"][val], np.array(([16.0] * 2 + [8.0]) * 2))

@@ -162,6 +162,8 @@ class _Samples:
         self.num_batches = _int(getattr(adapter, "num_batches", None))
         self.partial = _int(getattr(adapter, "partial_batch_size", None)) if getattr(
             adapter, "has_partial_batch", None) else None
+        if self.batch is None:  # a tf.data dataset batched without drop_remainder: read its batch op
+            self.batch, self.partial = _tf_data_batch(getattr(adapter, "_dataset", None))
         steps = _int(getattr(iterator, "steps_per_epoch", None))
         if steps is not None and (self.num_batches is None or steps < self.num_batches):
             self.num_batches, self.partial = steps, None  # an epoch cut short: every batch is full
@@ -175,6 +177,29 @@ class _Samples:
             is_last = self.num_batches is not None and i == self.num_batches - 1
             total += self.partial if (is_last and self.partial) else self.batch
         return float(total)
+
+
+def _tf_data_batch(dataset: Any, depth: int = 0) -> tuple[int | None, int | None]:
+    """(batch size, size of the partial last batch) of a ``tf.data`` pipeline from its last ``batch`` op and
+    the cardinality of what that op batches; (None, None) where unknown (a filter, an unknown cardinality)."""
+    if dataset is None or depth > 32:
+        return None, None
+    size: Any = getattr(dataset, "_batch_size", None)
+    if size is None:
+        return _tf_data_batch(getattr(dataset, "_input_dataset", None), depth + 1)
+    try:
+        b = int(size.numpy() if hasattr(size, "numpy") else size)
+        n = int(dataset._input_dataset.cardinality())
+    except Exception:
+        return None, None
+    if b <= 0:
+        return None, None
+    drop: Any = getattr(dataset, "_drop_remainder", None)
+    try:
+        drop_value = bool(drop.numpy()) if hasattr(drop, "numpy") else bool(drop)
+    except Exception:
+        drop_value = False
+    return b, (n % b or None) if n >= 0 and not drop_value else None
 
 
 def _int(v: Any) -> int | None:
