@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q -c constraints.txt $(PIP_ARGS)
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
-TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi
+TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi,tensorflow,jax
 PYTEST_ARGS ?= -n 2 -q
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
@@ -22,7 +22,7 @@ $(DEMO_STAMP): pyproject.toml constraints.txt
 	$(PIP) -e '.[torch]'
 	touch $@
 
-# every extra the suite drives (MLflow, Lightning, transformers, Playwright, psycopg, mpi4py, ...)
+# every extra the suite drives (MLflow, Lightning, transformers, Playwright, psycopg, mpi4py, TensorFlow, JAX, ...)
 $(TEST_STAMP): $(DEMO_STAMP) pyproject.toml constraints.txt
 	$(PIP) -e '.[$(TEST_EXTRAS)]'
 	touch $@

@@ -51,6 +51,9 @@ def attach(session: Session) -> None:
         _install(session)
     else:
         sys.meta_path.insert(0, TorchImportWatcher(session))
+    from stepscope.collect.keras_boot import watch_frameworks
+
+    watch_frameworks(session)
 
 
 def _install(session: Session) -> None:

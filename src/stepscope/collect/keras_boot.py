@@ -1,0 +1,94 @@
+"""Post-import hooks for the non-PyTorch frameworks: Keras, TensorFlow and JAX are observed from the moment the
+user's process finishes importing them, never imported by stepscope itself (a script that imports neither
+pays nothing: two finders on ``sys.meta_path`` that only compare a module name)."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from stepscope.collect.session import Session, current
+
+
+def watch_frameworks(session: Session) -> None:
+    """Install the TensorFlow and Keras hooks now where the package is loaded, else right after its import."""
+    for name, install in (("tensorflow", _install_tensorflow), ("keras", _install_keras), ("jax", _install_jax)):
+        if name in sys.modules and not _importing(sys.modules[name]):
+            _guarded(session, name, install)
+        else:
+            sys.meta_path.insert(0, PostImportWatcher(session, name, install))
+
+
+def _importing(module: ModuleType) -> bool:
+    spec = getattr(module, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def _install_tensorflow(session: Session) -> None:
+    from stepscope.collect.tensorflow_hooks import install_tensorflow_hooks
+
+    install_tensorflow_hooks(session)
+
+
+def _install_keras(session: Session) -> None:
+    from stepscope.collect.keras_hooks import install_keras_hooks
+
+    install_keras_hooks(session)
+
+
+def _install_jax(session: Session) -> None:
+    """JAX has no step to hook (steps come from the API): its versions and devices are recorded at exit, where
+    Keras did not record its own framework record (Keras on any backend imports JAX where it is installed)."""
+
+    def record() -> None:
+        if session.active and not getattr(session, "_keras_described", False):
+            from stepscope.collect.jax_info import jax_info
+
+            session.record("framework", name="jax", **jax_info())
+
+    session.closers.insert(0, record)
+
+
+def _guarded(session: Session, name: str, install: Callable[[Session], None]) -> None:
+    key = f"_{name}_hooks_installed"
+    if current() is not session or getattr(session, key, False):
+        return
+    setattr(session, key, True)
+    try:
+        install(session)
+    except Exception as e:
+        session.warn_once(f"install:{name}", f"could not install the {name} hooks ({e})")
+
+
+class PostImportWatcher(importlib.abc.MetaPathFinder):
+    """Wraps the loader of one top-level package: ``install`` runs once its body has run."""
+
+    def __init__(self, session: Session, name: str, install: Callable[[Session], None]) -> None:
+        self.session = session
+        self.name = name
+        self.install = install
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if fullname != self.name:
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+        session, name, install = self.session, self.name, self.install
+
+        def exec_module(module: ModuleType) -> None:
+            orig_exec(module)
+            _guarded(session, name, install)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

@@ -1,0 +1,558 @@
+"""Keras 3 hooks: ``Model.fit`` gets a stepscope callback, a Keras optimizer's ``apply`` marks the steps of
+custom loops, models are summarised.
+
+* ``fit``: one training batch (one ``train_function`` call: ``steps_per_execution`` batches) is one step,
+  from its ``on_train_batch_begin`` to the next one (or to validation, the epoch's end); one validation
+  batch is one validation step; the epoch is fit's epoch. The callback has no ``*_batch_end`` method, so
+  Keras keeps dispatching batch-end callbacks asynchronously where it would without stepscope.
+  Samples come from fit's data adapter (arrays: the batch size, the partial last batch of an epoch; a
+  ``tf.data`` dataset: its static batch dimension where it has one). Validation time is kept out of the
+  training step around it. Keras fetches fit's batches inside its compiled train function: data wait is
+  not separated there (NaN), it is part of the step.
+* custom loops: the outermost ``optimizer.apply`` / ``apply_gradients`` of the first Keras optimizer that
+  runs marks a step (source ``keras_optimizer``); inside a ``tf.function`` the function's return marks it
+  (tensorflow_hooks.py). Data wait, samples and epochs come from the ``tf.data`` iterator.
+* the model summary (layers, own parameters, output shapes where built) of fit's model, or of the Keras
+  model whose variables the marking optimizer updates; a ``framework`` record (Keras backend and version,
+  TensorFlow's ``tf.config`` thread pools and devices, JAX's devices).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from stepscope.collect.session import Session, StepState
+from stepscope.model.tables import Phase
+
+FIT_SOURCE = "keras"
+FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
+"""Test switch: ``keras`` in this comma list makes every method of the fit callback raise on purpose, to
+prove that a failing hook never breaks training (as ``optimizer`` does for the torch hook)."""
+OPT_SOURCE = "keras_optimizer"
+_perf = time.perf_counter_ns
+_UNDO: list[Callable[[], None]] = []
+NOT_MEASURED: Any = float("nan")
+"""A step's data wait where the batch was fetched out of sight (the session writes it as is)."""
+_MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
+_ITERATORS = threading.local()
+"""Per thread: the Keras epoch iterators created while ``fit`` runs (the first one is fit's training data)."""
+
+
+SUPPORTED_MAJOR = 3
+"""Keras 3 only: Keras 2 (``tf.keras`` of TensorFlow < 2.16, or ``tf_keras``) has other internals."""
+
+
+def install_keras_hooks(session: Session) -> None:
+    keras = sys.modules.get("keras")
+    version = str(getattr(keras, "__version__", "?"))
+    if version.split(".")[0] != str(SUPPORTED_MAJOR):
+        session.warn_once("keras-version", f"Keras {version} is not observed (stepscope knows Keras 3): steps come "
+                          "from tf.data and the stepscope API only")
+        return
+    for name, install in (("keras.fit", _install_fit), ("keras.optimizer", _install_optimizer),
+                          ("keras.models", _install_model_registry)):
+        try:
+            install(session)
+        except Exception as e:
+            session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
+
+
+def remove_all() -> None:
+    while _UNDO:
+        try:
+            _UNDO.pop()()
+        except Exception:
+            pass
+
+
+def _patch(cls: Any, name: str, make: Callable[[Any], Any]) -> None:
+    orig = cls.__dict__[name]
+    new = make(orig)
+    new.__wrapped__ = orig
+    setattr(cls, name, new)
+    _UNDO.append(lambda: setattr(cls, name, orig))
+
+
+# -- fit -------------------------------------------------------------------------------------------------
+def _install_fit(session: Session) -> None:
+    from keras.src.models.model import Model
+    from keras.src.trainers.epoch_iterator import EpochIterator
+
+    fit_owner = next(c for c in Model.__mro__ if "fit" in c.__dict__)
+
+    def make_fit(orig: Any) -> Any:
+        def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if session.disabled:
+                return orig(self, *args, **kwargs)
+            callback = None
+            try:
+                callback = StepscopeKerasCallback(session)
+                args, kwargs = _with_callback(args, kwargs, callback)
+            except Exception as e:
+                session.warn_once("keras.fit", f"could not observe Model.fit ({e})")
+            created: list[Any] = []
+            outer = getattr(_ITERATORS, "created", None)
+            _ITERATORS.created = created
+            if callback is not None:
+                callback.iterators = created
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                _ITERATORS.created = outer
+
+        return fit
+
+    def make_init(orig: Any) -> Any:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            orig(self, *args, **kwargs)
+            created = getattr(_ITERATORS, "created", None)
+            if created is not None:
+                created.append(self)
+
+        return __init__
+
+    _patch(fit_owner, "fit", make_fit)
+    _patch(EpochIterator, "__init__", make_init)
+
+
+FIT_CALLBACKS_POSITION = 5
+"""``callbacks`` is fit's sixth parameter (after x, y, batch_size, epochs, verbose)."""
+
+
+def _with_callback(args: tuple[Any, ...], kwargs: dict[str, Any], callback: Any) -> tuple[tuple[Any, ...],
+                                                                                          dict[str, Any]]:
+    from keras.src.callbacks.callback_list import CallbackList
+
+    if len(args) > FIT_CALLBACKS_POSITION:
+        given = args[FIT_CALLBACKS_POSITION]
+        args = (*args[:FIT_CALLBACKS_POSITION], _add(given, callback, CallbackList),
+                *args[FIT_CALLBACKS_POSITION + 1:])
+    else:
+        kwargs = {**kwargs, "callbacks": _add(kwargs.get("callbacks"), callback, CallbackList)}
+    return args, kwargs
+
+
+def _add(given: Any, callback: Any, callback_list: Any) -> Any:
+    if given is None:
+        return [callback]
+    if isinstance(given, callback_list):
+        given.append(callback)
+        return given
+    return [*list(given), callback]
+
+
+def _callback_base() -> Any:
+    from keras.src.callbacks.callback import Callback
+
+    return Callback
+
+
+class _Samples:
+    """Samples per batch of one Keras data adapter."""
+
+    def __init__(self, iterator: Any) -> None:
+        adapter = getattr(iterator, "data_adapter", None)
+        self.batch = _int(getattr(adapter, "batch_size", None))
+        self.num_batches = _int(getattr(adapter, "num_batches", None))
+        self.partial = _int(getattr(adapter, "partial_batch_size", None)) if getattr(
+            adapter, "has_partial_batch", None) else None
+        if self.batch is None:  # a tf.data dataset batched without drop_remainder: read its batch op
+            self.batch, self.partial = _tf_data_batch(getattr(adapter, "_dataset", None))
+        steps = _int(getattr(iterator, "steps_per_epoch", None))
+        if steps is not None and (self.num_batches is None or steps < self.num_batches):
+            self.num_batches, self.partial = steps, None  # an epoch cut short: every batch is full
+
+    def of(self, first: int, last: int) -> float:
+        """Samples in batches ``first..last`` of an epoch (NaN where the batch size is unknown)."""
+        if self.batch is None:
+            return float("nan")
+        total = 0
+        for i in range(first, last + 1):
+            is_last = self.num_batches is not None and i == self.num_batches - 1
+            total += self.partial if (is_last and self.partial) else self.batch
+        return float(total)
+
+
+def _tf_data_batch(dataset: Any, depth: int = 0) -> tuple[int | None, int | None]:
+    """(batch size, size of the partial last batch) of a ``tf.data`` pipeline from its last ``batch`` op and
+    the cardinality of what that op batches; (None, None) where unknown (a filter, an unknown cardinality)."""
+    if dataset is None or depth > 32:
+        return None, None
+    size: Any = getattr(dataset, "_batch_size", None)
+    if size is None:
+        return _tf_data_batch(getattr(dataset, "_input_dataset", None), depth + 1)
+    try:
+        b = int(size.numpy() if hasattr(size, "numpy") else size)
+        n = int(dataset._input_dataset.cardinality())
+    except Exception:
+        return None, None
+    if b <= 0:
+        return None, None
+    drop: Any = getattr(dataset, "_drop_remainder", None)
+    try:
+        drop_value = bool(drop.numpy()) if hasattr(drop, "numpy") else bool(drop)
+    except Exception:
+        drop_value = False
+    return b, (n % b or None) if n >= 0 and not drop_value else None
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return None if v is None else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def StepscopeKerasCallback(session: Session) -> Any:
+    """A ``keras.callbacks.Callback`` (the class is made at run time, on Keras' own base class)."""
+    return _callback_class()(session)
+
+
+_CLASS: list[type] = []
+
+
+def _callback_class() -> type:
+    if _CLASS:
+        return _CLASS[0]
+    base = _callback_base()
+
+    class _StepscopeCallback(base):  # type: ignore[misc, valid-type]
+        """Marks fit's steps in the process's session (see the module docstring)."""
+
+        def __init__(self, session: Session) -> None:
+            super().__init__()
+            self.session = session
+            self.iterators: list[Any] = []
+            self.train: _Samples | None = None
+            self.val: _Samples | None = None
+            self.epoch = 0
+            self.saved: StepState | None = None
+            self.fault = "keras" in os.environ.get(FAULT_ENV, "").split(",")
+            self.pending: int | None = None
+            """First batch index of the training step in progress (None: none)."""
+            self.val_pending: int | None = None
+
+        def _guard(self, where: str, fn: Callable[[], None]) -> None:
+            if self.session.disabled:
+                return
+            try:
+                if self.fault:
+                    raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=keras)")
+                fn()
+            except Exception as e:
+                self.session.warn_once(f"keras:{where}", f"the Keras callback failed in {where} ({e})")
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            def go() -> None:
+                s = self.session
+                s.set_step_source(FIT_SOURCE)
+                s.activate()
+                self.train = _Samples(self.iterators[0]) if self.iterators else None
+                s.step = StepState(None, s.epoch)
+                describe_once(s, self.model)
+            self._guard("train-begin", go)
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            def go() -> None:
+                self.epoch = epoch
+                self.session.epoch = epoch
+                self.session.step.epoch = epoch
+                self.session.step.start = None
+            self._guard("epoch-begin", go)
+
+        # Steps end when the next batch begins (or validation, the epoch's end, the training's end): the
+        # callback defines no *_batch_end method, so Keras keeps dispatching those asynchronously where it
+        # did (a callback with one makes Keras convert every step's logs synchronously).
+        def _span(self, begin: int, last: int | None, samples: _Samples | None) -> int:
+            if last is not None:
+                return last
+            spe = max(_int(getattr(self.model, "steps_per_execution", 1)) or 1, 1)
+            end = begin + spe - 1
+            if samples is not None and samples.num_batches is not None:
+                end = min(end, samples.num_batches - 1)
+            return end
+
+        def _end_train(self, t: int, next_begin: int | None) -> None:
+            if self.pending is None:
+                return
+            begin, self.pending = self.pending, None
+            s = self.session
+            st = s.step
+            st.epoch = self.epoch
+            if self.train is not None:
+                last = self._span(begin, None if next_begin is None else next_begin - 1, self.train)
+                st.samples, st.fetched = self.train.of(begin, last), True
+                st.data_wait = NOT_MEASURED  # fit fetches inside its train function
+            s.mark_step(t, source=FIT_SOURCE)
+
+        def _end_val(self, t: int, next_begin: int | None) -> None:
+            if self.val_pending is None:
+                return
+            begin, self.val_pending = self.val_pending, None
+            s = self.session
+            s.step.epoch = self.epoch
+            if self.val is not None:
+                last = self._span(begin, None if next_begin is None else next_begin - 1, self.val)
+                s.step.samples, s.step.fetched = self.val.of(begin, last), True
+                s.step.data_wait = NOT_MEASURED
+            s.mark_step(t, source=FIT_SOURCE, phase=Phase.VALIDATION)
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_train(t, batch)
+                self.pending = batch
+                self.session.touch(t)
+            self._guard("train-batch-begin", go)
+
+        def on_test_begin(self, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_train(t, None)
+                s = self.session
+                it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
+                    self.iterators) > 1 else None)
+                self.val = _Samples(it) if it is not None else None
+                self.saved, s.step = s.step, StepState(t, s.epoch)
+            self._guard("test-begin", go)
+
+        def on_test_batch_begin(self, batch: int, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_val(t, batch)
+                self.val_pending = batch
+            self._guard("test-batch-begin", go)
+
+        def on_test_end(self, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_val(t, None)
+                saved, self.saved = self.saved, None
+                if saved is not None:
+                    saved.start = None
+                    self.session.step = saved
+            self._guard("test-end", go)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_train(t, None)
+                s = self.session
+                for name, value in dict(logs or {}).items():
+                    try:
+                        s.log_metric(f"epoch/{name}", float(value), max(s.step_index - 1, 0))
+                    except (TypeError, ValueError):
+                        pass
+            self._guard("epoch-end", go)
+
+        def on_train_end(self, logs: Any = None) -> None:
+            t = _perf()
+
+            def go() -> None:
+                self._end_train(t, None)
+                self.session.flush()
+            self._guard("train-end", go)
+
+    _CLASS.append(_StepscopeCallback)
+    return _StepscopeCallback
+
+
+# -- custom loops: the optimizer --------------------------------------------------------------------------
+def _install_optimizer(session: Session) -> None:
+    from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+    state: dict[str, Any] = {"depth": 0, "marker": None, "t0": 0}
+
+    def make_apply(orig: Any) -> Any:
+        def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+            if state["depth"] == 0:
+                state["t0"] = _perf()
+            state["depth"] += 1
+            try:
+                return orig(self, grads, trainable_variables)
+            finally:
+                state["depth"] -= 1
+                if not state["depth"]:
+                    _after_apply(session, state, self, trainable_variables)
+
+        return apply
+
+    _patch(BaseOptimizer, "apply", make_apply)
+
+
+def _after_apply(session: Session, state: dict[str, Any], opt: Any, variables: Any) -> None:
+    t1 = _perf()
+    if session.disabled or session.step_source == FIT_SOURCE:
+        return
+    try:
+        if state["marker"] is None:
+            state["marker"] = weakref.ref(opt)
+        if state["marker"]() is not opt:
+            return
+        if "tensorflow" in sys.modules:
+            from stepscope.collect.tensorflow_hooks import flag_traced_step
+
+            if flag_traced_step():
+                return  # traced: the tf.function's return marks each step
+        if _tracing_elsewhere(variables):
+            return
+        session.step.optimizer += t1 - state["t0"]
+        session.mark_step(t1, source=OPT_SOURCE)
+        describe_once(session, None, variables)
+    except Exception as e:
+        session.warn_once("keras.optimizer", f"Keras step marking failed ({e})")
+
+
+def _tracing_elsewhere(variables: Any) -> bool:
+    """A JAX trace (the JAX backend's jitted step): nothing runs now, the callback or API marks steps."""
+    jax_core = sys.modules.get("jax.core")
+    if jax_core is None:
+        return False
+    try:
+        return not jax_core.trace_state_clean()
+    except Exception:
+        return False
+
+
+# -- models, summary, framework record --------------------------------------------------------------------
+def _install_model_registry(session: Session) -> None:
+    from keras.src.models.model import Model
+
+    def make_init(orig: Any) -> Any:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            orig(self, *args, **kwargs)
+            try:
+                _MODELS.add(self)
+            except TypeError:
+                pass
+
+        return __init__
+
+    _patch(Model, "__init__", make_init)
+
+
+def describe_once(session: Session, model: Any, variables: Any = None) -> None:
+    """Record the framework settings and the model summary once per session."""
+    if getattr(session, "_keras_described", False):
+        return
+    session._keras_described = True  # type: ignore[attr-defined]
+    session.record("framework", **framework_info())
+    if model is None:
+        model = _model_for(variables)
+    if model is not None:
+        session.record("model", summary=summarize_keras_model(model))
+
+
+def _model_for(variables: Any) -> Any:
+    """The registered Keras model that owns most of ``variables`` (the outermost one on a tie)."""
+    models = list(_MODELS)
+    if not models:
+        return None
+    wanted = {id(v) for v in variables or ()}
+    best, best_score = None, -1
+    for m in models:
+        try:
+            score = sum(1 for v in m.trainable_variables if id(v) in wanted) if wanted else 0
+            size = len(m.weights)
+        except Exception:
+            continue
+        if (score, size) > (best_score, len(best.weights) if best is not None else -1):
+            best, best_score = m, score
+    return best
+
+
+def framework_info() -> dict[str, Any]:
+    """Framework versions and settings of this process (only modules it imported are asked)."""
+    out: dict[str, Any] = {"name": "keras"}
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        out["keras"] = getattr(keras, "__version__", None)
+        try:
+            out["backend"] = keras.backend.backend()
+            out["dtype_policy"] = keras.config.dtype_policy().name
+        except Exception:
+            pass
+    if "tensorflow" in sys.modules:
+        from stepscope.collect.tensorflow_hooks import tf_config
+
+        out.update(tf_config())
+    if "jax" in sys.modules and out.get("backend", "jax") == "jax":
+        from stepscope.collect.jax_info import jax_info
+
+        out.update(jax_info())
+    return out
+
+
+def _nbytes(v: Any) -> int:
+    import numpy as np
+
+    try:
+        n = 1
+        for d in v.shape:
+            n *= int(d)
+        return n * np.dtype(str(getattr(v, "dtype", "float32"))).itemsize
+    except Exception:
+        return 0
+
+
+def _count(v: Any) -> int:
+    n = 1
+    for d in v.shape:
+        n *= int(d)
+    return n
+
+
+def summarize_keras_model(model: Any, *, max_layers: int = 2000) -> dict[str, Any]:
+    """Layer table of a Keras model in the form of modelsummary.summarize_model: rows (name, type, depth,
+    own params, trainable params, bytes, output shape where the model is built symbolically) and totals that
+    count each variable once."""
+    rows: list[dict[str, Any]] = []
+
+    def walk(layer: Any, name: str, depth: int) -> None:
+        if len(rows) >= max_layers:
+            return
+        children = list(getattr(layer, "_layers", None) or [])
+        child_vars = {id(v) for c in children for v in c.weights}
+        own = [v for v in layer.weights if id(v) not in child_vars]
+        rows.append({
+            "name": name, "type": type(layer).__name__, "depth": depth,
+            "params": sum(_count(v) for v in own),
+            "trainable_params": sum(_count(v) for v in own if getattr(v, "trainable", True)),
+            "param_bytes": sum(_nbytes(v) for v in own), "buffer_bytes": 0,
+            "output_shape": _output_shape(layer),
+        })
+        for c in children:
+            walk(c, f"{name}.{c.name}" if depth else c.name, depth + 1)
+
+    walk(model, "(root)", 0)
+    unique = {id(v): v for v in model.weights}.values()
+    trainable = {id(v) for v in model.trainable_weights}
+    return {
+        "name": getattr(model, "name", type(model).__name__),
+        "type": f"{type(model).__module__}.{type(model).__qualname__}",
+        "layers": rows,
+        "total_params": sum(_count(v) for v in unique),
+        "trainable_params": sum(_count(v) for v in unique if id(v) in trainable),
+        "param_bytes": sum(_nbytes(v) for v in unique), "buffer_bytes": 0,
+        "param_dtypes": sorted({str(getattr(v, "dtype", "")) for v in unique}),
+        "truncated": len(rows) >= max_layers,
+    }
+
+
+def _output_shape(layer: Any) -> list[int | None] | None:
+    try:
+        shape = layer.output.shape
+        return [None if d is None else int(d) for d in shape]
+    except Exception:
+        return None
