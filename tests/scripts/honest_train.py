@@ -7,6 +7,8 @@
     no-loader  tensors made by the script (batch 8), no DataLoader
     by-hand    parameters updated by hand (no optimizer), no stepscope call
     lstm       an LSTM language model (FLOPs of RNN layers)
+    many-ops   40 steps of 2,000 tiny ops each (a profiler trace that takes long to write) and a
+               5 ms sleep, from a DataLoader of 8 batches per epoch
 """
 
 import sys
@@ -113,6 +115,25 @@ def lstm(steps: int) -> None:
         opt.step()
 
 
+def many_ops(steps: int) -> None:
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = loader(64, 8)
+    done = 0
+    while done < steps:
+        for x, y in data:
+            opt.zero_grad()
+            h = x
+            for _ in range(1000):
+                h = h * 1.0 + 0.0
+            nn.functional.cross_entropy(model(h), y).backward()
+            time.sleep(0.005)
+            opt.step()
+            done += 1
+            if done == steps:
+                break
+
+
 def main() -> None:
     mode = sys.argv[1]
     torch.manual_seed(0)
@@ -128,6 +149,8 @@ def main() -> None:
         by_hand(6)
     elif mode == "lstm":
         lstm(8)
+    elif mode == "many-ops":
+        many_ops(40)
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(f"{mode} done")

@@ -124,14 +124,24 @@ def user_metrics(rank: RankData) -> tuple[UserMetric, ...]:
 
 
 def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
-    """Step index ranges traced by a profiler window (slowed by tracing: kept out of step statistics)."""
+    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics: the
+    profiler window's traced steps and the step that carried writing its trace (``carried_step``), and
+    a CUDA memory snapshot's recorded steps and the step that carried its dump."""
     out = []
     for rec in rank.extra.get("profile_window", []):
         lo = rec.get("traced_first_step", rec.get("first_step"))
         hi = rec.get("last_step")
         if isinstance(lo, int) and isinstance(hi, int):
             out.append((lo, hi))
-    return tuple(out)
+    for rec in rank.extra.get("profile_boundary", []) + rank.extra.get("profile_window", []):
+        carried = rec.get("carried_step")
+        if isinstance(carried, int):
+            out.append((carried, carried))
+    for rec in rank.extra.get("memory_snapshot", []):
+        lo, hi = rec.get("first_step"), rec.get("last_step")
+        if isinstance(lo, int) and isinstance(hi, int):
+            out.append((lo, hi + 1))  # the dump happens at the boundary after the last recorded step
+    return tuple(sorted(set(out)))
 
 
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:

@@ -41,6 +41,15 @@ def _safe_len(obj: Any) -> int | None:
         return None
 
 
+_BATCHES: list[int] = []
+"""Batches per epoch of the loaders iterated so far, in order (the first is the training loader's)."""
+
+
+def batches_per_epoch() -> int | None:
+    """Batches per epoch of the first DataLoader iterated in this process (None: none, or no length)."""
+    return _BATCHES[0] if _BATCHES else None
+
+
 def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> None:
     """Time ``next()`` on DataLoader iterators and count epochs.
 
@@ -109,6 +118,10 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             key = id(self)
             if key not in passes and not session.disabled and session.activate():
                 session.record("dataloader", **loader_config(self), t_ns=time.time_ns())
+            if key not in passes:
+                n = _safe_len(self)
+                if n:
+                    _BATCHES.append(n)
             passes.setdefault(key, 0)
             it._stepscope_loader = key
             it._stepscope_batches = 0
@@ -124,6 +137,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
     def restore() -> None:
         it_cls.__next__ = orig_next  # type: ignore[method-assign]
         loader_cls.__iter__ = orig_iter  # type: ignore[method-assign]
+        _BATCHES.clear()
 
     undo.append(restore)
 
