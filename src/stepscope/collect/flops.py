@@ -35,7 +35,10 @@ def measure_step_index(session: Session) -> int:
     o = session.options
     if o.profile_steps <= 0:
         return MEASURE_STEP
-    first_traced = o.profile_skip + o.profile_wait
+    from stepscope.collect.window import MIN_SKIP
+
+    # an automatic skip (negative) is decided later, but is never below MIN_SKIP
+    first_traced = (o.profile_skip if o.profile_skip >= 0 else MIN_SKIP) + o.profile_wait
     last = first_traced + o.profile_warmup + o.profile_steps
     return MEASURE_STEP if first_traced > MEASURE_STEP else last + 1
 
