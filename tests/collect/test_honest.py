@@ -74,3 +74,16 @@ def test_samples_from_the_forward_input_without_a_dataloader(observed, store):
     assert np.isnan(steps["data_wait_ns"]).all()  # no loader: data wait not measured, not zero
     st = summarize_run(data).ranks[0].steps
     assert st.samples_per_s == pytest.approx(8 * st.steps_per_s, rel=1e-6)
+
+
+def test_a_run_shorter_than_the_sampler_period_has_memory_figures(observed, store):
+    r = observed("no_loader.py", opts=("--sample-interval", "30", "--flops-per-step", "0"))
+    assert r.rc == 0, r
+    data = load(store)
+    samples = data.ranks[0].samples
+    assert len(samples) == 2  # one when the session opened, one when it closed; none periodic in 30 s
+    rss = samples.columns["rss_bytes"]
+    assert np.isfinite(rss).all() and (rss > 10e6).all()
+    cpu = samples.columns["cpu_process_pct"]  # a rate: none at the first sample, one over the run at the last
+    assert np.isnan(cpu[0]) and np.isfinite(cpu[1])
+    assert summarize_run(data).headline.peak_rss_bytes == float(rss.max())
