@@ -87,3 +87,40 @@ def test_a_run_shorter_than_the_sampler_period_has_memory_figures(observed, stor
     cpu = samples.columns["cpu_process_pct"]  # a rate: none at the first sample, one over the run at the last
     assert np.isnan(cpu[0]) and np.isfinite(cpu[1])
     assert summarize_run(data).headline.peak_rss_bytes == float(rss.max())
+
+
+def test_show_counts_equal_the_json(observed, cli, store):
+    import json
+    import re
+
+    r = observed("tiny_train.py", "--steps", "30", opts=("--profile-steps", "2", "--warmup-steps", "3"))
+    assert r.rc == 0, r
+    doc = json.loads(cli("show", "latest", "--json").out)
+    st = doc["ranks"][0]["steps"]
+    out = cli("show", "latest").out
+    m = re.search(r"steps recorded\s*│\s*(\d+) \((\d+) warm-up, (\d+) instrumented, (\d+) measured\)", out)
+    assert m, out
+    assert tuple(map(int, m.groups())) == (st["steps"], st["warmup_steps"],
+                                           st["steps"] - st["warmup_steps"] - st["measured_steps"],
+                                           st["measured_steps"])
+    # 30 steps, 3 warm-up; skip 3, wait 1, warm-up 1: traced 4-6, written at 7; FLOPs counted on step 2
+    assert (st["steps"], st["warmup_steps"], st["measured_steps"]) == (30, 3, 30 - 3 - 4)
+
+
+def test_parameters_updated_by_hand_point_to_stepscope_step(observed, cli, store):
+    r = observed("honest_train.py", "by-hand", opts=("--sample-interval", "0"))
+    assert r.rc == 0, r
+    out = cli("show", "latest").out
+    assert "call stepscope.step() at the end of each training step" in out  # the process was observed
+    assert "Memory" not in out and "Time per step by phase" not in out  # nothing measured: no empty tables
+    advice = cli("advise", "latest").out
+    assert "--profile-steps" not in out + advice  # a window needs steps
+
+
+def test_session_arguments_ignored_under_run_are_named(observed, store):
+    r = observed("api_train.py")
+    assert r.rc == 0, r
+    data = load(store)
+    assert data.run.name == "api_train" and "lr" not in data.run.params
+    assert any("stepscope.session(name=..., params=...) is ignored under `stepscope run`" in n
+               for n in data.ranks[0].notes)

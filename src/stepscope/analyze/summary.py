@@ -208,11 +208,13 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
     ranks = [summarize_rank(r, warmup=warmup) for r in data.ranks]
     warnings = []
     if not data.ranks:
-        warnings.append("no process of the command was observed training: no optimizer step, DataLoader batch "
-                        "or stepscope call happened (or the script is not Python)")
+        warnings.append("no process of the command was observed training: no optimizer step, backward pass, "
+                        "DataLoader batch or stepscope call happened (or the script is not Python); if it "
+                        "trains without torch.optim, mark each step with stepscope.step()")
     elif all(r.steps.steps == 0 for r in ranks):
-        warnings.append("no step was recorded: the script never reached an optimizer step — mark steps with "
-                        "stepscope.steps(loader) or stepscope.step()")
+        warnings.append("no step was recorded: no torch.optim optimizer stepped (parameters updated by hand?) — "
+                        "call stepscope.step() at the end of each training step, or loop over "
+                        "stepscope.steps(loader)")
     for r in data.ranks:
         if not r.stream.complete:
             warnings.append(f"rank {r.stream.rank} ended without its end record (killed): its data stops at the "

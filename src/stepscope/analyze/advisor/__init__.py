@@ -34,7 +34,7 @@ def advise(inp: AdvisorInput, rules: list[type[Rule]] | None = None) -> Advice:
     order = {r.id: i for i, r in enumerate(chosen)}
     found.sort(key=lambda f: (f.saving_s_total is None, -(f.saving_s_total or 0.0), order[f.rule_id]))
     notes = list(inp.trace_problems)
-    if not inp.traces:
+    if not inp.traces and inp.summary.headline.steps > 0:  # a window needs steps: never suggested without
         notes.append("no profiled window: kernel-level rules (launch-bound, mixed precision, unfused optimizer, "
                      "overlap) need one — stepscope run --profile-steps N")
     return Advice(findings=tuple(found), checked=tuple(r.id for r in chosen), notes=tuple(notes))
