@@ -65,7 +65,7 @@ def rnn_flops(module: Any, inp: Any, *, training: bool) -> int | None:
     gradient). None when it cannot be counted (``proj_size``, unknown mode, no input tensor).
     """
     gates = RNN_GATES.get(str(getattr(module, "mode", "")))
-    if gates is None or getattr(module, "proj_size", 0):
+    if gates is None or int(getattr(module, "proj_size", 0) or 0):
         return None
     data = getattr(inp, "data", inp) if type(inp).__name__ == "PackedSequence" else inp
     shape = getattr(data, "shape", None)
