@@ -4,9 +4,9 @@ One sample when the session opens (memory, threads, GPUs: no rates yet), one eve
 ``sample_interval_s``, and a last one when the session closes, so a run shorter than the period
 still has memory figures. Each periodic and the last sample: process CPU % and RSS, system CPU %
 and memory, disk and network I/O rates; on local rank 0 only (one per node, not one per rank),
-every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and CPU package energy through RAPL where readable.
-A source that cannot be read is left out (its columns are absent, never zero). Slow NVML queries run
-here, never on the training thread.
+every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and
+CPU package energy through RAPL where readable. A source that cannot be read is left out (its
+columns are absent, never zero). Slow NVML queries run here, never on the training thread.
 """
 
 from __future__ import annotations
