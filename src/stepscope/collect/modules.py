@@ -1,15 +1,19 @@
 """Finding the models being trained, and timing their forward.
 
-All timing goes through torch's *global* module hooks, never hooks stored on the user's modules: a
-watched model pickles, saves (``torch.save(model)``), deep-copies, scripts (``torch.jit.script``) and
-round-trips its ``state_dict`` exactly as a bare one, and copies carry nothing of stepscope.
+Nothing of stepscope may travel with the user's model: a watched model pickles, saves
+(``torch.save(model)``), deep-copies, scripts (``torch.jit.script``) and round-trips its
+``state_dict`` exactly as a bare one, and its copies carry nothing of stepscope.
 
-Until the first step is marked, every forward call is seen (one step's cost only) to record output
-shapes and the top-level modules called (roots). At the first step the models are the roots whose
-parameters the marking optimizer updates (or those given with ``stepscope.watch``); any other
-optimizer that steps later adds the roots it updates (a GAN's generator and discriminator). From
-then on a module call costs one identity check unless it is a watched model, whose forward is timed.
-The forward time is its own: phases run inside it (a nested backward, say) are not counted twice.
+Until the first step is marked, torch's *global* module hooks see every forward call (one step's
+cost only) to record output shapes and the top-level modules called (roots). At the first step the
+models are the roots whose parameters the marking optimizer updates (or those given with
+``stepscope.watch``); any other optimizer that steps later adds the roots it updates (a GAN's
+generator and discriminator). The global hooks are then removed and each model gets a forward pre-
+and post-hook of its own (two Python calls a step, nothing on its submodules: a global hook would
+cost every module call about 3 us). Those hooks live in the model's hook dictionaries, wrapped in
+``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see the dictionaries without
+stepscope's entries (a plain ``OrderedDict``), while torch's forward still calls them. The forward
+time is its own: phases run inside it (a nested backward, say) are not counted twice.
 
 When no DataLoader batch was fetched in a step, the samples of the step are the first dimension of the
 first tensor argument of the step's first watched forward call (the batch, for scripts that make
@@ -20,6 +24,7 @@ optimizer marks steps.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +36,52 @@ from stepscope.model.tables import Phase
 
 DISCOVERY_LIMIT = 5000
 """Top-level forward calls watched before giving up on discovery (an inference-only script)."""
+
+
+HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
+
+
+class HiddenHooks(OrderedDict[int, Any]):
+    """A module's hook dictionary holding entries of stepscope's (ids in ``ours``) that copies never
+    see: pickling and deep copies give a plain ``OrderedDict`` of the user's entries only, and
+    ``values()`` (what TorchScript compiles) leaves ours out; torch's forward reads ``items()``."""
+
+    ours: set[int]
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.ours = set()
+
+    def __reduce__(self) -> Any:
+        return OrderedDict, ([(k, v) for k, v in self.items() if k not in self.ours],)
+
+    def __copy__(self) -> OrderedDict[int, Any]:
+        return OrderedDict((k, v) for k, v in self.items() if k not in self.ours)
+
+    def values(self) -> Any:
+        return [v for k, v in self.items() if k not in self.ours]
+
+
+def _hide(model: Any) -> list[HiddenHooks]:
+    """Wrap the model's hook dictionaries (once) so that entries added next can be hidden."""
+    out = []
+    for name in HOOK_DICTS:
+        d = getattr(model, name, None)
+        if d is None:
+            continue
+        if not isinstance(d, HiddenHooks):
+            d = HiddenHooks(d)
+            setattr(model, name, d)
+        out.append(d)
+    return out
+
+
+def _unhide(model: Any) -> None:
+    """Give the model plain dictionaries back (its own entries only remain once ours are removed)."""
+    for name in HOOK_DICTS:
+        d = getattr(model, name, None)
+        if isinstance(d, HiddenHooks):
+            setattr(model, name, OrderedDict(d.items()))
 
 
 class ModuleWatch:
@@ -53,11 +104,12 @@ class ModuleWatch:
         self.discovering = True
         from torch.nn.modules import module as m
 
-        self._handles = [m.register_module_forward_pre_hook(self._pre),
-                         m.register_module_forward_hook(self._post, always_call=True)]
+        self._global = [m.register_module_forward_pre_hook(self._pre),
+                        m.register_module_forward_hook(self._post, always_call=True)]
+        self._model_handles: list[tuple[Any, list[Any]]] = []
         undo.append(self.remove)
 
-    # -- hooks (global: nothing is stored on the user's modules) -----------------------------------
+    # -- hooks (global while discovering, then the models' own, hidden from copies) ------------------
     def _pre(self, module: Any, args: Any) -> None:
         if not self.discovering and id(module) not in self.watched:
             return
@@ -106,6 +158,9 @@ class ModuleWatch:
         if not self.discovering:
             return
         self.discovering = False
+        for h in self._global:
+            h.remove()
+        self._global = []
         self.depth = 0
         self.span = None
         picked = list(self.models) or self._owned(optimizer) or list(self.roots.values())[:1]
@@ -140,6 +195,12 @@ class ModuleWatch:
         self.models.append(model)
         self.watched.add(id(model))
         self.session.record("model", summary=summarize_model(model, self.shapes))
+        dicts = _hide(model)
+        handles = [model.register_forward_pre_hook(self._pre),
+                   model.register_forward_hook(self._post, always_call=True)]
+        for d in dicts:
+            d.ours.update(h.id for h in handles)
+        self._model_handles.append((model, handles))
 
     def watch(self, model: Any) -> None:
         if self.discovering:
@@ -149,9 +210,17 @@ class ModuleWatch:
             self._add(model)
 
     def remove(self) -> None:
-        for h in self._handles:
+        for h in self._global:
             h.remove()
-        self._handles = []
+        self._global = []
+        for model, handles in self._model_handles:
+            for h in handles:
+                h.remove()
+            try:
+                _unhide(model)
+            except Exception:
+                pass
+        self._model_handles = []
 
 
 def _contains(outer: Any, inner: Any) -> bool:
