@@ -124,9 +124,10 @@ def user_metrics(rank: RankData) -> tuple[UserMetric, ...]:
 
 
 def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
-    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics: the
-    profiler window's traced steps and the step that carried writing its trace (``carried_step``), and
-    a CUDA memory snapshot's recorded steps and the step that carried its dump."""
+    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics (the run
+    summary's and diff's alike): the profiler window's traced steps and the step that carried writing its
+    trace (``carried_step``), the step whose FLOPs were counted, and a CUDA memory snapshot's recorded
+    steps and the step that carried its dump."""
     out = []
     for rec in rank.extra.get("profile_window", []):
         lo = rec.get("traced_first_step", rec.get("first_step"))
@@ -141,11 +142,12 @@ def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
         lo, hi = rec.get("first_step"), rec.get("last_step")
         if isinstance(lo, int) and isinstance(hi, int):
             out.append((lo, hi + 1))  # the dump happens at the boundary after the last recorded step
+    out.extend(counted_steps(rank))
     return tuple(sorted(set(out)))
 
 
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
-    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank) + counted_steps(rank))
+    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank))
     regions = region_stats(rank.regions, first_step=st.warmup_steps, measured_steps=st.measured_steps,
                            step_wall_ns=st.wall_ns)
     system = metric_stats(rank.samples)
