@@ -107,6 +107,8 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 if prev is not None and prev[0] != self._stepscope_token and prev[1] is st and st.samples >= prev[2]:
                     st.samples -= prev[2]  # the earlier iterator was a peek at the batch, not trained on
                 first_batch[key] = (self._stepscope_token, st, n or 0.0)
+            if not st.fetched and st.samples:
+                st.samples = 0.0  # read from a forward input before this batch came: the batches count
             session.add_fetch(t0, t1, n, batch_tokens(batch))
         except Exception as e:
             session.warn_once("loader", f"DataLoader timing failed ({e})")
