@@ -60,13 +60,14 @@ def test_system_sampler_fields_present_and_gpu_absent(observed, store):
 
 
 def test_data_wait_follows_a_slow_dataset(observed, store):
-    # 4 samples per batch x 10 ms per sample: at least 40 ms of data wait per step
-    assert observed("tiny_train.py", "--steps", "6", "--batch-size", "4", "--sample-sleep", "0.01",
+    # 4 samples per batch x 50 ms per sample: at least 200 ms of data wait per step
+    assert observed("tiny_train.py", "--steps", "6", "--batch-size", "4", "--sample-sleep", "0.05",
                     opts=("--flops-per-step", "0")).rc == 0
     steps = load(store).ranks[0].steps
     wait = steps["data_wait_ns"]
-    assert np.all(wait >= 40e6)
-    assert np.median(wait / steps.duration_ns) > 0.5  # the tiny model computes in well under 40 ms
+    assert np.all(wait >= 200e6)
+    # the tiny model computes in well under 200 ms, even on a loaded 2-core machine (40 ms a phase seen)
+    assert np.median(wait / steps.duration_ns) > 0.5
 
 
 def test_samples_per_step_override(observed, store):
