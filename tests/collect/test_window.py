@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from stepscope.collect.window import Action, window_schedule, window_steps
 from tests.conftest import load
 
@@ -78,6 +80,7 @@ def test_auto_skip_places_the_window_after_the_automatic_warmup():
         assert window.auto_skip(b) + 1 >= warmup_steps(np.ones(b))
 
 
+@pytest.mark.slow
 def test_writing_the_trace_is_left_out_of_the_step_statistics(observed, store):
     """The trace of a window of 3 steps with 2,000 ops each takes seconds to write, at the boundary
     after the window: the step that carries it is named and left out, so no measured step holds it."""
@@ -100,6 +103,7 @@ def test_writing_the_trace_is_left_out_of_the_step_statistics(observed, store):
     assert st.measured_steps == 40 - st.warmup_steps - len(set(range(4, 9)) - set(range(st.warmup_steps)))
 
 
+@pytest.mark.slow
 def test_a_run_shorter_than_its_window_says_so(observed, store):
     r = observed("tiny_train.py", "--steps", "6", opts=("--profile-steps", "4", "--flops-per-step", "0"))
     assert r.rc == 0, r
