@@ -86,3 +86,15 @@ def test_script_of() -> None:
     assert script_of(("torchrun", "--nproc-per-node", "2", "/x/train.py", "--lr", "1")) == "train.py"
     assert script_of(("python", "-m", "pkg.train")) == "pkg.train"
     assert script_of(("./run.sh",)) == "run.sh"
+
+
+def test_runs_without_samples_give_no_numpy_warning() -> None:
+    """Scripts without a DataLoader (before samples came from the forward input) have NaN samples:
+    the table says '—', and no NumPy RuntimeWarning leaks to the terminal."""
+    import warnings
+
+    runs = [_run("a", 1, 100, samples=math.nan), _run("b", 2, 100, samples=math.nan)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = {r.world_size: r for r in analyze_scaling(runs).table("all").rows}  # type: ignore[union-attr]
+    assert math.isnan(rows[2].samples) and rows[2].total_throughput_mean is None

@@ -78,3 +78,75 @@ def test_given_flops_per_step_skips_counting_and_cpu_has_no_mfu(observed, store:
     assert s.flops.mfu is None and s.flops.peak_flops is None  # CPU: no peak without --peak-flops
     assert math.isclose(s.flops.achieved_flops, 5e6 / (s.ranks[0].steps.step_time.p50 * 1e-9))
     assert "mfu" not in index_metrics(s)
+
+
+# tests/scripts/honest_train.py lstm: Embedding(50, 16) -> LSTM(16, 32, 2 layers) -> Linear(32, 50),
+# batch 4 x 10 tokens = 40 positions, 4 gates. Layer 0: F_ih = 2*4*32*16*40, F_hh = 2*4*32*32*40; its
+# input (the embedding output) requires grad, so forward + backward = 3 (F_ih + F_hh). Layer 1: input
+# 32, same. The output Linear: 3 * 2*40*32*50 (its input requires grad).
+LSTM_LAYER0 = 3 * (2 * 4 * 32 * 16 * 40 + 2 * 4 * 32 * 32 * 40)
+LSTM_LAYER1 = 3 * (2 * 4 * 32 * 32 * 40 + 2 * 4 * 32 * 32 * 40)
+LSTM_FLOPS = LSTM_LAYER0 + LSTM_LAYER1 + 3 * 2 * 40 * 32 * 50
+
+
+def test_rnn_formulas_by_hand() -> None:
+    import torch
+
+    from stepscope.collect.flops import rnn_flops
+
+    lstm = torch.nn.LSTM(16, 32, num_layers=2, batch_first=True)
+    x = torch.randn(4, 10, 16, requires_grad=True)
+    assert rnn_flops(lstm, x, training=True) == LSTM_LAYER0 + LSTM_LAYER1
+    assert rnn_flops(lstm, x, training=False) == (LSTM_LAYER0 + LSTM_LAYER1) // 3
+    # a GRU (3 gates), bidirectional, input without grad: forward F = F_ih + F_hh per direction;
+    # backward: weight gradients F, hidden-state gradient F_hh, no input gradient
+    gru = torch.nn.GRU(8, 6, bidirectional=True)
+    f_ih, f_hh = 2 * 3 * 6 * 8 * 20 * 2, 2 * 3 * 6 * 6 * 20 * 2
+    assert rnn_flops(gru, torch.randn(5, 4, 8), training=True) == 2 * (f_ih + f_hh) + f_hh
+    rnn = torch.nn.RNN(8, 6)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(torch.randn(5, 2, 8), [5, 3])  # 8 positions
+    assert rnn_flops(rnn, packed, training=False) == 2 * 6 * 8 * 8 + 2 * 6 * 6 * 8
+    assert rnn_flops(torch.nn.LSTM(8, 6, proj_size=3), torch.randn(5, 8), training=False) is None
+
+
+def test_counter_misses_lstm_so_it_is_added_by_formula() -> None:
+    """PyTorch's counter sees no FLOPs in nn.LSTM (a fused kernel): the reason for the formula."""
+    import torch
+
+    from stepscope.collect.flops import _counter_class
+
+    lstm = torch.nn.LSTM(16, 32, batch_first=True)
+    counter = _counter_class()()
+    with counter:
+        lstm(torch.randn(4, 10, 16))[0].sum().backward()
+    assert counter.get_total_flops() == 0
+
+
+@pytest.mark.slow
+def test_lstm_run_counts_recurrent_flops(observed, cli, store: Path) -> None:
+    r = observed("honest_train.py", "lstm", opts=("--peak-flops", "1e12"))
+    assert r.rc == 0, r
+    (rec,) = load(store).ranks[0].extra["flops"]
+    assert (rec["flops"], rec["rnn_flops"], rec["uncounted"]) == (LSTM_FLOPS, LSTM_LAYER0 + LSTM_LAYER1, [])
+    out = cli("show", "latest").out
+    assert "of which recurrent layers" in out and "partial" not in out
+
+
+def test_uncounted_layers_mark_flops_and_mfu_partial() -> None:
+    """Layers counted neither by PyTorch nor by formula (an LSTM with proj_size under cuDNN) make the
+    figures lower bounds: the FLOPs table says so on each figure that depends on them."""
+    from stepscope.analyze.flops import FlopsSummary
+    from stepscope.report.flops import flops_table
+    from stepscope.report.terminal import console
+
+    fl = FlopsSummary(flops_per_step=1.2e9, source="measured", precision="fp32", achieved_flops=3e10,
+                      peak_flops=1e12, peak_source="--peak-flops", mfu=0.03, device_name=None, measured_step=2,
+                      measure_cost_ns=None, ranks=1, rnn_flops=0.0, uncounted=("LSTM", "LSTM"))
+    assert fl.partial
+    import io
+
+    buf = io.StringIO()
+    console(buf).print(flops_table(fl))
+    out = buf.getvalue()
+    assert "partial: 2 layers not counted (LSTM)" in out
+    assert out.count("at least (partial") == 2  # achieved FLOP/s and MFU

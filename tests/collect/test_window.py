@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from stepscope.collect.window import Action, window_schedule, window_steps
 from tests.conftest import load
 
@@ -33,13 +35,14 @@ def test_profiled_run_saves_a_trace_of_exactly_the_window(observed, store):
     labels = sorted(int(re.sub(r"\D", "", n)) + window["profiler_step_offset"] for n in set(names))
     assert labels == [5, 6, 7]
     assert any(e.get("cat") == "cpu_op" and e["name"] == "aten::addmm" for e in trace["traceEvents"])
-    # the traced steps (4..7) are not in the step statistics; 20 steps, 2 warm-up, and the one step
-    # whose FLOPs were counted (slowed by counting) outside the window
+    # the traced steps (4..7) and the step that carried writing the trace (8) are not in the step
+    # statistics; 20 steps, 2 warm-up, and the one step whose FLOPs were counted (slowed by counting)
     from stepscope.analyze.summary import summarize_run
 
-    flops_steps = {r["step"] for r in data.ranks[0].extra.get("flops", [])} - {0, 1, 4, 5, 6, 7}
+    assert window["carried_step"] == 8
+    flops_steps = {r["step"] for r in data.ranks[0].extra.get("flops", [])} - {0, 1, 4, 5, 6, 7, 8}
     st = summarize_run(data).ranks[0].steps
-    assert st.measured_steps == 20 - 2 - 4 - len(flops_steps)
+    assert st.measured_steps == 20 - 2 - 5 - len(flops_steps)
 
 
 def test_profiler_window_longer_than_the_run_never_breaks_it(observed, store):
@@ -61,3 +64,48 @@ def test_profile_memory_names_the_allocating_operators(observed, cli, store):
     assert ops["aten::addmm"].self_cpu_bytes == 2 * (8 * 32 * 4 + 8 * 4 * 4)
     shown = cli("show", "latest")
     assert "Operators that allocate most" in shown.out and "aten::addmm" in shown.out
+
+
+def test_auto_skip_places_the_window_after_the_automatic_warmup():
+    from stepscope.analyze.steps import MAX_AUTO_WARMUP, warmup_steps
+    from stepscope.collect import window
+
+    assert window.MAX_AUTO_WARMUP == MAX_AUTO_WARMUP
+    assert window.auto_skip(None) == 10 and window.auto_skip(8) == 3 and window.auto_skip(55) == 6
+    assert window.auto_skip(10_000) == 10
+    import numpy as np
+
+    # a run of one epoch of B batches: the window's first traced step is past the automatic warm-up
+    for b in (8, 30, 55, 99, 100, 1000):
+        assert window.auto_skip(b) + 1 >= warmup_steps(np.ones(b))
+
+
+@pytest.mark.slow
+def test_writing_the_trace_is_left_out_of_the_step_statistics(observed, store):
+    """The trace of a window of 3 steps with 2,000 ops each takes seconds to write, at the boundary
+    after the window: the step that carries it is named and left out, so no measured step holds it."""
+    from stepscope.analyze.summary import summarize_run
+
+    r = observed("honest_train.py", "many-ops", opts=("--profile-steps", "3", "--flops-per-step", "0"))
+    assert r.rc == 0, r
+    data = load(store)
+    (window,) = data.ranks[0].extra["profile_window"]
+    (boundary,) = data.ranks[0].extra["profile_boundary"]
+    # 8 batches per epoch: skip max(3, 10% of 8) = 3, wait 1, warm-up 1: steps 5-7 kept, written at 8
+    assert (window["traced_first_step"], window["first_step"], window["last_step"]) == (4, 5, 7)
+    assert window["carried_step"] == boundary["carried_step"] == 8
+    cost_ns = boundary["boundary_s"] * 1e9
+    steps = data.ranks[0].steps
+    assert steps.duration_ns[8] >= cost_ns  # the raw step holds the cost ...
+    assert cost_ns > 0.5e9  # ... which is large (the test can fail) ...
+    st = summarize_run(data).ranks[0].steps
+    assert st.step_time.max < 0.5 * cost_ns  # ... and no measured step holds it (others: 25-250 ms loaded)
+    assert st.measured_steps == 40 - st.warmup_steps - len(set(range(4, 9)) - set(range(st.warmup_steps)))
+
+
+@pytest.mark.slow
+def test_a_run_shorter_than_its_window_says_so(observed, store):
+    r = observed("tiny_train.py", "--steps", "6", opts=("--profile-steps", "4", "--flops-per-step", "0"))
+    assert r.rc == 0, r
+    notes = " ".join(load(store).ranks[0].notes)
+    assert "ended after 6 steps, before its profiler window (steps 5-8) was complete" in notes

@@ -48,6 +48,9 @@ class FlopsSummary:
     MFU, peak_source says where it comes from. mfu: 0-1, None without a peak. measured_step: the step
     counted (None if given). measure_cost_ns: how much longer the counted step took than the median
     step (the one-off cost of counting; None when unknown). ranks: ranks with a FLOPs figure.
+    rnn_flops: FLOPs of recurrent layers added by formula (PyTorch's counter sees none). uncounted:
+    layers (types) counted neither way: when not empty, FLOPs per step, achieved FLOP/s and MFU are
+    lower bounds (reports say "partial").
     """
 
     flops_per_step: float
@@ -61,6 +64,12 @@ class FlopsSummary:
     measured_step: int | None
     measure_cost_ns: float | None
     ranks: int
+    rnn_flops: float = 0.0
+    uncounted: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.uncounted)
 
 
 def peak_for(device_name: str | None, precision: str | None) -> tuple[float, str] | None:
@@ -125,6 +134,8 @@ def flops_summary(data: RunData, step_stats: list[StepStats]) -> FlopsSummary | 
         achieved_flops=total, peak_flops=peak[0] if peak else None, peak_source=peak[1] if peak else None,
         mfu=mfu, device_name=device_name, measured_step=int(first["step"]) if first else None,
         measure_cost_ns=cost, ranks=len(per_rank),
+        rnn_flops=float(first.get("rnn_flops") or 0) if first and given is None else 0.0,
+        uncounted=tuple(str(u) for u in first.get("uncounted", [])) if first and given is None else (),
     )
 
 

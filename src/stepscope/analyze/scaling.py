@@ -197,6 +197,12 @@ def _stat(values: list[float | None]) -> tuple[float | None, float | None]:
     return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
 
 
+def _mean_finite(values: list[float]) -> float:
+    """Mean of the finite values; NaN (never a NumPy 'Mean of empty slice' warning) when there is none."""
+    v = [x for x in values if math.isfinite(x)]
+    return float(np.mean(v)) if v else math.nan
+
+
 def _infer_mode(rows: list[SizeRow]) -> str | None:
     if len(rows) < 2 or not all(r.samples > 0 for r in rows):
         return None
@@ -225,7 +231,7 @@ def _table(selection: str, windows: list[Window], ttt: dict[str, float | None], 
         comm, _ = _stat([w.comm_share for w in ws])
         hits = [ttt.get(i) for i in ids if ttt.get(i) is not None]
         t_mean, t_std = _stat(hits)
-        raw.append((n, len(ids), len(ws), float(np.nanmean([w.samples for w in ws])), tt or 0.0, tt_std or 0.0,
+        raw.append((n, len(ids), len(ws), _mean_finite([w.samples for w in ws]), tt or 0.0, tt_std or 0.0,
                     lt, lt_std, gt, gt_std, comm, t_mean, t_std, len(hits)))
     n0, t0, l0, g0 = raw[0][0], raw[0][4], raw[0][6], raw[0][8]
     rows = []

@@ -124,18 +124,30 @@ def user_metrics(rank: RankData) -> tuple[UserMetric, ...]:
 
 
 def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
-    """Step index ranges traced by a profiler window (slowed by tracing: kept out of step statistics)."""
+    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics (the run
+    summary's and diff's alike): the profiler window's traced steps and the step that carried writing its
+    trace (``carried_step``), the step whose FLOPs were counted, and a CUDA memory snapshot's recorded
+    steps and the step that carried its dump."""
     out = []
     for rec in rank.extra.get("profile_window", []):
         lo = rec.get("traced_first_step", rec.get("first_step"))
         hi = rec.get("last_step")
         if isinstance(lo, int) and isinstance(hi, int):
             out.append((lo, hi))
-    return tuple(out)
+    for rec in rank.extra.get("profile_boundary", []) + rank.extra.get("profile_window", []):
+        carried = rec.get("carried_step")
+        if isinstance(carried, int):
+            out.append((carried, carried))
+    for rec in rank.extra.get("memory_snapshot", []):
+        lo, hi = rec.get("first_step"), rec.get("last_step")
+        if isinstance(lo, int) and isinstance(hi, int):
+            out.append((lo, hi + 1))  # the dump happens at the boundary after the last recorded step
+    out.extend(counted_steps(rank))
+    return tuple(sorted(set(out)))
 
 
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
-    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank) + counted_steps(rank))
+    st = step_stats(rank.steps, warmup=warmup, exclude=profiled_steps(rank))
     regions = region_stats(rank.regions, first_step=st.warmup_steps, measured_steps=st.measured_steps,
                            step_wall_ns=st.wall_ns)
     system = metric_stats(rank.samples)
@@ -198,11 +210,13 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
     ranks = [summarize_rank(r, warmup=warmup) for r in data.ranks]
     warnings = []
     if not data.ranks:
-        warnings.append("no process of the command was observed training: no optimizer step, DataLoader batch "
-                        "or stepscope call happened (or the script is not Python)")
+        warnings.append("no process of the command was observed training: no optimizer step, backward pass, "
+                        "DataLoader batch or stepscope call happened (or the script is not Python); if it "
+                        "trains without torch.optim, mark each step with stepscope.step()")
     elif all(r.steps.steps == 0 for r in ranks):
-        warnings.append("no step was recorded: the script never reached an optimizer step — mark steps with "
-                        "stepscope.steps(loader) or stepscope.step()")
+        warnings.append("no step was recorded: no torch.optim optimizer stepped (parameters updated by hand?) — "
+                        "call stepscope.step() at the end of each training step, or loop over "
+                        "stepscope.steps(loader)")
     for r in data.ranks:
         if not r.stream.complete:
             warnings.append(f"rank {r.stream.rank} ended without its end record (killed): its data stops at the "

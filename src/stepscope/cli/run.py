@@ -9,6 +9,7 @@ import sys
 
 from stepscope.cli.common import add_store_args, parse_pairs, store_from
 from stepscope.collect.options import Options
+from stepscope.collect.window import AUTO_SKIP
 from stepscope.errors import UserError
 
 
@@ -25,7 +26,8 @@ def add_collection_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--profile-wait", type=int, default=1, metavar="N", help="steps to wait before the window's warm-up")
     g.add_argument("--profile-warmup", type=int, default=1, metavar="N", help="profiler warm-up steps (not kept)")
     g.add_argument("--profile-skip", type=int, default=None, metavar="N",
-                   help="steps skipped before the window starts (default: the warm-up steps, at least 3)")
+                   help="steps skipped before the window starts (default: past the automatic warm-up, 3-10; "
+                        "with --warmup-steps N: N, at least 3)")
     g.add_argument("--profile-memory", action="store_true", help="record allocations in the window")
     g.add_argument("--no-comm-timing", action="store_true", help="do not time torch.distributed calls")
     g.add_argument("--memory-snapshot", type=int, default=0, metavar="N",
@@ -50,7 +52,10 @@ def options_from(args: argparse.Namespace) -> Options:
         raise UserError("--memory-snapshot and --sample-stacks must be 0 (off) or positive")
     if args.profile_steps < 0:
         raise UserError(f"--profile-steps {args.profile_steps}: must be 0 (off) or positive")
-    skip = args.profile_skip if args.profile_skip is not None else max(3, args.warmup_steps or 0)
+    if args.profile_skip is not None and args.profile_skip < 0:
+        raise UserError(f"--profile-skip {args.profile_skip}: must be 0 or positive")
+    skip = args.profile_skip if args.profile_skip is not None else (
+        max(3, args.warmup_steps) if args.warmup_steps is not None else AUTO_SKIP)
     return Options(sample_interval_s=args.sample_interval, samples_per_step=args.samples_per_step,
                    tokens_per_step=args.tokens_per_step, warmup_steps=args.warmup_steps,
                    profile_steps=args.profile_steps, profile_wait=args.profile_wait,

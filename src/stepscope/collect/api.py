@@ -92,6 +92,11 @@ def session(name: str | None = None, *, role: str | None = None, params: dict[st
             s.role = role
             if s.activate():
                 s.update_stream(role=role)
+        ignored = [k for k, v in (("name", name), ("params", params), ("tags", tags), ("store", store)) if v]
+        if ignored and s.activate():  # the launcher made the run: say so rather than drop them silently
+            s.warn_once("session-args", f"stepscope.session({', '.join(f'{k}=...' for k in ignored)}) is ignored "
+                        "under `stepscope run`, which names the run: use `stepscope run --name NAME "
+                        "--param KEY=VALUE --tag KEY=VALUE`")
         yield s
         return
     if os.environ.get(ENV_RUN_DIR):

@@ -6,6 +6,12 @@ matmul / convolution / attention op of the step (forward, backward, and anything
 counted with PyTorch's formulas, by the dtype of its inputs (which decides the peak to compare with).
 Elementwise ops and the optimizer's update are not counted (the usual convention for MFU).
 
+Recurrent layers (``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``) run as fused kernels that PyTorch's counter
+does not know (0 FLOPs, on CPU and with cuDNN); when a recurrent module's forward added nothing to the
+counter, its FLOPs are computed by formula (``rnn_flops``) and added. A layer that can be counted
+neither way (``proj_size``, an unreadable input) is listed in ``uncounted``: reports then say the
+figure is partial.
+
 Cost: that one step pays a Python dispatch per op (10-50 us per op: +11 ms on a 0.5 ms tiny-MLP step;
 the ``flops`` record keeps the step's index and wall time so the cost is stated, and the step is left
 out of the step statistics); every other step pays one Python call at its boundary. The step is
@@ -14,7 +20,8 @@ measured again if a validation step interrupts it. Not measured when
 mode would force a recompile; give ``--flops-per-step``).
 
 Record: ``{"kind": "flops", "step": k, "flops": total, "by_dtype": {dtype: flops}, "by_module":
-{name: flops}, "device": "cuda:0"|"cpu", "device_name": str|None, "tf32": bool, "step_wall_ns": ns}``.
+{name: flops}, "device": "cuda:0"|"cpu", "device_name": str|None, "tf32": bool, "step_wall_ns": ns,
+"rnn_flops": flops added by formula, "uncounted": [layer type, ...]}``.
 """
 
 from __future__ import annotations
@@ -35,9 +42,55 @@ def measure_step_index(session: Session) -> int:
     o = session.options
     if o.profile_steps <= 0:
         return MEASURE_STEP
-    first_traced = o.profile_skip + o.profile_wait
+    from stepscope.collect.window import MIN_SKIP
+
+    # an automatic skip (negative) is decided later, but is never below MIN_SKIP
+    first_traced = (o.profile_skip if o.profile_skip >= 0 else MIN_SKIP) + o.profile_wait
     last = first_traced + o.profile_warmup + o.profile_steps
     return MEASURE_STEP if first_traced > MEASURE_STEP else last + 1
+
+
+RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+"""Gate matrices per recurrent cell: each gate is one input and one hidden matmul."""
+
+
+def rnn_flops(module: Any, inp: Any, *, training: bool) -> int | None:
+    """Matmul FLOPs of one call of an ``nn.RNNBase`` module (2 per multiply-add, as PyTorch counts).
+
+    Per layer and direction, over all T x B positions (the rows of a PackedSequence): the input
+    matmuls ``F_ih = 2 G H I T B`` (I: input size, or H x directions above the first layer) and the
+    hidden ones ``F_hh = 2 G H H T B``. Forward ``F_ih + F_hh``; with training, backward adds the
+    weight gradients (``F_ih + F_hh``), the gradient through the hidden state (``F_hh``) and the
+    gradient to the layer's input (``F_ih``, for the first layer only when its input requires a
+    gradient). None when it cannot be counted (``proj_size``, unknown mode, no input tensor).
+    """
+    gates = RNN_GATES.get(str(getattr(module, "mode", "")))
+    if gates is None or int(getattr(module, "proj_size", 0) or 0):
+        return None
+    data = getattr(inp, "data", inp) if type(inp).__name__ == "PackedSequence" else inp
+    shape = getattr(data, "shape", None)
+    if shape is None:
+        return None
+    if type(inp).__name__ == "PackedSequence":
+        positions = int(shape[0])
+    elif len(shape) == 3:
+        positions = int(shape[0]) * int(shape[1])
+    elif len(shape) == 2:  # unbatched: (T, I)
+        positions = int(shape[0])
+    else:
+        return None
+    h = int(module.hidden_size)
+    dirs = 2 if module.bidirectional else 1
+    total = 0
+    for layer in range(int(module.num_layers)):
+        i = int(module.input_size) if layer == 0 else h * dirs
+        f_ih = 2 * gates * h * i * positions * dirs
+        f_hh = 2 * gates * h * h * positions * dirs
+        total += f_ih + f_hh
+        if training:
+            input_grad = layer > 0 or bool(getattr(data, "requires_grad", False))
+            total += f_ih + 2 * f_hh + (f_ih if input_grad else 0)
+    return total
 
 
 def _counter_class() -> Any:
@@ -90,6 +143,36 @@ class FlopMeter:
         self.started_val = 0
         self.t0 = 0
         self.done = False
+        self.rnn_before: dict[int, int] = {}
+        self.rnn_extra = 0
+        self.uncounted: list[str] = []
+        self.rnn_hooks: list[Any] = []
+        self.rnn_base: Any = ()
+
+    def _rnn_pre(self, module: Any, args: Any) -> None:
+        if self.counter is not None and isinstance(module, self.rnn_base):
+            self.rnn_before[id(module)] = int(self.counter.get_total_flops())
+
+    def _rnn_post(self, module: Any, args: Any, out: Any) -> None:
+        counter = self.counter
+        if counter is None or not isinstance(module, self.rnn_base):
+            return
+        try:
+            if int(counter.get_total_flops()) > self.rnn_before.pop(id(module), 0):
+                return  # PyTorch counted this layer's ops itself
+            import torch
+
+            params = list(module.parameters())
+            training = torch.is_grad_enabled() and any(p.requires_grad for p in params)
+            n = rnn_flops(module, args[0] if args else None, training=training)
+            if n is None:
+                self.uncounted.append(type(module).__name__)
+                return
+            self.rnn_extra += n
+            if params:
+                counter.by_dtype[str(params[0].dtype).replace("torch.", "")] += n
+        except Exception:
+            self.uncounted.append(type(module).__name__)
 
     def on_step(self) -> None:
         s = self.session
@@ -107,14 +190,24 @@ class FlopMeter:
                 self.done = True
                 s.warn_once("flops", "FLOPs per step not measured: torch.compile is in use — give --flops-per-step")
                 return
+            import torch
+            from torch.nn.modules import module as m
+
+            self.rnn_base = torch.nn.RNNBase
             self.counter = _counter_class()()
             self.counter.__enter__()
+            self.rnn_extra, self.uncounted = 0, []
+            self.rnn_hooks = [m.register_module_forward_pre_hook(self._rnn_pre),
+                              m.register_module_forward_hook(self._rnn_post)]
             self.started_val = s.val_index
             self.t0 = time.perf_counter_ns()
         elif self.counter is None and s.step_index > self.target:
             self.target = s.step_index
 
     def _exit(self) -> None:
+        for h in self.rnn_hooks:
+            h.remove()
+        self.rnn_hooks = []
         counter, self.counter = self.counter, None
         if counter is not None:
             counter.__exit__(None, None, None)
@@ -124,12 +217,13 @@ class FlopMeter:
         counter = self.counter
         self._exit()
         self.done = True
-        total = int(counter.get_total_flops())
+        total = int(counter.get_total_flops()) + self.rnn_extra
         by_module = {name: int(sum(ops.values())) for name, ops in counter.get_flop_counts().items()
                      if name != "Global" and name.count(".") < 2}
         self.session.record("flops", step=self.target, flops=total, by_dtype=dict(counter.by_dtype),
                             by_module=by_module, device=counter.device or "cpu",
-                            device_name=_device_name(counter.device), tf32=_tf32_enabled(), step_wall_ns=wall)
+                            device_name=_device_name(counter.device), tf32=_tf32_enabled(), step_wall_ns=wall,
+                            rnn_flops=self.rnn_extra, uncounted=list(self.uncounted))
 
     def close(self) -> None:
         """At exit in the middle of the measured step: pop the mode, record nothing."""

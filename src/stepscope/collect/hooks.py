@@ -74,13 +74,15 @@ def _install_window(session: Session) -> None:
 def _install_optimizer_hooks(session: Session) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+    from stepscope.collect import nesting
+
     perf = time.perf_counter_ns
-    state: dict[str, Any] = {"marker": None, "t0": 0, "depth": 0}
+    state: dict[str, Any] = {"marker": None, "span": None, "depth": 0}
     fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         if state["depth"] == 0:
-            state["t0"] = perf()
+            state["span"] = nesting.enter(session)
         state["depth"] += 1
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
@@ -91,12 +93,15 @@ def _install_optimizer_hooks(session: Session) -> None:
         try:
             if fault:
                 raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
-            session.step.optimizer += t1 - state["t0"]
+            # own time only: a closure (Lightning) runs forward and backward inside the step
+            session.step.optimizer += nesting.own_time(session, state["span"], t1)
+            watch = _WATCH.get("modules")
             if state["marker"] is None:
                 state["marker"] = opt
-                watch = _WATCH.get("modules")
                 if watch is not None:
                     watch.finish(opt)
+            elif watch is not None:
+                watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
             if opt is state["marker"]:
                 session.mark_step(t1, source="optimizer")
         except Exception as e:
@@ -114,15 +119,25 @@ def _install_optimizer_hooks(session: Session) -> None:
 def _install_backward_hook(session: Session) -> None:
     import torch.autograd
 
+    from stepscope.collect import nesting
+
     orig = torch.autograd.backward
     perf = time.perf_counter_ns
 
     def backward(*args: Any, **kwargs: Any) -> Any:
-        t0 = perf()
+        span = nesting.enter(session)
         try:
             return orig(*args, **kwargs)
         finally:
-            session.step.backward += perf() - t0
+            try:
+                st = session.step
+                st.backward += nesting.own_time(session, span, perf())
+                if st.start is None:
+                    st.start = span[2]
+                if not session.active and not session.disabled:
+                    session.activate()  # a backward pass is training: the run is observed
+            except Exception as e:
+                session.warn_once("backward", f"backward timing failed ({e})")
 
     backward.__wrapped__ = orig  # type: ignore[attr-defined]
     torch.autograd.backward = backward

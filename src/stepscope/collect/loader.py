@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,29 +41,75 @@ def _safe_len(obj: Any) -> int | None:
         return None
 
 
+_BATCHES: list[int] = []
+"""Batches per epoch of the loaders iterated so far, in order (the first is the training loader's)."""
+
+
+def batches_per_epoch() -> int | None:
+    """Batches per epoch of the first DataLoader iterated in this process (None: none, or no length)."""
+    return _BATCHES[0] if _BATCHES else None
+
+
 def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> None:
+    """Time ``next()`` on DataLoader iterators and count epochs.
+
+    An epoch is one pass of a loader: an iterator that yields a second batch, or that ends after its
+    first. An iterator abandoned after one batch (the DDP tutorial's ``len(next(iter(loader))[0])``
+    peek) is no epoch, and its batch's samples are taken back when a new pass of the same loader starts
+    in the same step. Until a pass is confirmed its steps carry the epoch it will get.
+    """
     from torch.utils.data import dataloader as dl
 
     it_cls = dl._BaseDataLoaderIter
     loader_cls = dl.DataLoader
     orig_next = it_cls.__next__
     orig_iter = loader_cls.__iter__
-    epochs: dict[int, int] = {}
+    passes: dict[int, int] = {}
+    """loader id -> passes confirmed so far (the epoch number of its next pass)"""
+    first_batch: dict[int, tuple[int, Any, float]] = {}
+    """loader id -> (iterator token, step state, samples) of a pass that has yielded one batch only"""
+    tokens = itertools.count()
     perf = time.perf_counter_ns
+
+    def confirm(it: Any) -> None:
+        key = it._stepscope_loader
+        it._stepscope_epoch = passes.get(key, 0)
+        passes[key] = it._stepscope_epoch + 1
+        first_batch.pop(key, None)
 
     def __next__(self: Any) -> Any:
         t0 = perf()
-        batch = orig_next(self)
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            try:
+                if getattr(self, "_stepscope_epoch", 0) is None and getattr(self, "_stepscope_batches", 0) >= 1:
+                    confirm(self)  # a one-batch pass
+            except Exception as e:
+                session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
+            raise
         t1 = perf()
         try:
-            if session.disabled or session.api_fetch:
+            if session.disabled:
+                return batch
+            epoch = _epoch_of(self, confirm, passes)
+            if epoch is not None:
+                session.step.epoch = epoch  # the step in progress only: see Session.mark_step
+            if session.api_fetch:  # stepscope.steps() times this fetch itself
                 return batch
             session.touch(t0)
             session.activate()
-            epoch = getattr(self, "_stepscope_epoch", None)
-            if epoch is not None and session.step_source != "api":
-                session.step.epoch = epoch  # the step in progress only: see Session.mark_step
-            session.add_fetch(t0, t1, batch_size(batch), batch_tokens(batch))
+            n = batch_size(batch)
+            st = session.step
+            key = getattr(self, "_stepscope_loader", None)
+            if key is not None and getattr(self, "_stepscope_batches", 0) == 1:
+                prev = first_batch.get(key)
+                if prev is not None and prev[0] != self._stepscope_token and prev[1] is st and st.samples >= prev[2]:
+                    st.samples -= prev[2]  # the earlier iterator was a peek at the batch, not trained on
+                first_batch[key] = (self._stepscope_token, st, n or 0.0)
+            if not st.fetched and st.samples:
+                st.samples = 0.0  # read from a forward input before this batch came: the batches count
+            session.add_fetch(t0, t1, n, batch_tokens(batch))
         except Exception as e:
             session.warn_once("loader", f"DataLoader timing failed ({e})")
         return batch
@@ -71,10 +118,17 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         it: Any = orig_iter(self)
         try:
             key = id(self)
-            if key not in epochs and not session.disabled and session.activate():
+            if key not in passes and not session.disabled and session.activate():
                 session.record("dataloader", **loader_config(self), t_ns=time.time_ns())
-            epochs[key] = epochs.get(key, -1) + 1
-            it._stepscope_epoch = epochs[key]
+            if key not in passes:
+                n = _safe_len(self)
+                if n:
+                    _BATCHES.append(n)
+            passes.setdefault(key, 0)
+            it._stepscope_loader = key
+            it._stepscope_batches = 0
+            it._stepscope_epoch = None
+            it._stepscope_token = next(tokens)  # not id(): a peeked iterator's id is reused at once
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
         return it
@@ -85,5 +139,18 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
     def restore() -> None:
         it_cls.__next__ = orig_next  # type: ignore[method-assign]
         loader_cls.__iter__ = orig_iter  # type: ignore[method-assign]
+        _BATCHES.clear()
 
     undo.append(restore)
+
+
+def _epoch_of(it: Any, confirm: Callable[[Any], None], passes: dict[int, int]) -> int | None:
+    """Count the batch on its iterator; the epoch of its pass (provisional until confirmed)."""
+    key = getattr(it, "_stepscope_loader", None)
+    if key is None:
+        return None
+    it._stepscope_batches += 1
+    if it._stepscope_epoch is None and it._stepscope_batches >= 2:
+        confirm(it)
+    epoch: int | None = it._stepscope_epoch
+    return passes.get(key, 0) if epoch is None else epoch

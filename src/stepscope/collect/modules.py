@@ -1,18 +1,35 @@
-"""Finding the model being trained, and timing its forward.
+"""Finding the models being trained, and timing their forward.
 
-Until the first step is marked, global module hooks watch every forward call (one step's cost only) to
-record output shapes and the top-level modules called. At the first step the models are the top-level
-modules whose parameters the marking optimizer updates (or those given with ``stepscope.watch``); the
-global hooks are removed and only the models' own forward is timed from then on (two calls a step).
-An eval-mode forward with gradients off marks a validation step when the optimizer marks steps.
+Nothing of stepscope may travel with the user's model: a watched model pickles, saves
+(``torch.save(model)``), deep-copies, scripts (``torch.jit.script``) and round-trips its
+``state_dict`` exactly as a bare one, and its copies carry nothing of stepscope.
+
+Until the first step is marked, torch's *global* module hooks see every forward call (one step's
+cost only) to record output shapes and the top-level modules called (roots). At the first step the
+models are the roots whose parameters the marking optimizer updates (or those given with
+``stepscope.watch``); any other optimizer that steps later adds the roots it updates (a GAN's
+generator and discriminator). The global hooks are then removed and each model gets a forward pre-
+and post-hook of its own (two Python calls a step, nothing on its submodules: a global hook would
+cost every module call about 3 us). Those hooks live in the model's hook dictionaries, wrapped in
+``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see the dictionaries without
+stepscope's entries (a plain ``OrderedDict``), while torch's forward still calls them. The forward
+time is its own: phases run inside it (a nested backward, say) are not counted twice.
+
+When no DataLoader batch was fetched in a step, the samples of the step are the first dimension of the
+first tensor argument of the step's first watched forward call (the batch, for scripts that make
+their own tensors). An eval-mode forward with gradients off marks a validation step when the
+optimizer marks steps.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from stepscope.collect import nesting
+from stepscope.collect.batch import batch_size
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 from stepscope.model.tables import Phase
@@ -21,104 +38,193 @@ DISCOVERY_LIMIT = 5000
 """Top-level forward calls watched before giving up on discovery (an inference-only script)."""
 
 
+HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
+
+
+class HiddenHooks(OrderedDict[int, Any]):
+    """A module's hook dictionary holding entries of stepscope's (ids in ``ours``) that copies never
+    see: pickling and deep copies give a plain ``OrderedDict`` of the user's entries only, and
+    ``values()`` (what TorchScript compiles) leaves ours out; torch's forward reads ``items()``."""
+
+    ours: set[int]
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.ours = set()
+
+    def __reduce__(self) -> Any:
+        return OrderedDict, ([(k, v) for k, v in self.items() if k not in self.ours],)
+
+    def __copy__(self) -> OrderedDict[int, Any]:
+        return OrderedDict((k, v) for k, v in self.items() if k not in self.ours)
+
+    def values(self) -> Any:
+        return [v for k, v in self.items() if k not in self.ours]
+
+
+def _hide(model: Any) -> list[HiddenHooks]:
+    """Wrap the model's hook dictionaries (once) so that entries added next can be hidden."""
+    out = []
+    for name in HOOK_DICTS:
+        d = getattr(model, name, None)
+        if d is None:
+            continue
+        if not isinstance(d, HiddenHooks):
+            d = HiddenHooks(d)
+            setattr(model, name, d)
+        out.append(d)
+    return out
+
+
+def _unhide(model: Any) -> None:
+    """Give the model plain dictionaries back (its own entries only remain once ours are removed)."""
+    for name in HOOK_DICTS:
+        d = getattr(model, name, None)
+        if isinstance(d, HiddenHooks):
+            setattr(model, name, OrderedDict(d.items()))
+
+
 class ModuleWatch:
     def __init__(self, session: Session, undo: list[Callable[[], None]]) -> None:
         import torch
 
         self.torch = torch
         self.session = session
-        self.undo = undo
         self.depth = 0
-        self.t0 = 0
+        self.span: nesting.Span | None = None
         self.shapes: dict[int, Any] = {}
         self.roots: dict[int, Any] = {}
+        """Top-level modules seen during discovery (candidates for optimizers that step later)."""
         self.calls = 0
         self.models: list[Any] = []
-        self.model_handles: list[Any] = []
+        self.watched: set[int] = set()
+        self.optimizers: set[int] = set()
+        self.sampled: Any = None
+        """The step state whose samples came from a forward argument (once per step)."""
         self.discovering = True
         from torch.nn.modules import module as m
 
         self._global = [m.register_module_forward_pre_hook(self._pre),
                         m.register_module_forward_hook(self._post, always_call=True)]
+        self._model_handles: list[tuple[Any, list[Any]]] = []
         undo.append(self.remove)
 
-    # -- discovery (global hooks) -----------------------------------------------------------------
+    # -- hooks (global while discovering, then the models' own, hidden from copies) ------------------
     def _pre(self, module: Any, args: Any) -> None:
+        if not self.discovering and id(module) not in self.watched:
+            return
         if self.depth == 0:
-            self.t0 = time.perf_counter_ns()
-            self.session.touch(self.t0)
+            t0 = time.perf_counter_ns()
+            s = self.session
+            s.touch(t0)
+            try:
+                st = s.step
+                if not st.fetched and self.sampled is not st and s.options.samples_per_step is None:
+                    self.sampled = st
+                    n = batch_size(args)
+                    if n:
+                        st.samples = n
+            except Exception as e:
+                s.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
+            self.span = nesting.enter(s, t0)
         self.depth += 1
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
+        if not self.discovering and id(module) not in self.watched:
+            return
         try:
             self.depth -= 1
-            self.shapes[id(module)] = output_shape(out)
-            if self.depth == 0:
-                t1 = time.perf_counter_ns()
-                self.session.step.forward += t1 - self.t0
+            if self.discovering:
+                self.shapes[id(module)] = output_shape(out)
+            if self.depth or self.span is None:
+                return
+            t1 = time.perf_counter_ns()
+            s = self.session
+            s.step.forward += nesting.own_time(s, self.span, t1)
+            self.span = None
+            if self.discovering:
                 self.roots.setdefault(id(module), module)
                 self.calls += 1
                 if self.calls > DISCOVERY_LIMIT:
                     self.finish(None)
+            elif s.step_source == "optimizer" and not module.training and not self.torch.is_grad_enabled():
+                s.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
         except Exception as e:
-            self.session.warn_once("module-discovery", f"model discovery failed ({e})")
+            self.session.warn_once("module-watch", f"model forward timing failed ({e})")
 
+    # -- choosing the models ------------------------------------------------------------------------
     def finish(self, optimizer: Any) -> None:
-        """Pick the models, emit their summaries, move from global to per-model hooks."""
+        """At the first step: pick the models, emit their summaries, time only their forward."""
         if not self.discovering:
             return
         self.discovering = False
         for h in self._global:
             h.remove()
         self._global = []
-        if not self.models:
-            self.models = self._pick(optimizer)
-        for model in self.models:
-            self.session.record("model", summary=summarize_model(model, self.shapes))
-            self._attach(model)
-        self.shapes.clear()
-        self.roots.clear()
+        self.depth = 0
+        self.span = None
+        picked = list(self.models) or self._owned(optimizer) or list(self.roots.values())[:1]
+        self.models = []
+        for model in picked:
+            self._add(model)
+        if optimizer is not None:
+            self.optimizers.add(id(optimizer))
 
-    def _pick(self, optimizer: Any) -> list[Any]:
-        roots = list(self.roots.values())
+    def adopt(self, optimizer: Any) -> None:
+        """An optimizer stepped: watch the top-level modules whose parameters it updates (once each)."""
+        if self.discovering or id(optimizer) in self.optimizers:
+            return
+        self.optimizers.add(id(optimizer))
+        for model in self._owned(optimizer):
+            self._add(model)
+
+    def _owned(self, optimizer: Any) -> list[Any]:
         if optimizer is None:
-            return roots[:1]
+            return []
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
-        picked = [r for r in roots if any(id(p) in owned for p in r.parameters())]
-        return picked or roots[:1]
+        return [r for r in self.roots.values() if any(id(p) in owned for p in r.parameters())]
+
+    def _add(self, model: Any) -> None:
+        if id(model) in self.watched:
+            return
+        # a model that is part of one already watched (or contains it) is timed by the outer one
+        if any(model is m or _contains(m, model) for m in self.models):
+            return
+        self.models = [m for m in self.models if not _contains(model, m)]
+        self.watched = {id(m) for m in self.models}
+        self.models.append(model)
+        self.watched.add(id(model))
+        self.session.record("model", summary=summarize_model(model, self.shapes))
+        dicts = _hide(model)
+        handles = [model.register_forward_pre_hook(self._pre),
+                   model.register_forward_hook(self._post, always_call=True)]
+        for d in dicts:
+            d.ours.update(h.id for h in handles)
+        self._model_handles.append((model, handles))
 
     def watch(self, model: Any) -> None:
         if self.discovering:
-            self.models.append(model)
-        elif model not in self.models:
-            self.models.append(model)
-            self.session.record("model", summary=summarize_model(model, {}))
-            self._attach(model)
-
-    # -- steady state (per-model hooks) -----------------------------------------------------------
-    def _attach(self, model: Any) -> None:
-        state = {"depth": 0, "t0": 0}
-
-        def pre(module: Any, args: Any) -> None:
-            if state["depth"] == 0:
-                state["t0"] = time.perf_counter_ns()
-                self.session.touch(state["t0"])
-            state["depth"] += 1
-
-        def post(module: Any, args: Any, out: Any) -> None:
-            state["depth"] -= 1
-            if state["depth"]:
-                return
-            t1 = time.perf_counter_ns()
-            s = self.session
-            s.step.forward += t1 - state["t0"]
-            if s.step_source == "optimizer" and not module.training and not self.torch.is_grad_enabled():
-                s.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
-
-        self.model_handles += [model.register_forward_pre_hook(pre),
-                               model.register_forward_hook(post, always_call=True)]
+            if all(model is not m for m in self.models):
+                self.models.append(model)
+        else:
+            self._add(model)
 
     def remove(self) -> None:
-        for h in self._global + self.model_handles:
+        for h in self._global:
             h.remove()
-        self._global, self.model_handles = [], []
+        self._global = []
+        for model, handles in self._model_handles:
+            for h in handles:
+                h.remove()
+            try:
+                _unhide(model)
+            except Exception:
+                pass
+        self._model_handles = []
+
+
+def _contains(outer: Any, inner: Any) -> bool:
+    try:
+        return outer is not inner and any(m is inner for m in outer.modules())
+    except Exception:
+        return False

@@ -1,10 +1,12 @@
 """Background system sampler: one daemon thread per observed process.
 
-Every ``sample_interval_s``: process CPU % and RSS, system CPU % and memory, disk and network I/O rates;
-on local rank 0 only (one per node, not one per rank), every GPU through NVML (utilisation, memory,
-power, cumulative energy, SM clock, temperature) and CPU package energy through RAPL where readable.
-A source that cannot be read is left out (its columns are absent, never zero). Slow NVML queries run
-here, never on the training thread.
+One sample when the session opens (memory, threads, GPUs: no rates yet), one every
+``sample_interval_s``, and a last one when the session closes, so a run shorter than the period
+still has memory figures. Each periodic and the last sample: process CPU % and RSS, system CPU %
+and memory, disk and network I/O rates; on local rank 0 only (one per node, not one per rank),
+every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and
+CPU package energy through RAPL where readable. A source that cannot be read is left out (its
+columns are absent, never zero). Slow NVML queries run here, never on the training thread.
 """
 
 from __future__ import annotations
@@ -98,26 +100,33 @@ class Sampler(threading.Thread):
         prev_t = time.monotonic()
         rapl_total = 0.0
         rapl_prev = [_read_uj(p) for p in rapl]
-        while not self.stop_event.wait(self.interval_s):
+        first = True
+        while True:
+            # one sample at once (memory and GPU figures; rates need an interval), one per period, and
+            # a last one when the session stops: every run, however short, has memory figures
+            stopping = not first and self.stop_event.wait(self.interval_s)
             now = time.monotonic()
             dt = max(now - prev_t, 1e-9)
             s: dict[str, Any] = {"t_ns": time.time_ns()}
             with proc.oneshot():
-                s["cpu_process_pct"] = proc.cpu_percent(None)
+                if not first:
+                    s["cpu_process_pct"] = proc.cpu_percent(None)
                 s["rss_bytes"] = float(proc.memory_info().rss)
                 s["threads"] = float(proc.num_threads())
-            s["cpu_system_pct"] = psutil.cpu_percent(None)
+            if not first:
+                s["cpu_system_pct"] = psutil.cpu_percent(None)
             vm = psutil.virtual_memory()
             s["mem_system_used_bytes"] = float(vm.total - vm.available)
             s["mem_system_total_bytes"] = float(vm.total)
-            io = _io_counters(psutil)
-            for key, cur in io.items():
-                if key in prev_io:
-                    s[key] = max(cur - prev_io[key], 0.0) / dt
-            prev_io, prev_t = io, now
+            if not first:
+                io = _io_counters(psutil)
+                for key, cur in io.items():
+                    if key in prev_io:
+                        s[key] = max(cur - prev_io[key], 0.0) / dt
+                prev_io, prev_t = io, now
             if nvml is not None:
                 nvml.read(s)
-            if rapl:
+            if rapl and not first:
                 cur_uj = [_read_uj(p) for p in rapl]
                 for a, b in zip(rapl_prev, cur_uj, strict=True):
                     if a is not None and b is not None and b >= a:  # counters wrap: skip a wrap interval
@@ -125,6 +134,9 @@ class Sampler(threading.Thread):
                 rapl_prev = cur_uj
                 s["cpu_energy_j"] = rapl_total
             self.session.buffers.add_sample(s)
+            first = False
+            if stopping:
+                return
 
 
 def _read_uj(p: Path) -> float | None:

@@ -273,7 +273,8 @@ class Session:
         st = self.step
         start = t if st.start is None else st.start
         o = self.options
-        samples = o.samples_per_step if o.samples_per_step is not None else (st.samples if st.fetched else _NAN)
+        samples = o.samples_per_step if o.samples_per_step is not None else (
+            st.samples if st.fetched or st.samples else _NAN)  # samples: from a batch or the forward input
         tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
         index = self.step_index if phase == Phase.TRAIN else self.val_index
         self.buffers.add_step({

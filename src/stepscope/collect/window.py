@@ -8,6 +8,18 @@ step boundary. One Kineto trace per rank is saved to ``artifacts/traces/rank<R>.
 ``traced_first_step`` where tracing began, warm-up included), the offset between the trace's
 ``ProfilerStep#N`` and stepscope's step index (index = N + ``profiler_step_offset``), and what the
 export cost. Step statistics exclude the traced steps: tracing slows them.
+
+Stopping the profiler and writing the trace happen at the step boundary after the window, on the
+training thread (Kineto's post-processing and export hold the GIL: another thread would slow the
+training just as much); that boundary's cost (seconds on a large trace) lands in the step that
+begins there, so the record names it (``carried_step``, ``boundary_s``) and step statistics leave it
+out like the window.
+
+Placement: ``--profile-skip N`` steps are skipped first. By default (``AUTO_SKIP``) the window is placed
+after the automatic warm-up of the step statistics (analyze/steps.py: 10% of the steps, at most 10):
+at the first boundary the skip becomes 10% of a training loader's batches per epoch, at least 3 and
+at most ``MAX_AUTO_WARMUP`` (10 when no loader is known). With ``--warmup-steps N`` it is max(3, N).
+A run that ends before its window is complete says so in a note.
 """
 
 from __future__ import annotations
@@ -20,6 +32,19 @@ from typing import Any
 
 from stepscope.collect.session import Session
 from stepscope.store.rundir import ARTIFACTS
+
+AUTO_SKIP = -1
+"""``profile_skip`` value meaning: place the window after the automatic warm-up (see the module docstring)."""
+MIN_SKIP = 3
+MAX_AUTO_WARMUP = 10
+"""analyze.steps.MAX_AUTO_WARMUP (collect may not import analyze; a test keeps the two equal)."""
+
+
+def auto_skip(batches_per_epoch: int | None) -> int:
+    """Steps to skip before the window when the user chose none: past the automatic warm-up."""
+    if not batches_per_epoch:
+        return MAX_AUTO_WARMUP
+    return min(MAX_AUTO_WARMUP, max(MIN_SKIP, -(-batches_per_epoch // 10)))
 
 
 class Action(Enum):
@@ -82,16 +107,21 @@ class ProfilerWindow:
 
         self.torch = torch
         self.session = session
-        o = session.options
-        self.first, self.last = window_steps(skip=o.profile_skip, wait=o.profile_wait, warmup=o.profile_warmup,
-                                             active=o.profile_steps)
-        self.schedule = window_schedule(skip=o.profile_skip, wait=o.profile_wait, warmup=o.profile_warmup,
-                                        active=o.profile_steps)
         self.prof: Any = None
         self.done = False
         self.offset = 0
-        o2 = session.options
-        self.traced_first = o2.profile_skip + o2.profile_wait
+        self.saving = False
+        self.carried: int | None = None
+        self._plan(session.options.profile_skip)
+
+    def _plan(self, skip: int) -> None:
+        o = self.session.options
+        self.skip = skip if skip >= 0 else MAX_AUTO_WARMUP
+        self.first, self.last = window_steps(skip=self.skip, wait=o.profile_wait, warmup=o.profile_warmup,
+                                             active=o.profile_steps)
+        self.schedule = window_schedule(skip=self.skip, wait=o.profile_wait, warmup=o.profile_warmup,
+                                        active=o.profile_steps)
+        self.traced_first = self.skip + o.profile_wait
 
     def _torch_action(self, n: int) -> Any:
         pa = self.torch.profiler.ProfilerAction
@@ -105,11 +135,19 @@ class ProfilerWindow:
             return
         n = self.session.step_index
         if self.prof is None:
+            if self.session.options.profile_skip < 0:
+                from stepscope.collect.loader import batches_per_epoch
+
+                self._plan(auto_skip(batches_per_epoch()))
             self._start()
             return
-        self.prof.step()  # the profiler now acts for step n
-        if self.schedule(n) is Action.DONE or self.schedule(n - 1) is Action.RECORD_AND_SAVE:
+        t0 = time.perf_counter()
+        self.saving = self.schedule(n - 1) is Action.RECORD_AND_SAVE
+        self.prof.step()  # the profiler now acts for step n (and writes the trace after the window)
+        if self.schedule(n) is Action.DONE or self.saving:
             self._stop()
+            # the trace was written at this boundary: its cost is in step n, which begins here
+            self.session.record("profile_boundary", carried_step=n, boundary_s=time.perf_counter() - t0)
 
     def _start(self) -> None:
         p = self.torch.profiler
@@ -134,6 +172,7 @@ class ProfilerWindow:
         if self.session.options.profile_memory:
             self.session.record("profile_memory", operators=memory_by_operator(prof))
         self.session.record("profile_window", first_step=self.first, last_step=self.last,
+                            carried_step=self.session.step_index if self.saving else None,
                             traced_first_step=self.traced_first, profiler_step_offset=self.offset,
                             trace=str(path.relative_to(self.session.run_dir)), export_s=time.perf_counter() - t0,
                             activities=[str(a) for a in prof.activities] if hasattr(prof, "activities") else [])
@@ -146,6 +185,12 @@ class ProfilerWindow:
 
     def close(self) -> None:
         """At exit inside the window: keep what was recorded (short window), never leave it running."""
+        if not self.done:
+            n = self.session.step_index
+            self.session.warn_once("profile-window", f"the run ended after {n} steps, before its profiler window "
+                                   f"(steps {self.first}-{self.last}) was complete: the trace covers "
+                                   f"{max(0, n - self.first)} of {self.last - self.first + 1} steps; choose an "
+                                   "earlier window with --profile-skip")
         if not self.done and self.prof is not None:
             self.done = True
             try:

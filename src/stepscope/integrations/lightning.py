@@ -176,9 +176,10 @@ class StepscopeCallback(pl.Callback):
     def _arm_window(self, s: Session) -> None:
         if self.profile_steps <= 0 or s.options.profile_steps > 0:
             return
-        from stepscope.collect.window import install_window
+        from stepscope.collect.window import AUTO_SKIP, install_window
 
-        s.options = replace(s.options, profile_steps=self.profile_steps, profile_skip=max(3, s.options.profile_skip))
+        skip = s.options.profile_skip if s.options.profile_skip > 0 else AUTO_SKIP  # after the warm-up
+        s.options = replace(s.options, profile_steps=self.profile_steps, profile_skip=skip)
         install_window(s)
 
     # -- training -----------------------------------------------------------------------------------

@@ -26,13 +26,21 @@ def flops_table(fl: FlopsSummary | None) -> RenderableType | None:
     t.add_column("")
     t.add_column("value", justify="right")
     how = "given (--flops-per-step)" if fl.source == "given" else f"counted on step {fl.measured_step}"
+    partial = ""
+    if fl.uncounted:
+        kinds = ", ".join(sorted(set(fl.uncounted)))
+        partial = f"partial: {len(fl.uncounted)} layers not counted ({kinds})"
+        how += f"; {partial}"
     t.add_row("FLOPs per step", f"{flops_value(fl.flops_per_step)} ({how})")
+    if fl.rnn_flops:
+        t.add_row("of which recurrent layers", f"{flops_value(fl.rnn_flops)} (by formula: PyTorch counts none)")
     if fl.precision:
         t.add_row("precision of the matmuls", fl.precision)
     ranks = f" ({fl.ranks} ranks)" if fl.ranks > 1 else ""
-    t.add_row("achieved" + ranks, flops_value(fl.achieved_flops, "FLOP/s"))
+    low = f" — at least ({partial})" if partial else ""
+    t.add_row("achieved" + ranks, flops_value(fl.achieved_flops, "FLOP/s") + low)
     if fl.mfu is not None:
-        t.add_row("MFU", f"{f.share(fl.mfu)} of {flops_value(fl.peak_flops, 'FLOP/s')} ({fl.peak_source})")
+        t.add_row("MFU", f"{f.share(fl.mfu)} of {flops_value(fl.peak_flops, 'FLOP/s')} ({fl.peak_source}){low}")
     else:
         t.add_row("MFU", "— (no known peak: give --peak-flops)")
     if fl.measure_cost_ns is not None:

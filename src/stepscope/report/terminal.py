@@ -61,9 +61,16 @@ def header(s: RunSummary) -> RenderableType:
 def speed(s: RunSummary) -> RenderableType:
     h = s.headline
     t = _table("Speed", "", "value")
-    t.add_row("steps (warm-up excluded)", f"{h.steps} ({h.warmup_steps} warm-up)")
+    if not s.ranks or not s.ranks[0].steps.steps:
+        t.add_row("steps recorded", "0")
+        return t
     if s.ranks:
         st = s.ranks[0].steps
+        left_out = st.steps - st.warmup_steps - st.measured_steps
+        parts = [f"{st.warmup_steps} warm-up"] + ([f"{left_out} instrumented"] if left_out else [])
+        t.add_row("steps recorded", f"{st.steps} ({', '.join(parts)}, {st.measured_steps} measured)")
+        t.caption = "step times and throughputs: measured steps" + (
+            " (instrumented: profiled, FLOP-counted or carrying a trace's write)" if left_out else "")
         d = st.step_time
         t.add_row("step time median / p95",
                   f"{f.duration_ns(h.step_time_median_ns)} / {f.duration_ns(h.step_time_p95_ns)}")
@@ -90,7 +97,9 @@ def speed(s: RunSummary) -> RenderableType:
     return t
 
 
-def phases(r: RankSummary) -> RenderableType:
+def phases(r: RankSummary) -> RenderableType | None:
+    if all(p.mean_ns is None for p in (*r.steps.phases, r.steps.other)):
+        return None
     t = _table("Time per step by phase" + (f" (rank {r.rank})" if r.rank else ""), "phase", "mean", "% of step")
     for p in (*r.steps.phases, r.steps.other):
         if p.mean_ns is None:
@@ -124,12 +133,16 @@ def system(r: RankSummary) -> RenderableType | None:
     return t
 
 
-def memory(s: RunSummary) -> RenderableType:
+def memory(s: RunSummary) -> RenderableType | None:
+    """Peak memory per rank; None when nothing was measured (no empty table)."""
+    if not any(r.peak_rss_bytes is not None or r.peak_gpu_mem_bytes or r.memory_ops for r in s.ranks):
+        return None
     t = _table("Memory", "", "peak")
     ops: list[RenderableType] = []
     for r in s.ranks:
         suffix = f" (rank {r.rank})" if len(s.ranks) > 1 else ""
-        t.add_row("process RSS" + suffix, f.nbytes(r.peak_rss_bytes))
+        if r.peak_rss_bytes is not None:
+            t.add_row("process RSS" + suffix, f.nbytes(r.peak_rss_bytes))
         for dev, v in sorted(r.peak_gpu_mem_bytes.items()):
             t.add_row(f"{dev} memory{suffix}", f.nbytes(v))
         if r.memory_ops:

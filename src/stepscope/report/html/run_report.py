@@ -91,7 +91,8 @@ def headline_tiles(s: RunSummary) -> list[tuple[str, str, str | None]]:
     out: list[tuple[str, str, str | None]] = [
         ("step time median", f.duration_ns(h.step_time_median_ns), f"p95 {f.duration_ns(h.step_time_p95_ns)}"),
         ("throughput", f.rate(h.samples_per_s, "samples"), "all ranks" if len(s.ranks) > 1 else None),
-        ("steps", f"{h.steps:,}", f"{h.warmup_steps} warm-up excluded"),
+        ("steps recorded", f"{h.steps:,}",
+         f"{s.ranks[0].steps.measured_steps:,} measured ({h.warmup_steps} warm-up)" if s.ranks else None),
         ("data wait", f.share(h.data_wait_share), "of step time"),
     ]
     if h.tokens_per_s is not None:
