@@ -223,16 +223,26 @@ class Session:
             if drain_timeout is not None:
                 lock.release()
             records = self.buffers.drain()
-        if writer.lost_lines:
-            records.append({"kind": "note", "text": f"{writer.lost_lines} record lines could not be written "
-                                                    "(disk full or store unwritable) and were dropped"})
-        records.append({"kind": "end", "end_ns": self.clock.wall(self.clock.now()), "reason": reason,
-                        "steps": self.step_index})
+        end = {"kind": "end", "end_ns": self.clock.wall(self.clock.now()), "reason": reason, "steps": self.step_index}
         try:
-            writer.append(records)
-        except Exception as e:
-            log.warning("stepscope: could not write the end of this process's records (%s); the run is kept "
-                        "up to its last flush", _why(e))
+            writer.append(records + self._lost_note(writer) + [end])
+        except Exception:
+            # the disk is still full: give up what is pending and try the few bytes that say so
+            writer.drop_pending()
+            head = [stream_header(self.stream)] if self.stream is not None and writer.size() == 0 else []
+            try:
+                writer.append(head + self._lost_note(writer) + [end])
+            except Exception as e:
+                log.warning("stepscope: could not write the end of this process's records (%s); the run is kept "
+                            "up to its last flush", _why(e))
+        writer.close()
+
+    @staticmethod
+    def _lost_note(writer: RecordWriter) -> list[dict[str, Any]]:
+        if not writer.lost_lines:
+            return []
+        return [{"kind": "note", "text": f"{writer.lost_lines} record line(s) could not be written (disk full or "
+                                         "store unwritable) and were dropped"}]
         writer.close()
 
     def after_fork_in_child(self) -> None:

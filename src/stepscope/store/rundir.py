@@ -164,6 +164,17 @@ class RecordWriter:
     def pending_bytes(self) -> int:
         return len(self._pending)
 
+    def size(self) -> int:
+        """Bytes in the file now (-1 once closed)."""
+        with self._lock:
+            return os.fstat(self._fd).st_size if self._fd >= 0 else -1
+
+    def drop_pending(self) -> None:
+        """Give up the lines that could not be written (counted in :attr:`lost_lines`)."""
+        with self._lock:
+            self.lost_lines += self._pending.count(b"\n")
+            self._pending = b""
+
     def close(self) -> None:
         with self._lock:
             if self._fd >= 0:
