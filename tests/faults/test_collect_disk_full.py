@@ -56,7 +56,7 @@ def test_short_disk_full_loses_no_record(store: Path, tmp_path: Path) -> None:
     assert r.stderr.count("could not write records") == 1  # one warning line, once
     [path] = _rank_files(store)
     lines = _assert_whole_lines(path)
-    assert [rec["kind"] for rec in lines][0] == "stream" and lines[-1]["kind"] == "end"
+    assert lines[0]["kind"] == "stream" and lines[-1]["kind"] == "end"
     data = load(store)
     assert data.run.status.value == "completed" and data.run.exit_code == 0
     steps = data.ranks[0].steps

@@ -152,6 +152,12 @@ class Session:
         except OSError as e:  # disk full: the header stays pending and goes first once space frees
             self.warn_once("flush", f"could not write records ({_why(e)}); they are kept and retried")
         atexit.register(self._atexit)
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None and mp.parent_process() is not None:
+            # a multiprocessing child ends with os._exit (no atexit) after running its finalizers
+            from multiprocessing import util
+
+            util.Finalize(None, self._atexit, exitpriority=100)
         self._install_exit_handlers()
         self._flusher = threading.Thread(target=self._flush_loop, name="stepscope-flush", daemon=True)
         self._flusher.start()
