@@ -479,6 +479,17 @@ def read_run_manifest(run_dir: Path) -> tuple[Run, dict[str, Any] | None]:
     return run, end
 
 
+def live_status(run_dir: Path) -> tuple[RunStatus, int | None, int | None] | None:
+    """Status, end time and exit code of a run the index still calls ``running``, from its run directory
+    (manifest and end record; the rank files are not read): ``running`` only while its launcher lives.
+    None when the run directory cannot be read."""
+    try:
+        run, end = read_run_manifest(run_dir)
+    except (StoreFormatError, OSError):
+        return None
+    return derive_status(run, end, [])
+
+
 def read_run(run_dir: Path) -> RunData:
     """Load a whole run: manifest, end record, every rank file, the artifact list."""
     run, end = read_run_manifest(run_dir)
