@@ -249,8 +249,9 @@ def _stream(h: dict[str, Any]) -> RankStream:
     return stream_from_dict(h)
 
 
-def _check_batch(kind: str, cols: Any) -> dict[str, list[Any]]:
-    """A columnar batch with equal-length columns whose values fit their declared types."""
+def _check_batch(kind: str, cols: Any) -> Any:
+    """The table of one columnar batch whose columns have equal lengths and values that fit their
+    declared types (else DamagedRecord, ValueError, TypeError or OverflowError)."""
     if not isinstance(cols, dict) or not cols:
         raise DamagedRecord("no columns")
     n = None
@@ -264,8 +265,7 @@ def _check_batch(kind: str, cols: Any) -> dict[str, list[Any]]:
     if kind == "samples":
         if "t_ns" not in cols:
             raise DamagedRecord("samples without t_ns")
-        SampleTable.from_batches([cols])
-        return cols
+        return SampleTable.from_batches([cols])
     table = _TABLES[kind]
     key = getattr(table, "KEY", None)
     if key is not None:
@@ -273,8 +273,36 @@ def _check_batch(kind: str, cols: Any) -> dict[str, list[Any]]:
             raise DamagedRecord(f"column {key!r} holds a value that is not a string")
         if key not in cols:
             raise DamagedRecord(f"no {key!r} column")
-    table.from_batches([cols])  # raises on a value that does not fit its column's type
-    return cols
+    return table.from_batches([cols])  # raises on a value that does not fit its column's type
+
+
+def _concat(kind: str, tables: list[Any]) -> Any:
+    """One table of a kind from the checked tables of its batches (each batch converted once)."""
+    import numpy as np
+
+    if kind == "samples":
+        names: list[str] = []
+        for t in tables:
+            names.extend(k for k in t.columns if k not in names)
+        if not tables:
+            return SampleTable.from_batches([])
+        cols = {n: np.concatenate([t.columns[n] if n in t.columns else np.full(len(t), np.nan) for t in tables])
+                for n in names}
+        return SampleTable(np.concatenate([t.t_ns for t in tables]), cols)
+    cls = _TABLES[kind]
+    if not tables:
+        return cls.from_batches([])
+    key = getattr(cls, "KEY", None)
+    if key is None:
+        return cls({n: np.concatenate([t.cols[n] for t in tables]) for n in cls.SCHEMA})
+    codes: dict[str, int] = {}
+    parts = []
+    for t in tables:
+        recode = np.asarray([codes.setdefault(name, len(codes)) for name in t.names] or [0], dtype="int32")
+        parts.append(recode[t.cols[f"{key}_code"]])
+    cols = {n: np.concatenate([t.cols[n] for t in tables]) for n in cls.SCHEMA if n != f"{key}_code"}
+    cols[f"{key}_code"] = np.concatenate(parts)
+    return cls(cols, list(codes))
 
 
 _TABLES: dict[str, Any] = {"steps": StepTable, "regions": RegionTable, "metrics": MetricTable, "comm": CommTable}
@@ -296,7 +324,7 @@ def read_rank_file(path: Path) -> RankData:
     lines = raw.split(b"\n")
     header: dict[str, Any] | None = None
     stream: RankStream | None = None
-    batches: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    batches: dict[str, list[Any]] = defaultdict(list)
     extra: dict[str, list[dict[str, Any]]] = defaultdict(list)
     notes: list[str] = []
     damaged: list[str] = []
@@ -369,14 +397,14 @@ def read_rank_file(path: Path) -> RankData:
     if damaged:
         shown = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
         notes.append(f"{path.name}: {len(damaged)} damaged record line(s) skipped — {shown}")
-    steps = _merge_step_device(StepTable.from_batches(batches["steps"]), extra.pop("step_device", []))
+    steps = _merge_step_device(_concat("steps", batches["steps"]), extra.pop("step_device", []))
     return RankData(
         stream=stream,
         steps=steps,
-        regions=RegionTable.from_batches(batches["regions"]),
-        samples=SampleTable.from_batches(batches["samples"]),
-        metrics=MetricTable.from_batches(batches["metrics"]),
-        comm=CommTable.from_batches(batches["comm"]),
+        regions=_concat("regions", batches["regions"]),
+        samples=_concat("samples", batches["samples"]),
+        metrics=_concat("metrics", batches["metrics"]),
+        comm=_concat("comm", batches["comm"]),
         model=model,
         notes=tuple(notes),
         extra=dict(extra),
