@@ -84,6 +84,7 @@ def test_pool_create_terminate_loop_runs_and_dies_of_sigterm_as_bare(store: Path
         proc = _start(cmd, store, tmp_path)
         _wait_line(proc, "cycle 5")
         took, rc = _seconds_to_die(proc)
+        print(f"Pool loop, {'observed' if observed else 'bare'}: dead {took:.2f} s after SIGTERM")
         assert rc == -signal.SIGTERM, (observed, rc)
         assert took < 2.0, f"{'observed' if observed else 'bare'}: {took:.2f} s after SIGTERM"
     data = load(store)
@@ -123,6 +124,8 @@ def test_gloo_rank_blocked_in_all_reduce_dies_of_sigterm_within_2s_as_bare(store
         job_s[observed] = time.monotonic() - t0
         _kill_group(proc)
         assert rc is not None and rc != 0, (observed, rc)
+    print(f"rank 0 dead after SIGTERM: bare {rank_s[False]:.2f} s, observed {rank_s[True]:.2f} s; job ended: "
+          f"bare {job_s[False]:.2f} s, observed {job_s[True]:.2f} s")
     assert rank_s[False] < 2.0 and rank_s[True] < 2.0, rank_s
     assert job_s[True] < job_s[False] + 2.0, job_s
     data = load(store)
