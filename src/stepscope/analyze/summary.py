@@ -221,6 +221,7 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
         if not r.stream.complete:
             warnings.append(f"rank {r.stream.rank} ended without its end record (killed): its data stops at the "
                             "last flush")
+    warnings.extend(str(p) for p in data.run.extra.get("record_problems", ()))  # store/rundir.read_run
     models = tuple(rec["summary"] for r in data.ranks[:1] for rec in r.extra.get("model", []) if rec.get("summary"))
     return RunSummary(run=data.run, headline=headline(ranks), ranks=tuple(ranks), models=models,
                       artifacts=data.artifacts, warnings=tuple(warnings),

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from stepscope.analyze.summary import RunSummary, index_metrics, summarize_run
+from stepscope.errors import StepscopeError
 from stepscope.model.tables import RunData
 from stepscope.store import Store
 from stepscope.store.rundir import read_run
@@ -34,7 +35,12 @@ def run_index_metrics(data: RunData, summary: RunSummary) -> dict[str, float]:
 def finish_run(store: Store, run_id: str, *, print_summary: bool = True) -> RunSummary:
     data = read_run(store.run_path(run_id))
     summary = summarize_run(data)
-    store.index.upsert_run(data.run, data.path, run_index_metrics(data, summary))
+    try:
+        store.index.upsert_run(data.run, data.path, run_index_metrics(data, summary))
+    except Exception as e:  # the run is on disk: a locked or unwritable index must not lose its summary
+        why = str(e) if isinstance(e, StepscopeError) else f"{type(e).__name__}: {e}"
+        print(f"stepscope: warning: could not index the run's figures ({why}); `stepscope store reindex` adds "
+              "them", file=sys.stderr)
     if data.run.options.get("mlflow"):
         log_to_mlflow(data, summary)
     if print_summary:

@@ -106,7 +106,12 @@ class RunCommand:
         check_command(command)
         store = store_from(args, create=True)
         result = launch(store, command, name=args.name, params=params, tags=tags, options=options)
-        finish_run(store, result.run_id, print_summary=not args.quiet)
+        try:
+            finish_run(store, result.run_id, print_summary=not args.quiet)
+        except Exception as e:  # the training is over: a stepscope failure never replaces its exit code
+            why = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
+            print(f"stepscope: warning: could not summarise the run ({why}); it stays in {result.run_dir}",
+                  file=sys.stderr, flush=True)
         if result.signal is not None:
             sys.stdout.flush()
             sys.stderr.flush()

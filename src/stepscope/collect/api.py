@@ -46,16 +46,18 @@ def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | 
     from stepscope.collect.bootstrap import attach
     from stepscope.collect.metadata import command_line, git_info, host_info, hostname, software_info
     from stepscope.store import open_store
-    from stepscope.store.rundir import write_end, write_manifest
+    from stepscope.store.rundir import process_start_ticks, write_end, write_manifest
 
     st = open_store(store, create=True)
     run_id, run_dir = st.new_run_dir()
+    run_dir = Path(os.path.abspath(run_dir))  # the script may chdir later
     cmd = command_line()
     script = next((Path(a).stem for a in cmd[1:] if a.endswith(".py")), "python")
     run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,
               command=cmd, cwd=os.getcwd(), exit_code=None, git=git_info(Path.cwd()), host=host_info(),
               software=software_info(), world_size=1, params=dict(params or {}), tags=dict(tags or {}),
-              options={}, extra={"launcher_pid": os.getpid(), "launcher_host": hostname(), "standalone": True})
+              options={}, extra={"launcher_pid": os.getpid(), "launcher_host": hostname(), "standalone": True,
+                     "launcher_start": process_start_ticks()})
     write_manifest(run_dir, run)
     st.index.upsert_run(run, str(run_dir))
 
@@ -65,20 +67,29 @@ def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | 
         status = RunStatus.COMPLETED if reason == "exit" else (
             RunStatus.INCOMPLETE if reason.startswith(("signal", "interrupted")) else RunStatus.FAILED)
         end = time.time_ns()
-        write_end(run_dir, status=status, end_ns=end, exit_code=0 if status == RunStatus.COMPLETED else 1,
-                  reason=reason)
-        st.index.upsert_run(replace(run, status=status, end_ns=end), str(run_dir))
-        st.close()
-        set_current(None)
-        from stepscope.collect.hooks import remove_all
+        try:  # a full disk or a locked index at the end: one warning (Session.close), then the cleanup
+            write_end(run_dir, status=status, end_ns=end, exit_code=0 if status == RunStatus.COMPLETED else 1,
+                      reason=reason)
+            st.index.upsert_run(replace(run, status=status, end_ns=end), str(run_dir))
+        finally:
+            _close_quietly(st)
+            set_current(None)
+            from stepscope.collect.hooks import remove_all
 
-        remove_all()  # an in-process session leaves torch as it found it
+            remove_all()  # an in-process session leaves torch as it found it
 
     session = Session(run_dir, run_id, Options(), role=role, on_close=finish)
     set_current(session)
     attach(session)
     session.activate()
     return session
+
+
+def _close_quietly(st: Any) -> None:
+    try:
+        st.close()
+    except Exception:
+        pass
 
 
 @contextmanager

@@ -19,10 +19,10 @@ LAUNCHER_SCRIPTS = ("torchrun",)
 
 
 def is_helper_process(argv: Sequence[str]) -> bool:
-    """A launcher (torchrun) or a multiprocessing child: observed through its workers / parent only."""
-    joined = " ".join(argv)
-    if "--multiprocessing-fork" in argv or "multiprocessing.spawn" in joined or "multiprocessing.forkserver" in joined:
-        return True
+    """A launcher (torchrun): observed through its workers only. (Multiprocessing children, spawned or
+    forked, get a dormant session like any process: it records only if the child trains, so
+    ``torch.multiprocessing.spawn`` training is observed, one stream per training child, while
+    DataLoader workers, pools and the resource tracker leave nothing.)"""
     if any(os.path.basename(a) in LAUNCHER_SCRIPTS for a in argv[:3]):
         return True
     return any(m in argv[:4] for m in LAUNCHER_MODULES)

@@ -12,6 +12,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -22,7 +24,8 @@ from stepscope.collect.metadata import git_info, host_info, hostname, software_i
 from stepscope.collect.options import ENV_OPTIONS, ENV_RUN_DIR, ENV_RUN_ID, Options
 from stepscope.errors import UserError
 from stepscope.model.run import Run, RunStatus
-from stepscope.store.rundir import write_end, write_manifest
+from stepscope.store.index import Index
+from stepscope.store.rundir import process_start_ticks, write_end, write_manifest
 from stepscope.store.store import Store
 
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
@@ -60,7 +63,7 @@ def child_env(run_id: str, run_dir: Path, options: Options, base: dict[str, str]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env[ENV_RUN_DIR] = str(run_dir)
+    env[ENV_RUN_DIR] = os.path.abspath(run_dir)  # the training may chdir (Hydra does)
     env[ENV_RUN_ID] = run_id
     env[ENV_OPTIONS] = options.to_env()
     return env
@@ -91,40 +94,111 @@ def guess_world_size(command: list[str]) -> int:
     return mpi or 1
 
 
+INDEX_NOTICE_S = 2.0
+"""When the index stays locked longer than this while the run starts, the launcher says so (one line)."""
+
+
 def create_run(store: Store, command: list[str], *, name: str | None, params: dict[str, str],
-               tags: dict[str, str], options: Options, group: str | None = None) -> tuple[Run, Path]:
+               tags: dict[str, str], options: Options, group: str | None = None,
+               index_now: bool = True) -> tuple[Run, Path]:
+    """The run's manifest in a new run directory, and (``index_now``) its index row."""
     _ = store.index  # connect first: an unreachable database leaves no half-written run directory
     run_id, run_dir = store.new_run_dir()
+    run_dir = Path(os.path.abspath(run_dir))  # the training may chdir: everything handed on is absolute
     script = next((Path(a).stem for a in command if a.endswith(".py")), Path(command[0]).name)
     run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,
               command=tuple(command), cwd=os.getcwd(), exit_code=None, git=git_info(Path.cwd()), host=host_info(),
               software=software_info(), world_size=guess_world_size(command), params=params, tags=tags,
               options=asdict(options), group=group,
-              extra={"launcher_pid": os.getpid(), "launcher_host": hostname()})
+              extra={"launcher_pid": os.getpid(), "launcher_host": hostname(),
+                     "launcher_start": process_start_ticks()})
     write_manifest(run_dir, run)
-    store.index.upsert_run(run, str(run_dir))
+    if index_now:
+        store.index.upsert_run(run, str(run_dir))
     return run, run_dir
+
+
+class _IndexInBackground:
+    """The run's first index row, written while the training runs: a locked index (another process
+    holding SQLite's write lock) never delays the training's start. Past :data:`INDEX_NOTICE_S` the
+    launcher says so in one line; a failure is one warning (``stepscope store reindex`` repairs)."""
+
+    def __init__(self, store: Store, run: Run, run_dir: Path) -> None:
+        self.error: str | None = None
+        self._run_dir = run_dir
+        self._thread = threading.Thread(target=self._upsert, args=(store, run, run_dir), daemon=True,
+                                        name="stepscope-index")
+        self._done = threading.Event()
+        self._thread.start()
+        self._notice = threading.Timer(INDEX_NOTICE_S, self._say_waiting)
+        self._notice.daemon = True
+        self._notice.start()
+
+    def _upsert(self, store: Store, run: Run, run_dir: Path) -> None:
+        try:
+            index = Index(store.db_url)  # a connection of this thread's own (sqlite3 objects stay in theirs)
+            try:
+                index.upsert_run(run, str(run_dir))
+            finally:
+                index.close()
+        except BaseException as e:
+            self.error = f"{type(e).__name__}: {e}" if not isinstance(e, UserError) else str(e)
+        finally:
+            self._done.set()
+
+    def _say_waiting(self) -> None:
+        if not self._done.is_set():
+            print(f"stepscope: the index is busy (locked by another process); the training runs and is recorded "
+                  f"in {self._run_dir}; it is indexed when the lock frees", file=sys.stderr, flush=True)
+
+    def wait(self) -> None:
+        self._thread.join()
+        self._notice.cancel()
+
+
+def _warn(text: str) -> None:
+    """A stepscope failure after the child started: one line, never the exit code."""
+    print(f"stepscope: warning: {text}", file=sys.stderr, flush=True)
 
 
 def launch(store: Store, command: list[str], *, name: str | None = None, params: dict[str, str] | None = None,
            tags: dict[str, str] | None = None, options: Options | None = None, group: str | None = None,
            extra_env: dict[str, str] | None = None) -> LaunchResult:
-    """Run ``command`` observed; return when it has exited and the end record is written."""
+    """Run ``command`` observed; return when it has exited and the end record is written.
+
+    Everything stepscope does after the child started is guarded: a full disk, a read-only or deleted
+    run directory or a locked index become one-line warnings, and the child's exit code passes through."""
     check_command(command)
     options = options or Options()
     run, run_dir = create_run(store, command, name=name, params=dict(params or {}), tags=dict(tags or {}),
-                              options=options, group=group)
+                              options=options, group=group, index_now=False)
     env = child_env(run.id, run_dir, options)
     env.update(extra_env or {})
+    indexing = _IndexInBackground(store, run, run_dir)
     rc = _run_child(command, env)
+    end_ns = time.time_ns()
     sig = -rc if rc < 0 else None
     exit_code = 128 + sig if sig is not None else rc
     status = RunStatus.INCOMPLETE if sig is not None else (RunStatus.COMPLETED if rc == 0 else RunStatus.FAILED)
-    end_ns = time.time_ns()
-    write_end(run_dir, status=status, end_ns=end_ns, exit_code=exit_code,
-              reason=f"signal:{signal.Signals(sig).name}" if sig else None)
-    store.index.upsert_run(replace(run, status=status, end_ns=end_ns, exit_code=exit_code), str(run_dir))
+    try:
+        write_end(run_dir, status=status, end_ns=end_ns, exit_code=exit_code,
+                  reason=f"signal:{signal.Signals(sig).name}" if sig else None)
+    except Exception as e:
+        _warn(f"could not write the run's end record in {run_dir} ({_why(e)}); the run reads as incomplete")
+    indexing.wait()
+    if indexing.error:
+        _warn(f"could not index the run at its start ({indexing.error})")
+    try:
+        store.index.upsert_run(replace(run, status=status, end_ns=end_ns, exit_code=exit_code), str(run_dir))
+    except Exception as e:
+        _warn(f"could not index the run ({_why(e)}); `stepscope store reindex` adds it")
     return LaunchResult(run.id, run_dir, exit_code, sig, status)
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
 
 
 def _run_child(command: list[str], env: dict[str, str]) -> int:

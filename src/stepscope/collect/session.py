@@ -23,7 +23,7 @@ from stepscope.collect.clock import Clock
 from stepscope.collect.options import Options
 from stepscope.model.run import RankStream
 from stepscope.model.tables import Phase
-from stepscope.store.rundir import RANKS, RecordWriter, rank_file_name, stream_header
+from stepscope.store.rundir import RANKS, RecordWriter, stream_header
 
 log = logging.getLogger("stepscope")
 _NAN = float("nan")
@@ -118,6 +118,9 @@ class Session:
         self._flusher: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock = threading.RLock()
+        self._end_lock = threading.Lock()
+        self._end_written = False
+        self._signals: SignalGuard | None = None
         self._on_close = on_close
         self._exit_reason = "exit"
         self.pid = os.getpid()
@@ -147,17 +150,23 @@ class Session:
         from stepscope.collect.metadata import gpus_from_torch, software_info
 
         rank, local_rank, world = detect_rank()
-        path = self.run_dir / RANKS / rank_file_name(rank)
-        if path.exists():
-            path = self.run_dir / RANKS / rank_file_name(rank, os.getpid())
-        self._writer = RecordWriter(path)
+        self._writer = RecordWriter.create_rank_file(self.run_dir / RANKS, rank, os.getpid())
         now = self.clock.now()
         self.stream = RankStream(rank=rank, local_rank=local_rank, world_size=world, role=self.role,
                                  pid=os.getpid(), host=os.uname().nodename, start_ns=self.clock.wall(now),
                                  end_ns=None, software=software_info(), gpus=gpus_from_torch(),
                                  step_source=self.step_source, timing=self.timing)
-        self._writer.append([stream_header(self.stream)])
+        try:
+            self._writer.append([stream_header(self.stream)])
+        except OSError as e:  # disk full: the header stays pending and goes first once space frees
+            self.warn_once("flush", f"could not write records ({_why(e)}); they are kept and retried")
         atexit.register(self._atexit)
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None and mp.parent_process() is not None:
+            # a multiprocessing child ends with os._exit (no atexit) after running its finalizers
+            from multiprocessing import util
+
+            util.Finalize(None, self._atexit, exitpriority=100)
         self._install_exit_handlers()
         self._flusher = threading.Thread(target=self._flush_loop, name="stepscope-flush", daemon=True)
         self._flusher.start()
@@ -173,20 +182,9 @@ class Session:
             prev_hook(tp, value, tb)
 
         sys.excepthook = excepthook
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                if signal.getsignal(sig) is signal.SIG_DFL:
-                    signal.signal(sig, self._on_signal)
-            except (ValueError, OSError):
-                pass
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        """Flush, then die of the same signal as the user's process would have."""
-        self.close(f"signal:{signal.Signals(signum).name}")
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        if threading.current_thread() is threading.main_thread():
+            self._signals = SignalGuard(self)
+            self._signals.install()
 
     def _atexit(self) -> None:
         self.close(self._exit_reason)
@@ -200,11 +198,11 @@ class Session:
             return
         try:
             self._writer.append(self.buffers.drain())
-        except Exception as e:
-            self.warn_once("flush", f"could not write records ({e})")
+        except Exception as e:  # disk full, store gone: the batch stays pending in the writer
+            self.warn_once("flush", f"could not write records ({_why(e)}); they are kept and retried")
 
     def close(self, reason: str = "exit") -> None:
-        """Write the end record and stop the background threads. Safe to call twice."""
+        """Write the end record and stop the background threads. Safe to call twice, never raises."""
         with self._lock:
             if self.closed or os.getpid() != self.pid:
                 return
@@ -217,22 +215,77 @@ class Session:
                 self.warn_once(f"closer:{closer!r}", f"a collector failed at exit ({e})")
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join(timeout=2.0)  # no thread of ours may still run during interpreter finalization
-        if self.active and self._writer is not None:
-            self.flush()
-            self._writer.append([{"kind": "end", "end_ns": self.clock.wall(self.clock.now()), "reason": reason,
-                                  "steps": self.step_index}])
-            self._writer.close()
+        self.write_end(reason)
+        if self._signals is not None and threading.current_thread() is threading.main_thread():
+            self._signals.uninstall()  # after the session, signals mean what they meant before it
         if self._on_close is not None:
             try:
                 self._on_close(self, reason)
             except Exception as e:
-                log.warning("stepscope: could not finish the run record (%s)", e)
+                log.warning("stepscope: could not finish the run record (%s)", _why(e))
+
+    def write_end(self, reason: str, *, drain_timeout: float | None = None) -> None:
+        """Flush what is buffered and write the end record, once. ``drain_timeout``: give up on the
+        buffers when another thread holds them that long (the path taken when a signal cuts a close short)."""
+        with self._end_lock:
+            if self._end_written or not self.active or self._writer is None:
+                return
+            self._end_written = True
+        writer = self._writer
+        records: list[dict[str, Any]] = []
+        lock = self.buffers.lock
+        if drain_timeout is None or lock.acquire(timeout=drain_timeout):
+            if drain_timeout is not None:
+                lock.release()
+            records = self.buffers.drain()
+        end = {"kind": "end", "end_ns": self.clock.wall(self.clock.now()), "reason": reason, "steps": self.step_index}
+        try:
+            writer.append(records + self._lost_note(writer) + [end])
+        except Exception:
+            # the disk is still full: give up what is pending and try the few bytes that say so
+            writer.drop_pending()
+            head = [stream_header(self.stream)] if self.stream is not None and writer.size() == 0 else []
+            try:
+                writer.append(head + self._lost_note(writer) + [end])
+            except Exception as e:
+                log.warning("stepscope: could not write the end of this process's records (%s); the run is kept "
+                            "up to its last flush", _why(e))
+        writer.close()
+
+    @staticmethod
+    def _lost_note(writer: RecordWriter) -> list[dict[str, Any]]:
+        if not writer.lost_lines:
+            return []
+        return [{"kind": "note", "text": f"{writer.lost_lines} record line(s) could not be written (disk full or "
+                                         "store unwritable) and were dropped"}]
+        writer.close()
 
     def after_fork_in_child(self) -> None:
-        """A forked child (DataLoader worker) must not write into the parent's stream."""
-        self.disabled = True
+        """A forked child starts as a fresh dormant session of its own: it never writes into the parent's
+        stream, and it records only if it trains itself (a multiprocessing training child)."""
+        self.pid = os.getpid()
+        self.buffers = Buffers()
         self.active = False
+        self.closed = False
         self._writer = None
+        self._flusher = None
+        self._signals = None
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._end_lock = threading.Lock()
+        self._end_written = False
+        self._exit_reason = "exit"
+        self.step = StepState(None, -1)
+        self.step_index = 0
+        self.val_index = 0
+        self.epoch = -1
+        self.region_stack = []
+        self.stream = None
+        # per-process collectors (CUDA timers, the profiler window, the sampler) belong to the parent
+        self.extras = []
+        self.closers = []
+        self._on_close = None
+        self.api_fetch = False
 
     # -- warnings and other records ------------------------------------------------------------------
     def warn_once(self, key: str, text: str) -> None:
@@ -322,6 +375,238 @@ class Session:
 
     def add_region(self, path: str, t0: int, t1: int, depth: int) -> None:
         self.buffers.add_region(path, self.step_index, self.clock.wall(t0), t1 - t0, depth)
+
+
+def _why(e: BaseException) -> str:
+    return (e.strerror or str(e)) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+
+
+TERM_GRACE_S = 1.0
+"""After SIGTERM / SIGHUP, how long writing the records may take before the process dies of the signal anyway."""
+
+
+def _c_signal() -> Callable[[int, None], Any] | None:
+    """libc's signal(), to restore the default disposition from a thread other than the main one
+    (Python's signal.signal works in the main thread only)."""
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).signal
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        return fn
+    except Exception:
+        return None
+
+
+class SignalGuard:
+    """SIGTERM and SIGHUP keep their default meaning for the observed process, the records written first.
+
+    A Python signal handler runs only when the main thread executes bytecode: a main thread blocked in C
+    (a gloo all-reduce waiting for a peer, a semaphore) would never run it. So the C-level handler also
+    writes the signal number into a wakeup pipe (``signal.set_wakeup_fd``) read by a thread of ours.
+    Whichever sees the signal first closes the session (at most :data:`TERM_GRACE_S`, then just the end
+    record) and re-raises the signal with its default disposition: the process dies of it, as bare.
+
+    Forked children never run our handler: the signals are blocked in the forking thread across the fork,
+    and the child restores the default disposition and drops the wakeup pipe before unblocking them
+    (a signal sent in between stays pending and kills the child then, as bare). Only a process that
+    trains itself (and so activates its own session) installs handlers again."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.installed: list[int] = []
+        self._rfd = -1
+        self._wfd = -1
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._started = threading.Lock()
+        self._done = threading.Event()
+        self._c_signal: Callable[[int, None], Any] | None = None
+        self._fork_mask: set[int] | None = None
+
+    def install(self) -> None:
+        """Main thread only. Takes over only signals left at their default disposition."""
+        global _GUARD
+        for sig in self.SIGNALS:
+            try:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    signal.signal(sig, self._handler)
+                    self.installed.append(sig)
+            except (ValueError, OSError):
+                pass
+        if not self.installed:
+            return
+        self._c_signal = _c_signal()
+        _GUARD = self
+        _register_fork_hooks()
+        try:
+            rfd, wfd = os.pipe()
+        except OSError:
+            return
+        os.set_blocking(wfd, False)
+        try:
+            previous = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            previous = None
+        if previous != -1:  # the process has its own wakeup fd (asyncio): leave it; the handler still works
+            if previous is not None:
+                signal.set_wakeup_fd(previous)
+            os.close(rfd)
+            os.close(wfd)
+            return
+        self._rfd, self._wfd = rfd, wfd
+        self._thread = threading.Thread(target=self._watch, name="stepscope-signals", daemon=True)
+        self._thread.start()
+
+    def uninstall(self) -> None:
+        """Main thread only: default dispositions back, the wakeup pipe and its thread gone."""
+        global _GUARD
+        for sig in self.installed:
+            try:
+                if signal.getsignal(sig) == self._handler:
+                    signal.signal(sig, signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+        self.installed = []
+        if _GUARD is self:
+            _GUARD = None
+        if self._wfd < 0:
+            return
+        try:
+            current = signal.set_wakeup_fd(-1)
+            if current != self._wfd:
+                signal.set_wakeup_fd(current)
+        except (ValueError, OSError):
+            pass
+        self._stopping = True
+        try:
+            os.write(self._wfd, b"\0")
+        except OSError:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        for fd in (self._rfd, self._wfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._rfd = self._wfd = -1
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.terminate(signum)
+
+    def _watch(self) -> None:
+        while not self._stopping:
+            try:
+                data = os.read(self._rfd, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            for signum in data:
+                try:
+                    ours = signum in self.installed and signal.getsignal(signum) == self._handler
+                except (ValueError, OSError):
+                    ours = False
+                if ours and not self._stopping:
+                    self.terminate(signum)
+
+    def terminate(self, signum: int) -> None:
+        """Write the records (bounded), then die of ``signum`` with its default disposition."""
+        reason = f"signal:{signal.Signals(signum).name}"
+        session = self.session
+        if self._started.acquire(blocking=False):
+            def close() -> None:
+                try:
+                    session.close(reason)
+                finally:
+                    self._done.set()
+
+            threading.Thread(target=close, name="stepscope-close", daemon=True).start()
+        if not self._done.wait(TERM_GRACE_S):
+            try:
+                session.write_end(reason, drain_timeout=0.2)  # a collector hangs (a stuck GPU): just the end
+            except Exception:
+                pass
+        self._die(signum)
+
+    def _die(self, signum: int) -> None:
+        try:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signum, signal.SIG_DFL)
+            elif self._c_signal is not None:
+                self._c_signal(signum, None)
+            else:
+                os._exit(128 + signum)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+            os.kill(os.getpid(), signum)
+        finally:
+            os._exit(128 + signum)  # not reached: the signal's default action ends the process
+
+    # -- fork ---------------------------------------------------------------------------------------
+    def before_fork(self) -> None:
+        try:
+            self._fork_mask = signal.pthread_sigmask(signal.SIG_BLOCK, self.installed)
+        except (ValueError, OSError):
+            self._fork_mask = None
+
+    def after_fork_in_parent(self) -> None:
+        if self._fork_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._fork_mask)
+            self._fork_mask = None
+
+    def after_fork_in_child(self) -> None:
+        global _GUARD
+        for sig in self.installed:
+            try:
+                if signal.getsignal(sig) == self._handler:
+                    signal.signal(sig, signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+        if self._wfd >= 0:
+            try:
+                current = signal.set_wakeup_fd(-1)
+                if current != self._wfd:
+                    signal.set_wakeup_fd(current)
+            except (ValueError, OSError):
+                pass
+        self._close_pipe()
+        self.installed = []
+        _GUARD = None
+        if self._fork_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._fork_mask)  # a pending signal acts now, by default
+
+
+_GUARD: SignalGuard | None = None
+_FORK_HOOKS = False
+
+
+def _register_fork_hooks() -> None:
+    global _FORK_HOOKS
+    if _FORK_HOOKS:
+        return
+    _FORK_HOOKS = True
+
+    def before() -> None:
+        if _GUARD is not None and _GUARD.installed:
+            _GUARD.before_fork()
+
+    def parent() -> None:
+        if _GUARD is not None:
+            _GUARD.after_fork_in_parent()
+
+    def child() -> None:
+        if _GUARD is not None:
+            _GUARD.after_fork_in_child()
+
+    os.register_at_fork(before=before, after_in_parent=parent, after_in_child=child)
 
 
 _CURRENT: Session | None = None

@@ -95,8 +95,19 @@ class Store:
 
     # -- finding runs ---------------------------------------------------------------------------------
     def rows(self) -> list[RunRow]:
-        """Every indexed run, newest first."""
-        return self.index.runs()
+        """Every indexed run, newest first. A row still ``running`` is checked against its run directory
+        (a killed launcher never updated it): see rundir.live_status."""
+        return [self._live(r) if r.status == "running" else r for r in self.index.runs()]
+
+    def _live(self, row: RunRow) -> RunRow:
+        from dataclasses import replace
+
+        from stepscope.store.rundir import live_status
+
+        live = live_status(self.run_path(row.id))
+        if live is None or live[0].value == row.status:
+            return row
+        return replace(row, status=live[0].value, end_ns=live[1], exit_code=live[2])
 
     def resolve(self, ref: str) -> str:
         """A run id from ``latest``, ``latest~N``, an id, a unique id prefix or a run name (newest wins)."""
