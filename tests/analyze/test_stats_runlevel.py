@@ -91,7 +91,7 @@ def test_noise_floor_false_alarm_rate_by_simulation() -> None:
     for _ in range(trials):
         groups = np.exp(rng.normal(0.0, sigma, (3, 4)))
         floor = pooled_noise_floor(groups)
-        assert floor is not None and floor.df == 9
+        assert floor is not None and floor.df == 9 and "learned from 12" in floor.source
         a, b = np.exp(rng.normal(0.0, sigma, 2))
         alarms += noise_floor_ratio(a, b, floor).p_value < 0.01  # type: ignore[operator]
     assert alarms / trials <= 0.02

@@ -283,8 +283,9 @@ class RatioTest:
 
 
 def _positive(values: Any) -> Array:
-    a = np.asarray(values, dtype="float64").ravel()
-    return a[np.isfinite(a) & (a > 0)]
+    a: Array = np.asarray(values, dtype="float64").ravel()
+    out: Array = a[np.isfinite(a) & (a > 0)]
+    return out
 
 
 def geometric_mean(values: Any) -> float:
@@ -360,9 +361,13 @@ class NoiseFloor:
                 "source": self.source}
 
 
-DEFAULT_RUN_SIGMA = 0.10
-"""Stated conservative default of the between-run noise (10% run-to-run CV, what a shared 2-core machine shows
-for a 10-20 ms step with a CPU hog beside it), used when the store holds no repeats of the command."""
+DEFAULT_RUN_SIGMA = 0.05
+"""Stated conservative default of the between-run noise (5% run-to-run CV; doubled for a run measured on a noisy
+host), used when the store holds no repeats of the command. Measured on the shared 2-core machine: docs/diff.md."""
+
+
+MIN_FLOOR_DF = 5
+"""A learned noise floor with fewer degrees of freedom than this is not used alone (see pooled_noise_floor)."""
 
 
 def default_noise_floor() -> NoiseFloor:
@@ -383,8 +388,13 @@ def pooled_noise_floor(groups: Any, *, what: str = "repeats of this command") ->
     if df == 0:
         return None
     sigma = math.sqrt(ss / df)
-    return NoiseFloor(sigma, float(df), f"learned from {df + n_groups} {what} in the store "
-                      f"({n_groups} group(s), between-run CV {sigma:.1%})")
+    learned = f"learned from {df + n_groups} {what} in the store ({n_groups} group(s), between-run CV {sigma:.1%}"
+    if df < MIN_FLOOR_DF:
+        # too few repeats to rely on alone: the larger of them and the stated default, treated as known
+        return NoiseFloor(max(sigma, DEFAULT_RUN_SIGMA), math.inf,
+                          f"{learned}; {df} df, fewer than {MIN_FLOOR_DF}: the larger of it and the stated default "
+                          f"{DEFAULT_RUN_SIGMA:.0%})")
+    return NoiseFloor(sigma, float(df), learned + ")")
 
 
 def noise_floor_ratio(base: float, exp: float, floor: NoiseFloor, *, confidence: float = 0.99) -> RatioTest:
