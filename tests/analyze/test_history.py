@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from stepscope.analyze.history import (
@@ -31,8 +33,16 @@ def test_points_grouped_by_commit_and_ordered_by_commit_time() -> None:
     assert [p.key for p in points] == ["aaa", "aaa+dirty", "bbb"]
     a = points[0]
     assert a.values == (1.0, 3.0, 2.0) and a.median == 2.0 and a.run_ids == ("r2", "r3", "r4")
-    assert (a.ci_low, a.ci_high) == (1.0, 3.0) and a.representative_run == "r4"
-    assert points[2].values == (2.0,)  # the failed run is left out
+    # 3 repeats: the 95% t interval on logs (t(0.975, 2 df) = 4.303, from a printed table)
+    logs = [math.log(v) for v in (1.0, 3.0, 2.0)]
+    m = sum(logs) / 3
+    se = math.sqrt(sum((x - m) ** 2 for x in logs) / 2 / 3)
+    assert (a.ci_low, a.ci_high) == pytest.approx((math.exp(m - 4.303 * se), math.exp(m + 4.303 * se)), rel=1e-3)
+    assert a.interval == "t95" and a.representative_run == "r4"
+    assert points[2].values == (2.0,) and points[2].interval == "single"  # the failed run is left out
+    two, _ = commit_points(runs[:2] + [rp("r8", "bbb", 200, 70, 4.0)], "step_time_median_s")
+    bbb = next(p for p in two if p.key == "bbb")
+    assert (bbb.ci_low, bbb.ci_high, bbb.interval) == (2.0, 4.0, "min-max") and "min–max" in bbb.interval_label
     assert no_commit is not None and no_commit.key == NO_COMMIT and no_commit.values == (9.0,)
     by_date, _ = commit_points(runs, "step_time_median_s", order=Order.DATE)
     assert [p.key for p in by_date] == ["bbb", "aaa", "aaa+dirty"]

@@ -59,12 +59,16 @@ def _date(t: float) -> str:
 
 def bench_table(group: str, rows: Sequence[tuple[str, CommitPoint]]) -> RenderableType:
     t = Table(title=f"benchmark {group}", title_justify="left", show_edge=False)
-    for col in ("metric", "runs", "median", "95% CI of median", "min", "max"):
+    for col in ("metric", "runs", "median", "interval", "min", "max"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for metric, p in rows:
         t.add_row(metric, str(len(p.values)), value(metric, p.median),
-                  f"{value(metric, p.ci_low)} – {value(metric, p.ci_high)}",
+                  f"{value(metric, p.ci_low)} – {value(metric, p.ci_high)} ({p.interval_label})",
                   value(metric, min(p.values)), value(metric, max(p.values)))
+    kinds = {p.interval for _, p in rows}
+    t.caption = ("interval: 95% t interval (log scale) of the runs' centre from 3 repeats; " if "t95" in kinds else
+                 "") + ("with 2 runs only their min–max range (no coverage claimed: --repeat 3 or more)"
+                        if "min-max" in kinds else "")
     return t
 
 
@@ -78,8 +82,8 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
     head = Text.assemble((h.metric, "bold"), f"  ({direction}; baseline {h.baseline[:10] if h.baseline else '—'} "
                          f"= 1.00; {len(points)} commits)  ", (sparkline([p.median for p in points]), "cyan"))
     t = Table(show_edge=False, pad_edge=False)
-    for col in ("commit", "date", "subject", "runs", "median", "95% CI", "relative", ""):
-        t.add_column(col, justify="right" if col in ("runs", "median", "95% CI", "relative") else "left",
+    for col in ("commit", "date", "subject", "runs", "median", "interval", "relative", ""):
+        t.add_column(col, justify="right" if col in ("runs", "median", "interval", "relative") else "left",
                      overflow="ellipsis", no_wrap=True, max_width=36 if col == "subject" else None)
     for i, p in enumerate(shown, start=offset):
         mark = ""
@@ -88,8 +92,10 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
             mark = f"◆ step {'' if rel is None else f'{rel:+.1%}'}"
         rel_txt = fmt.DASH if p.relative is None else f"{p.relative:.3f}"
         t.add_row(p.short, _date(p.time_s), p.subject or "", str(len(p.values)), value(h.metric, p.median),
-                  f"{value(h.metric, p.ci_low)}–{value(h.metric, p.ci_high)}", rel_txt, Text(mark, style="bold red"))
-    parts: list[RenderableType] = [head, t]
+                  f"{value(h.metric, p.ci_low)}–{value(h.metric, p.ci_high)}"
+                  + ("" if p.interval == "t95" else f" ({p.interval_label})"), rel_txt, Text(mark, style="bold red"))
+    parts: list[RenderableType] = [head, t, Text("interval: 95% t interval of the runs' centre (3+ repeats); "
+                                                 "fewer repeats show their min–max range, labelled", style="dim")]
     if h.no_commit is not None:
         parts.append(Text(f"{len(h.no_commit.values)} run(s) outside a git work tree, grouped as "
                           f"{h.no_commit.key}: median {value(h.metric, h.no_commit.median)}", style="yellow"))
