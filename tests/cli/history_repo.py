@@ -34,7 +34,8 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=full).stdout.strip()
 
 
-def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 10, slow_factor: float = 1.10) -> list[str]:
+def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 10,
+              slow_factor: float = 1.10) -> list[str]:
     """Create the repository; return the commit shas, oldest first. Commit i is dated day i of 2024-03; from
     commit ``slow_at`` on the sleep is ``slow_factor`` times longer."""
     repo.mkdir(parents=True)
