@@ -167,3 +167,38 @@ def test_fixture_trace_pair(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["findings"][0]["kind"] == "step_time"
     kernels = doc["traces"]["kernels"]
     assert abs(kernels[0]["delta"]) == max(abs(k["delta"]) for k in kernels)
+
+
+CODE_SCRIPT = """import time, stepscope
+from helper import WAIT
+for i in stepscope.steps(range(6)):
+    time.sleep(WAIT)
+"""
+
+
+@pytest.mark.slow
+def test_setup_code_is_verified_without_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Outside git, "same code" is said only when the content hashes of the script and of the Python files it
+    imported from the working directory agree; an edited imported file is named."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(CODE_SCRIPT)
+    store = tmp_path / "store"
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+
+    def run(wait: str) -> str:
+        (work / "helper.py").write_text(f"WAIT = {wait}\n")
+        p = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet",
+                            "--sample-interval", "0", "--", sys.executable, "train.py"], cwd=work, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return max((store / "runs").iterdir(), key=lambda d: d.stat().st_mtime_ns).name
+
+    a, b, c = run("0.003"), run("0.003"), run("0.004")
+    same = _diff_json(capsys, a, b, "--store", str(store))
+    assert not [x for x in same["context"] if x["key"] == "code"], same["context"]
+    changed = _diff_json(capsys, a, c, "--store", str(store))
+    code = next(x for x in changed["context"] if x["key"] == "code")
+    assert code["experiment"] == "code changed (file helper.py)"
+    assert main(["diff", a, b, "--store", str(store), "--width", "200"]) == 0
+    assert "code (verified)" in capsys.readouterr().out

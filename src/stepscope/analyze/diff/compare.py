@@ -244,7 +244,7 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
                             f"need the change to clear the between-run noise floor ({floor.source if floor else ''});"
                             " for an interval, repeat with `stepscope bench --repeat N` or `stepscope bench --ab`")
         overview = run_overview(bv, ev, base.data, exp.data, s, floor)
-        context = context_diff(bv[0].summary, ev[0].summary)
+        context = context_diff(bv[0].summary, ev[0].summary, base_code=bv[0].code, exp_code=ev[0].code)
         b0 = bv[0].samples[0] if bv[0].samples else None
         e0 = ev[0].samples[0] if ev[0].samples else None
         step = next((r for r in overview if r.key == "step_time_median_ns"), None)

@@ -175,8 +175,30 @@ def _loader_line(summary: RunSummary) -> str | None:
     return ", ".join(f"{k}={d.get(k)}" for k in keys if k in d)
 
 
-def context_diff(base: RunSummary, exp: RunSummary) -> list[ContextItem]:
-    """The set-up properties that differ (only those), in the order a reader checks them."""
+def code_item(base: RunSummary, exp: RunSummary, base_code: dict[str, str] | None,
+              exp_code: dict[str, str] | None) -> ContextItem | None:
+    """Whether the two runs ran the same code, verified: a clean git tree at the same commit, or equal content
+    hashes of the script and the Python files it imported. None when verified the same; else "code changed
+    (file X)" or "unknown" with why."""
+    gb, ge = base.run.git, exp.run.git
+    if base_code is not None and exp_code is not None:
+        changed = sorted(k for k in set(base_code) | set(exp_code) if base_code.get(k) != exp_code.get(k))
+        if not changed:
+            return None
+        names = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+        return ContextItem("code", f"{len(base_code)} file(s) hashed", f"code changed (file {names})")
+    if gb is not None and ge is not None and gb.commit == ge.commit and not gb.dirty and not ge.dirty:
+        return None
+    if gb is not None and ge is not None and gb.commit != ge.commit:
+        return None  # the git commit row says it
+    why = "a dirty git tree" if (gb and gb.dirty) or (ge and ge.dirty) else "no git and no recorded file hashes"
+    return ContextItem("code", "unknown", f"unknown ({why}: cannot verify the code is the same)")
+
+
+def context_diff(base: RunSummary, exp: RunSummary, *, base_code: dict[str, str] | None = None,
+                 exp_code: dict[str, str] | None = None) -> list[ContextItem]:
+    """The set-up properties that differ (only those), in the order a reader checks them; "code" is listed
+    unless the same code is verified (see ``code_item``)."""
     rb, re_ = base.run, exp.run
 
     def soft(r: Any) -> str:
@@ -200,5 +222,7 @@ def context_diff(base: RunSummary, exp: RunSummary) -> list[ContextItem]:
         pairs.append((f"param {k}", rb.params.get(k), re_.params.get(k)))
     for k in sorted(set(rb.tags) | set(re_.tags)):
         pairs.append((f"tag {k}", rb.tags.get(k), re_.tags.get(k)))
-    return [ContextItem(k, None if b is None else str(b), None if e is None else str(e))
-            for k, b, e in pairs if b != e]
+    items = [ContextItem(k, None if b is None else str(b), None if e is None else str(e))
+             for k, b, e in pairs if b != e]
+    code = code_item(base, exp, base_code, exp_code)
+    return ([code] if code else []) + items

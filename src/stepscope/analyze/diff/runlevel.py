@@ -33,6 +33,9 @@ class RunValues:
     parts: dict[tuple[str, str], float] = field(default_factory=dict)
     ranks: dict[int, float] = field(default_factory=dict)
     quality: Quality | None = None
+    code: dict[str, str] | None = None
+    """Content hashes of the script and the Python files it imported from its working directory (relative path
+    -> hash), recorded by the collector at exit; None when the run has no such record."""
 
 
 def _warmup(data: RunData, warmup: int | None) -> int | None:
@@ -62,4 +65,14 @@ def run_values(data: RunData, *, warmup: int | None = None) -> RunValues:
     return RunValues(run_id=data.run.id, summary=summary, samples=samples,
                      step_ns=float(np.median(s0.duration_ns)) if s0 is not None else None, device_ns=device,
                      samples_per_s=h.samples_per_s, tokens_per_s=h.tokens_per_s, data_wait_share=h.data_wait_share,
-                     parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0))
+                     parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0),
+                     code=code_of(data))
+
+
+def code_of(data: RunData) -> dict[str, str] | None:
+    """The run's recorded code hashes (rank 0's ``code`` record; None when not recorded)."""
+    for rank in data.ranks[:1]:
+        recs = rank.extra.get("code") or []
+        if recs and isinstance(recs[-1].get("files"), dict):
+            return {str(k): str(v) for k, v in recs[-1]["files"].items()}
+    return None
