@@ -40,6 +40,9 @@ class ShowCommand:
         from stepscope.cli.runinputs import advisor_input, load_traces
         from stepscope.report.terminal import console, full_report
 
+        from stepscope.analyze.quality import measurement_quality
+
         advice = advise(advisor_input(summary, load_traces(data)))
-        console(width=args.width).print(full_report(summary, advice))
+        quality = measurement_quality(data, warmup=summary.headline.warmup_steps)
+        console(width=args.width).print(full_report(summary, advice, quality=quality))
         return 0
