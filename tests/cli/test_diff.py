@@ -125,6 +125,30 @@ def test_repeated_aa_is_no_significant_change(runs: dict[str, Path], capsys: pyt
 
 
 @pytest.mark.slow
+def test_headline_and_rows_agree_on_every_pair(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every ordered pair of the stored runs, singly and as repeats: the headline is the step-time row's verdict,
+    the step-time finding says the same, and base-vs-base (A/A) is never faster or slower."""
+    from stepscope.analyze.diff import DiffSide, Verdict, diff
+    from stepscope.store.rundir import read_run
+
+    data = {n: read_run(p) for n, p in runs.items() if n != "store"}
+    sides = [[n] for n in data] + [["base1", "base2"], ["base2", "base3"], ["slow1", "slow2"], ["slow2", "slow3"]]
+    for a in sides:
+        for b in sides:
+            if a == b:
+                continue
+            d = diff(DiffSide("a", data=data[a[0]], repeats=tuple(data[n] for n in a[1:])),
+                     DiffSide("b", data=data[b[0]], repeats=tuple(data[n] for n in b[1:])))
+            row = next(r for r in d.overview if r.key == "step_time_median_ns")
+            assert row.change is not None and d.verdict is row.change.verdict
+            assert row.baseline == row.change.baseline and row.experiment == row.change.experiment
+            finding = next(f for f in d.findings if f.kind == "step_time")
+            assert finding.verdict is row.change.verdict
+            if all(n.startswith("base") for n in a + b):
+                assert d.verdict in (Verdict.NO_SIGNIFICANT_CHANGE, Verdict.INCONCLUSIVE), (a, b, row.change)
+
+
+@pytest.mark.slow
 def test_terminal_names_the_change_first(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", _ids(runs, "base1", "base2", "base3"), _ids(runs, "slow1", "slow2", "slow3"),
                  "--store", str(runs["store"]), "--width", "160"]) == 0
