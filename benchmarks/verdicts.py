@@ -160,7 +160,8 @@ STUDIES: dict[str, tuple[str, Any]] = {
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(r["verdict"] for r in results)
     mdes = [r["mde"] for r in results if r.get("mde") is not None]
-    extra: dict[str, Any] = {k: [r[k] for r in results] for k in ("aa_exit_codes", "step_exit", "step_named") if k in results[0]}
+    keys = ("aa_exit_codes", "step_exit", "step_named")
+    extra: dict[str, Any] = {k: [r[k] for r in results] for k in keys if k in results[0]}
     return {"n": len(results), "verdicts": dict(counts), "median_ratio": statistics.median(r["ratio"] for r in results),
             "median_mde": statistics.median(mdes) if mdes else None,
             "noisy_runs": sum(r["noisy_runs"] for r in results), **extra}
