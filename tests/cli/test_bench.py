@@ -35,6 +35,9 @@ def test_bench_groups_repeats_and_discards_warmup(tmp_path: Path, monkeypatch, c
     assert [g[0] for g in groups] == [doc["group"]] and groups[0][4]["repeat"] == 2
     work = doc["metrics"]["region.work.p50_s"]
     assert len(work["values"]) == 2 and 0.004 <= work["median"] < 0.02
+    # two runs: the interval is their min–max range, and says so
+    assert work["interval"] == "min-max"
+    assert (work["ci_low"], work["ci_high"]) == (min(work["values"]), max(work["values"]))
     assert all(r.git_commit is None for r in rows)
     st.close()
 
