@@ -134,10 +134,20 @@ def check_series(root: Path, *, commits: int, slow_at: int, factor: float, repea
             doc = json.loads(p.stdout) if p.stdout.strip() else {}
             step = (doc.get("step") or {}).get("first_bad")
             out.append((i, p.returncode, None if step is None else shas.index(step) if step in shas else step))
+            st = next((c for c in doc.get("checks", []) if c["metric"] == "step_time_median_s"
+                       and c["against"] == "window"), None)
+            if st is not None and st["worse"] is not None:
+                CHANGES.append((i, round(st["change"], 4), round(st["worse_low"] - 1, 4),
+                                round(st["worse_high"] - 1, 4)))
     return out
 
 
+CHANGES: list[tuple[int, float, float, float]] = []
+"""(commit index, step-time change, interval low, high) of every check made, for the report."""
+
+
 def check_study(root: Path, _steps: int) -> dict[str, Any]:
+    CHANGES.clear()
     aa = check_series(root / "aa", commits=10, slow_at=99, factor=1.0, repeat=3, bench_from=0, check_from=1,
                       threshold="5%")
     step = check_series(root / "step", commits=7, slow_at=6, factor=1.05, repeat=5, bench_from=3, check_from=6,
@@ -145,7 +155,8 @@ def check_study(root: Path, _steps: int) -> dict[str, Any]:
     ok = all(rc == 0 for _, rc, _ in aa)
     caught = step[-1][1] == 1 and step[-1][2] == 6
     return {"verdict": f"aa_all_pass={ok}, step_caught_and_named={caught}", "ratio": 1.0, "noisy_runs": 0,
-            "aa_exit_codes": [rc for _, rc, _ in aa], "step_exit": step[-1][1], "step_named": step[-1][2]}
+            "aa_exit_codes": [rc for _, rc, _ in aa], "step_exit": step[-1][1], "step_named": step[-1][2],
+            "changes": list(CHANGES)}
 
 
 STUDIES: dict[str, tuple[str, Any]] = {
@@ -160,7 +171,7 @@ STUDIES: dict[str, tuple[str, Any]] = {
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(r["verdict"] for r in results)
     mdes = [r["mde"] for r in results if r.get("mde") is not None]
-    keys = ("aa_exit_codes", "step_exit", "step_named")
+    keys = ("aa_exit_codes", "step_exit", "step_named", "changes")
     extra: dict[str, Any] = {k: [r[k] for r in results] for k in keys if k in results[0]}
     return {"n": len(results), "verdicts": dict(counts), "median_ratio": statistics.median(r["ratio"] for r in results),
             "median_mde": statistics.median(mdes) if mdes else None,
