@@ -146,8 +146,10 @@ CHANGES: list[tuple[int, float, float, float]] = []
 """(commit index, step-time change, interval low, high) of every check made, for the report."""
 
 
-def check_study(root: Path, _steps: int) -> dict[str, Any]:
+def check_study(store: Path, _steps: int) -> dict[str, Any]:
     CHANGES.clear()
+    store.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(dir=store))  # a fresh repository and store per trial
     aa = check_series(root / "aa", commits=10, slow_at=99, factor=1.0, repeat=3, bench_from=0, check_from=1,
                       threshold="5%")
     step = check_series(root / "step", commits=7, slow_at=6, factor=1.05, repeat=5, bench_from=3, check_from=6,
