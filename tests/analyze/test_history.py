@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from stepscope.analyze.history import (
@@ -31,8 +33,16 @@ def test_points_grouped_by_commit_and_ordered_by_commit_time() -> None:
     assert [p.key for p in points] == ["aaa", "aaa+dirty", "bbb"]
     a = points[0]
     assert a.values == (1.0, 3.0, 2.0) and a.median == 2.0 and a.run_ids == ("r2", "r3", "r4")
-    assert (a.ci_low, a.ci_high) == (1.0, 3.0) and a.representative_run == "r4"
-    assert points[2].values == (2.0,)  # the failed run is left out
+    # 3 repeats: the 95% t interval on logs (t(0.975, 2 df) = 4.303, from a printed table)
+    logs = [math.log(v) for v in (1.0, 3.0, 2.0)]
+    m = sum(logs) / 3
+    se = math.sqrt(sum((x - m) ** 2 for x in logs) / 2 / 3)
+    assert (a.ci_low, a.ci_high) == pytest.approx((math.exp(m - 4.303 * se), math.exp(m + 4.303 * se)), rel=1e-3)
+    assert a.interval == "t95" and a.representative_run == "r4"
+    assert points[2].values == (2.0,) and points[2].interval == "single"  # the failed run is left out
+    two, _ = commit_points([*runs[:2], rp("r8", "bbb", 200, 70, 4.0)], "step_time_median_s")
+    bbb = next(p for p in two if p.key == "bbb")
+    assert (bbb.ci_low, bbb.ci_high, bbb.interval) == (2.0, 4.0, "min-max") and "min–max" in bbb.interval_label
     assert no_commit is not None and no_commit.key == NO_COMMIT and no_commit.values == (9.0,)
     by_date, _ = commit_points(runs, "step_time_median_s", order=Order.DATE)
     assert [p.key for p in by_date] == ["bbb", "aaa", "aaa+dirty"]
@@ -74,24 +84,38 @@ def test_pooled_repeats() -> None:
 def test_check_metric_rules() -> None:
     base, slow = [1.00, 1.01, 0.99], [1.10, 1.11, 1.09]
     c = check_metric("step_time_median_s", base, slow, threshold=0.05)
-    assert c.verdict is MetricVerdict.REGRESSED and c.change == pytest.approx(0.1)
+    assert c.verdict is MetricVerdict.REGRESSED and c.change == pytest.approx(0.1, abs=1e-3)
     assert check_metric("step_time_median_s", base, slow, threshold=0.2).verdict is MetricVerdict.NO_SIGNIFICANT_CHANGE
     assert check_metric("step_time_median_s", slow, base, threshold=0.05).verdict is MetricVerdict.IMPROVED
     # throughput: higher is better, so lower throughput is the regression
     t = check_metric("samples_per_s", [100, 101, 99], [90, 91, 89], threshold=0.05)
-    assert t.verdict is MetricVerdict.REGRESSED and t.worse == pytest.approx(100 / 90)
+    assert t.verdict is MetricVerdict.REGRESSED and t.worse == pytest.approx(100 / 90, rel=1e-4)
     # overlapping noisy repeats: a 10% median shift that the data cannot show
     noisy = check_metric("step_time_median_s", [1.0, 1.3, 0.8], [1.1, 0.9, 1.4], threshold=0.05)
     assert noisy.verdict is MetricVerdict.NO_SIGNIFICANT_CHANGE
     few = check_metric("step_time_median_s", [1.0], slow, threshold=0.05)
-    assert few.verdict is MetricVerdict.CANNOT_TELL and "need 2" in few.reason
+    assert few.verdict is MetricVerdict.CANNOT_TELL and "need 3" in few.reason
+    # the printed numbers are the tested ones: geometric means of the per-run values
+    assert c.baseline_median == pytest.approx((1.00 * 1.01 * 0.99) ** (1 / 3))
+    assert c.confidence == 0.98 and c.mde is not None and c.mde > 0
 
 
 def test_check_regression_overall() -> None:
-    r = check_regression({"step_time_median_s": [1, 1.01]}, {"step_time_median_s": [1.2, 1.21]},
+    r = check_regression({"step_time_median_s": [1, 1.01, 0.99]}, {"step_time_median_s": [1.2, 1.21, 1.19]},
                          ["step_time_median_s"], threshold=0.05)
     assert r.verdict is CheckVerdict.REGRESSION and r.verdict.exit_code == 1
-    r = check_regression({"step_time_median_s": [1]}, {"step_time_median_s": [1.2, 1.21]},
+    # a metric that is not gated is reported, never a failure
+    r = check_regression({"step_time_median_s": [1, 1.01, 0.99], "samples_per_s": [100, 101, 99]},
+                         {"step_time_median_s": [1, 1.01, 0.99], "samples_per_s": [80, 81, 79]},
+                         ["step_time_median_s", "samples_per_s"], threshold=0.05, gated=["step_time_median_s"])
+    assert r.verdict is CheckVerdict.PASS and r.checks[1].verdict is MetricVerdict.REGRESSED
+    assert not r.checks[1].gated
+    # gradual creep: 3% against the window, 9% against the older anchor
+    r = check_regression({"step_time_median_s": [1.06, 1.061, 1.059]}, {"step_time_median_s": [1.09, 1.091, 1.089]},
+                         ["step_time_median_s"], threshold=0.05, creep={"step_time_median_s": [1.0, 1.001, 0.999]})
+    assert r.verdict is CheckVerdict.REGRESSION
+    assert [c.against for c in r.checks if c.verdict is MetricVerdict.REGRESSED] == ["creep"]
+    r = check_regression({"step_time_median_s": [1]}, {"step_time_median_s": [1.2, 1.21, 1.2]},
                          ["step_time_median_s"], threshold=0.05)
     assert r.verdict is CheckVerdict.CANNOT_TELL and r.verdict.exit_code == 2 and "baseline has 1 run" in r.reason
     assert check_regression({}, {}, [], threshold=0.05).verdict is CheckVerdict.CANNOT_TELL

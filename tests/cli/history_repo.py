@@ -34,16 +34,18 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=full).stdout.strip()
 
 
-def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 10) -> list[str]:
-    """Create the repository; return the commit shas, oldest first. Commit i is dated day i of 2024-03."""
+def make_repo(repo: Path, *, commits: int = 20, slow_at: int = 12, steps: int = 10,
+              slow_factor: float = 1.10) -> list[str]:
+    """Create the repository; return the commit shas, oldest first. Commit i is dated day i of 2024-03; from
+    commit ``slow_at`` on the sleep is ``slow_factor`` times longer."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     shas = []
     for i in range(commits):
-        sleep = BASE_SLEEP_S * (1.10 if i >= slow_at else 1.0)
+        sleep = BASE_SLEEP_S * (slow_factor if i >= slow_at else 1.0)
         (repo / "train.py").write_text(SCRIPT.format(sleep=sleep, note=f"tweak {i}", steps=steps))
         git(repo, "add", "train.py")
-        subject = "make work 10% slower" if i == slow_at else f"tidy step {i}"
+        subject = f"make work {slow_factor - 1:.0%} slower" if i == slow_at else f"tidy step {i}"
         date = f"2024-03-{i + 1:02d}T12:00:00+00:00"
         git(repo, "commit", "-q", "-m", subject, env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
         shas.append(git(repo, "rev-parse", "HEAD"))

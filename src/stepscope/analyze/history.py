@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.stats import median_ci
+from stepscope.analyze.stats import run_interval
 from stepscope.analyze.stepdetect import StepFit, detect_steps
 
 NO_COMMIT = "(no commit)"
@@ -69,8 +69,11 @@ class CommitPoint:
     key: commit sha (``+dirty`` appended for a dirty tree; NO_COMMIT outside git).
     values: the metric of each repeat (completed runs with the metric), in run start order.
     run_ids: the runs behind ``values``, same order.
-    median: median of ``values`` (the metric's unit). ci_low / ci_high: 95% distribution-free interval of the
-        median from order statistics (the min / max for fewer than 3 repeats; equal to median for one).
+    median: median of ``values`` (the metric's unit). ci_low / ci_high: with 3 or more repeats, the 95% t interval
+        (on logs) of the centre of the runs' distribution — the geometric mean, equal to the median for a
+        log-symmetric spread; its coverage is checked by simulation (tests/analyze/test_stats_runlevel.py). With 2
+        repeats it is the min–max range (no coverage claimed; ``interval`` says so), with 1 the value itself.
+    interval: what ci_low / ci_high are: "t95", "min-max" or "single" (reports label it).
     relative / rel_low / rel_high: median and interval divided by the baseline point's median (None when there
         is no baseline or it is 0).
     representative_run: the run whose value is closest to the median (what a click opens).
@@ -93,6 +96,11 @@ class CommitPoint:
     rel_low: float | None
     rel_high: float | None
     representative_run: str
+    interval: str = "t95"
+
+    @property
+    def interval_label(self) -> str:
+        return {"t95": "95% CI", "min-max": "min–max (2 runs)", "single": "one run"}.get(self.interval, self.interval)
 
     @property
     def short(self) -> str:
@@ -143,7 +151,11 @@ def _point(key: str, runs: list[tuple[RunPoint, float]], order: Order) -> Commit
     runs = sorted(runs, key=lambda t: t[0].start_s)
     vals = np.array([v for _, v in runs], dtype="float64")
     med = float(np.median(vals))
-    lo, hi = median_ci(vals)
+    iv = run_interval(vals) if bool((vals > 0).all()) else None  # logs need positive values
+    lo, hi, kind = (iv.low, iv.high, iv.kind) if iv is not None else \
+        (float(vals.min()), float(vals.max()), "min-max" if vals.size > 1 else "single")
+    if kind == "t95" and not (lo <= med <= hi):  # a skewed trio: widen to hold the median it is printed with
+        lo, hi = min(lo, med), max(hi, med)
     first = runs[0][0]
     rep = min(runs, key=lambda t: abs(t[1] - med))[0].run_id
     t = first.commit_time_s if (order is Order.COMMIT and first.commit_time_s is not None) else first.start_s
@@ -151,7 +163,7 @@ def _point(key: str, runs: list[tuple[RunPoint, float]], order: Order) -> Commit
                        dirty=first.dirty, commit_time_s=first.commit_time_s, time_s=t,
                        run_ids=tuple(r.run_id for r, _ in runs), values=tuple(float(v) for v in vals),
                        median=med, ci_low=lo, ci_high=hi, relative=None, rel_low=None, rel_high=None,
-                       representative_run=rep)
+                       representative_run=rep, interval=kind)
 
 
 def _relative(p: CommitPoint, base: float | None) -> CommitPoint:

@@ -1,18 +1,21 @@
 """The CI gate's verdict: is the candidate commit significantly worse than the baseline, beyond a threshold?
 
-For each metric, the candidate's repeats are compared with the baseline's repeats:
+The run is the unit of evidence: each metric is compared on one value per run (the candidate's repeats
+against the baseline window's runs, which pools the runs of several earlier commits):
 
-- ``worse`` = candidate median / baseline median for costs (step time), the inverse for benefits
+- ``worse`` = ratio of geometric means candidate / baseline for costs (step time), the inverse for benefits
   (throughput), so ``worse > 1`` always means a regression;
-- its 95% interval is a percentile bootstrap of the ratio of medians (each side resampled alone);
-- REGRESSED when ``worse - 1 > threshold`` *and* the interval's lower end is above 1 (the data show a
-  slowdown, and it is bigger than what you tolerate); IMPROVED when the interval lies below 1;
-  otherwise NO_SIGNIFICANT_CHANGE — which does not prove there is no change, only that these repeats
-  cannot show one beyond the noise;
-- CANNOT_TELL when either side has fewer than ``min_repeats`` runs with the metric.
+- its interval is Welch's t interval on log per-run values at ``confidence`` (two-sided; default 0.98, so the
+  one-sided "is it worse?" question is asked at 1%: over a series of 30 checks of unchanged code fewer than
+  one in four series sees any false failure even before the threshold filters, and with it far fewer);
+  coverage is checked by simulation (tests/analyze/test_stats_runlevel.py);
+- REGRESSED when the interval's lower end is above 1 *and* ``worse - 1 > threshold`` (the data show a
+  slowdown, and it is bigger than what you tolerate); IMPROVED when the interval lies below 1; otherwise
+  NO_SIGNIFICANT_CHANGE — which does not prove there is no change, only that these repeats cannot show one
+  beyond the noise (``mde`` says the smallest change they detect with 80% power);
+- CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3) runs with the metric.
 
-With 2 repeats a side the bootstrap interval spans min/max ratios: only a slowdown seen in every pairing
-counts. More repeats give narrower intervals.
+Only the gated metrics (step time by default) can fail the gate; the other metrics shown get their own verdicts.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.history import MetricHistory, lower_is_better
-from stepscope.analyze.stats import bootstrap_median_ratio_ci
+from stepscope.analyze.quality import Quality
+from stepscope.analyze.stats import geometric_mean, welch_log_ratio
 
 
 class MetricVerdict(Enum):
@@ -52,9 +56,13 @@ class CheckVerdict(Enum):
 class MetricCheck:
     """One metric's comparison.
 
-    baseline_median / candidate_median: medians of the repeats (the metric's unit; None when absent).
-    worse: the regression ratio (> 1 is worse, see module doc); worse_low / worse_high: its 95% bootstrap interval.
-    change: ``worse - 1`` as a fraction (0.10 = 10% worse).
+    baseline_median / candidate_median: geometric means of the per-run values (the tested numbers; the metric's
+        unit; None when absent). The field names are kept for JSON compatibility.
+    worse: the regression ratio (> 1 is worse, see module doc); worse_low / worse_high: its Welch t interval at
+        ``confidence``. change: ``worse - 1`` as a fraction (0.10 = 10% worse).
+    mde: smallest relative change these repeats detect with 80% power (None without an interval).
+    gated: whether this metric can fail the gate (others are reported only).
+    against: what the candidate was compared with ("window" of earlier commits, or "creep": an older anchor).
     reason: why the verdict is CANNOT_TELL (empty otherwise).
     """
 
@@ -71,6 +79,10 @@ class MetricCheck:
     threshold: float
     verdict: MetricVerdict
     reason: str = ""
+    confidence: float = 0.98
+    mde: float | None = None
+    gated: bool = True
+    against: str = "window"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -92,51 +104,68 @@ class CheckResult:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
+GATE_CONFIDENCE = 0.98
+"""Two-sided level of the gate's interval: a regression must be shown at one-sided 1%."""
+
+
 def check_metric(metric: str, baseline: Sequence[float | None], candidate: Sequence[float | None], *, threshold: float,
-                 min_repeats: int = 2, confidence: float = 0.95) -> MetricCheck:
-    """Compare one metric's repeats (see the module doc for the rule)."""
+                 min_repeats: int = 3, confidence: float = GATE_CONFIDENCE, gated: bool = True,
+                 against: str = "window") -> MetricCheck:
+    """Compare one metric's per-run values (see the module doc for the rule)."""
     lib = lower_is_better(metric)
     b = np.asarray([v for v in baseline if v is not None and np.isfinite(v)], dtype="float64")
     c = np.asarray([v for v in candidate if v is not None and np.isfinite(v)], dtype="float64")
-    bm = float(np.median(b)) if b.size else None
-    cm = float(np.median(c)) if c.size else None
+    bm = geometric_mean(b) if b.size and (b > 0).all() else (float(np.median(b)) if b.size else None)
+    cm = geometric_mean(c) if c.size and (c > 0).all() else (float(np.median(c)) if c.size else None)
     check = functools.partial(MetricCheck, metric=metric, lower_is_better=lib, baseline_n=int(b.size),
-                              candidate_n=int(c.size), baseline_median=bm, candidate_median=cm, threshold=threshold)
+                              candidate_n=int(c.size), baseline_median=bm, candidate_median=cm, threshold=threshold,
+                              confidence=confidence, gated=gated, against=against)
     short = [f"{side} has {n} run(s) with {metric}" for side, n in (("the baseline", b.size), ("the candidate", c.size))
              if n < min_repeats]
-    if short or bm is None or cm is None or bm == 0 or cm == 0:
+    if short or bm is None or cm is None or not (b > 0).all() or not (c > 0).all():
         reason = "; ".join(short) + f", need {min_repeats} — repeat with `stepscope bench --repeat N`" if short \
-            else f"{metric} is zero on one side"
+            else f"{metric} is zero on a run"
         return check(worse=None, worse_low=None, worse_high=None, change=None,
                      verdict=MetricVerdict.CANNOT_TELL, reason=reason)
-    lo, hi = bootstrap_median_ratio_ci(b, c, confidence=confidence)
-    ratio = cm / bm
+    t = welch_log_ratio(b, c, confidence=confidence)
+    assert t.ci_low is not None and t.ci_high is not None
     if lib:
-        worse, wlo, whi = ratio, lo, hi
+        worse, wlo, whi = t.ratio, t.ci_low, t.ci_high
     else:
-        worse, wlo, whi = 1 / ratio, 1 / hi, 1 / lo
+        worse, wlo, whi = 1 / t.ratio, 1 / t.ci_high, 1 / t.ci_low
     if worse - 1 > threshold and wlo > 1:
         verdict = MetricVerdict.REGRESSED
     elif whi < 1:
         verdict = MetricVerdict.IMPROVED
     else:
         verdict = MetricVerdict.NO_SIGNIFICANT_CHANGE
-    return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict)
+    return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict, mde=t.mde)
 
 
 def check_regression(baseline: Mapping[str, Sequence[float | None]], candidate: Mapping[str, Sequence[float | None]],
-                     metrics: Sequence[str], *, threshold: float, min_repeats: int = 2) -> CheckResult:
-    """The gate over ``metrics``: ``baseline`` / ``candidate`` map metric -> the repeats' values."""
-    checks = tuple(check_metric(m, baseline.get(m, ()), candidate.get(m, ()), threshold=threshold,
-                                min_repeats=min_repeats) for m in metrics)
+                     metrics: Sequence[str], *, threshold: float, min_repeats: int = 3,
+                     gated: Sequence[str] | None = None, creep: Mapping[str, Sequence[float | None]] | None = None,
+                     confidence: float = GATE_CONFIDENCE) -> CheckResult:
+    """The gate over ``metrics``: ``baseline`` / ``candidate`` map metric -> the per-run values.
+
+    ``gated``: the metrics that can fail the gate (default: all of ``metrics``); the others are reported with
+    their own verdicts. ``creep``: per-run values of an older anchor commit; a gated metric worse than it beyond
+    the threshold fails the gate too (gradual creep that no single commit-to-commit check shows)."""
+    gate = set(metrics if gated is None else gated)
+    checks = [check_metric(m, baseline.get(m, ()), candidate.get(m, ()), threshold=threshold,
+                           min_repeats=min_repeats, confidence=confidence, gated=m in gate) for m in metrics]
+    if creep is not None:
+        checks += [check_metric(m, creep.get(m, ()), candidate.get(m, ()), threshold=threshold,
+                                min_repeats=min_repeats, confidence=confidence, gated=True, against="creep")
+                   for m in metrics if m in gate and creep.get(m)]
     if not checks:
         return CheckResult(CheckVerdict.CANNOT_TELL, (), "no metric to compare")
-    if any(c.verdict is MetricVerdict.REGRESSED for c in checks):
-        return CheckResult(CheckVerdict.REGRESSION, checks, "")
-    untold = [c for c in checks if c.verdict is MetricVerdict.CANNOT_TELL]
+    if any(c.verdict is MetricVerdict.REGRESSED and c.gated for c in checks):
+        return CheckResult(CheckVerdict.REGRESSION, tuple(checks), "")
+    untold = [c for c in checks if c.verdict is MetricVerdict.CANNOT_TELL and c.gated and c.against == "window"]
     if untold:
-        return CheckResult(CheckVerdict.CANNOT_TELL, checks, untold[0].reason)
-    return CheckResult(CheckVerdict.PASS, checks, "")
+        return CheckResult(CheckVerdict.CANNOT_TELL, tuple(checks), untold[0].reason)
+    return CheckResult(CheckVerdict.PASS, tuple(checks), "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +204,48 @@ def locate_step(history: MetricHistory, *, after: str | None, upto: str | None) 
             best = StepLocation(history.metric, g.commit or g.key, b.commit or b.key, b.subject,
                                 g.representative_run, b.representative_run, rel)
     return best
+
+
+def name_commit(history: MetricHistory, *, after: str | None, upto: str | None) -> StepLocation | None:
+    """When the detector finds no step but the gate failed: the worsening between consecutive points in
+    (``after``, ``upto``] that is largest (the commit a bisection would start from), or None without points."""
+    keys = [p.key for p in history.points]
+    if upto not in keys:
+        return None
+    lo = keys.index(after) if after in keys else 0
+    hi = keys.index(upto)
+    best: tuple[float, int] | None = None
+    for i in range(max(lo + 1, 1), hi + 1):
+        a, b = history.points[i - 1].median, history.points[i].median
+        if a <= 0:
+            continue
+        worse = b / a - 1 if history.lower_is_better else a / b - 1
+        if best is None or worse > best[0]:
+            best = (worse, i)
+    if best is None:
+        return None
+    good, bad = history.points[best[1] - 1], history.points[best[1]]
+    return StepLocation(history.metric, good.commit or good.key, bad.commit or bad.key, bad.subject,
+                        good.representative_run, bad.representative_run,
+                        bad.median / good.median - 1 if good.median else None)
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """What `stepscope check` decided: the checks, the baseline window's commits, the creep anchor, the commit
+    named (``step``), and the candidate runs' measurement quality (shown first)."""
+
+    result: CheckResult
+    baseline: str
+    baseline_commits: tuple[str, ...]
+    candidate: str
+    creep_anchor: str | None
+    step: StepLocation | None
+    quality: tuple[tuple[str, Quality], ...]
+    baseline_label: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.result.to_dict(), "schema": "stepscope.check/2", "baseline": self.baseline,
+                "baseline_commits": list(self.baseline_commits), "candidate": self.candidate,
+                "creep_anchor": self.creep_anchor, "step": self.step.to_dict() if self.step else None,
+                "quality": [{"run_id": rid, **q.to_dict()} for rid, q in self.quality]}

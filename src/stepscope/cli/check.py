@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stepscope.cli.common import add_store_args, print_json, store_from
 from stepscope.cli.history import add_history_args
@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     from stepscope.analyze.history import RunPoint
     from stepscope.store.store import Store
 
-GATE_METRICS = ("step_time_median_s", "samples_per_s", "tokens_per_s")
+GATE_METRICS = ("step_time_median_s",)
+"""Metrics that can fail the gate by default: step time decides; throughput and regions are reported with their own
+verdicts and fail the gate only when named with --metric."""
+REPORTED_METRICS = ("samples_per_s", "tokens_per_s")
 
 
 def parse_fraction(text: str) -> float:
@@ -31,10 +34,11 @@ def parse_fraction(text: str) -> float:
 
 
 class CheckCommand:
-    """Compare the current commit's runs (or --run's benchmark) with the baseline's and exit 0 when there
-    is no significant regression beyond --max-regression, 1 when there is (with a table of what regressed
-    and by how much, and the step where it started), and 2 when the data cannot tell (too few repeats, no
-    runs on one side), saying why."""
+    """Compare the current commit's runs (or --run's benchmark) with a baseline window (the runs of the
+    --window newest earlier commits, or --baseline's) on one value per run, and exit 0 when there is no
+    significant regression beyond --max-regression, 1 when there is (naming the commit where it started, and
+    the diff to look at), and 2 when the data cannot tell (too few repeats, no runs on one side), saying why.
+    Gradual creep is caught against an older anchor (--creep-window commits back)."""
 
     name = "check"
     help = "CI gate: exit 1 on a significant regression against a baseline, 2 when it cannot tell"
@@ -43,45 +47,75 @@ class CheckCommand:
         parser.add_argument("--run", metavar="REF", help="candidate run or benchmark (default: runs at HEAD)")
         parser.add_argument("--max-regression", default="5%", metavar="PCT", help="tolerated slowdown (default: 5%%)")
         parser.add_argument("--metric", "-m", action="append", metavar="NAME",
-                            help="metric to gate (repeatable; default: step time, throughput, main regions)")
-        parser.add_argument("--min-repeats", type=int, default=2, metavar="N",
-                            help="fewest runs per side for a verdict (default: 2)")
+                            help="metric to gate (repeatable; default: step time; throughput and main regions are "
+                                 "reported without failing the gate)")
+        parser.add_argument("--min-repeats", type=int, default=3, metavar="N",
+                            help="fewest runs per side for a verdict (default: 3)")
+        parser.add_argument("--window", type=int, default=3, metavar="N",
+                            help="baseline: the runs of the N newest earlier commits (default: 3)")
+        parser.add_argument("--creep-window", type=int, default=10, metavar="N",
+                            help="also compare with the commits N back, to catch gradual creep (default: 10; 0: off)")
         parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
         add_history_args(parser)
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.history import metric_history
-        from stepscope.analyze.regression import check_regression, locate_step
         from stepscope.cli.historydata import default_name, load_points, parse_since
         from stepscope.report.history import check_view, console
 
         threshold = parse_fraction(args.max_regression)
-        if args.min_repeats < 1:
-            raise UserError(f"--min-repeats {args.min_repeats}: must be 1 or more runs per side")
+        if args.min_repeats < 1 or args.window < 1 or args.creep_window < 0:
+            raise UserError(f"--min-repeats {args.min_repeats} / --window {args.window} / --creep-window "
+                            f"{args.creep_window}: need at least 1 run per side, a window of 1 or more commits and "
+                            "a creep window of 0 (off) or more")
         store = store_from(args)
         name = default_name(store, args.name)
         points = load_points(store, name=name, branch=args.branch, since_s=parse_since(args.since))
         cand_key, cand = candidate_runs(store, points, args.run)
-        base_key, base = baseline_runs(points, args.baseline, cand_key)
-        metrics = gate_metrics(args, cand)
-
-        def values(runs: Sequence[RunPoint]) -> dict[str, list[float | None]]:
-            return {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}
-
-        result = check_regression(values(base), values(cand), metrics, threshold=threshold,
-                                  min_repeats=args.min_repeats)
-        step = None
-        for c in result.checks:
-            if c.verdict.value == "regressed" and step is None:
-                step = locate_step(metric_history(points, c.metric), after=base_key, upto=cand_key)
+        base_key, base = baseline_runs(points, args.baseline, cand_key, window=args.window)
+        outcome = gate(store, points, cand_key, cand, base_key, base, args, threshold)
         if args.json:
-            print_json({**result.to_dict(), "baseline": base_key, "candidate": cand_key,
-                        "step": step.to_dict() if step else None})
+            print_json(outcome.to_dict())
         else:
-            console(file=sys.stdout).print(check_view(result, baseline=base_key[:16], candidate=cand_key[:16],
-                                                      threshold=threshold, step=step))
-        return result.verdict.exit_code
+            console(file=sys.stdout).print(check_view(outcome.result, baseline=outcome.baseline_label,
+                                                      candidate=cand_key[:16], threshold=threshold, step=outcome.step,
+                                                      quality=outcome.quality))
+        return int(outcome.result.verdict.exit_code)
+
+
+def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoint], base_key: str,
+         base: list[RunPoint], args: argparse.Namespace, threshold: float) -> Any:
+    """The gate's outcome: checks against the window (and the creep anchor), the commit named, quality."""
+    from stepscope.analyze.history import metric_history
+    from stepscope.analyze.quality import measurement_quality
+    from stepscope.analyze.regression import GateOutcome, MetricVerdict, check_regression, locate_step, name_commit
+    from stepscope.errors import StepscopeError
+
+    gated, metrics = gate_metrics(args, cand)
+
+    def values(runs: Sequence[RunPoint]) -> dict[str, list[float | None]]:
+        return {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}
+
+    anchor_key, anchor = creep_anchor(points, cand_key, window=args.window, back=args.creep_window)
+    result = check_regression(values(base), values(cand), metrics, threshold=threshold, min_repeats=args.min_repeats,
+                              gated=gated, creep=values(anchor) if anchor else None)
+    step = None
+    for c in result.checks:
+        if c.verdict is MetricVerdict.REGRESSED and c.gated and step is None:
+            after = anchor_key if c.against == "creep" else base_key
+            h = metric_history(points, c.metric)
+            step = locate_step(h, after=after, upto=cand_key) or name_commit(h, after=after, upto=cand_key)
+    quality = []
+    for p in cand:
+        try:
+            quality.append((p.run_id, measurement_quality(store.load(p.run_id))))
+        except StepscopeError:  # quality is a note: a run that cannot be read has none
+            continue
+    label = base_key[:16] if len({_key(p) for p in base}) == 1 else f"{len({_key(p) for p in base})} commits " \
+        f"up to {base_key[:10]}"
+    return GateOutcome(result=result, baseline=base_key, baseline_commits=tuple(dict.fromkeys(_key(p) for p in base)),
+                       candidate=cand_key, creep_anchor=anchor_key, step=step, quality=tuple(quality),
+                       baseline_label=label)
 
 
 def _key(p: RunPoint) -> str:  # a RunPoint's commit point key
@@ -112,8 +146,31 @@ def candidate_runs(store: Store, points: list[RunPoint], ref: str | None) -> tup
     return _key((clean or at)[0]), clean or at
 
 
-def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str) -> tuple[str, list[RunPoint]]:
-    """The baseline commit's runs: --baseline resolved, else the newest earlier commit with runs."""
+def _earlier_commits(points: list[RunPoint], cand_key: str) -> list[str]:
+    """Keys of the clean commits with runs before the candidate, newest first."""
+    cand_first = min((p.commit_time_s or p.start_s) for p in points if _key(p) == cand_key)
+    earlier = [p for p in points if p.commit and not p.dirty and _key(p) != cand_key
+               and (p.commit_time_s or p.start_s) <= cand_first]
+    order = sorted(earlier, key=lambda p: (p.commit_time_s or p.start_s, p.start_s), reverse=True)
+    return list(dict.fromkeys(_key(p) for p in order))
+
+
+def creep_anchor(points: list[RunPoint], cand_key: str, *, window: int, back: int) -> tuple[str | None, list[RunPoint]]:
+    """The runs of the ``window`` commits ending ``back`` commits before the candidate (pooled), when that lies
+    wholly before the baseline window; (None, []) otherwise."""
+    if back <= window:
+        return None, []
+    keys = _earlier_commits(points, cand_key)
+    if len(keys) < back:
+        return None, []
+    chosen = keys[back - window:back]
+    return chosen[-1], [p for p in points if _key(p) in chosen]
+
+
+def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str, *,
+                  window: int = 1) -> tuple[str, list[RunPoint]]:
+    """The baseline's runs: --baseline resolved (that commit's runs), else the runs of the ``window`` newest
+    earlier commits with runs, pooled (the key is the newest of them)."""
     from stepscope.cli.historydata import resolve_baseline
 
     if ref is not None:
@@ -122,20 +179,21 @@ def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str) -> tup
         if not runs:
             raise UserError(f"the baseline {ref!r} ({sha[:10]}) has no runs — run `stepscope bench` on it", exit_code=2)
         return _key(runs[0]), runs
-    cand_first = min((p.commit_time_s or p.start_s) for p in points if _key(p) == cand_key)
-    earlier = [p for p in points if p.commit and not p.dirty and _key(p) != cand_key
-               and (p.commit_time_s or p.start_s) <= cand_first]
-    if not earlier:
+    keys = _earlier_commits(points, cand_key)[:window]
+    if not keys:
         raise UserError("no earlier commit with runs to compare with — pass --baseline", exit_code=2)
-    last = max(earlier, key=lambda p: (p.commit_time_s or p.start_s, p.start_s))
-    return _key(last), [p for p in earlier if _key(p) == _key(last)]
+    return keys[0], [p for p in points if _key(p) in keys]
 
 
-def gate_metrics(args: argparse.Namespace, cand: list[RunPoint]) -> list[str]:
+def gate_metrics(args: argparse.Namespace, cand: list[RunPoint]) -> tuple[list[str], list[str]]:
+    """(gated metrics, all metrics shown): --metric's, else step time gated and throughput / main regions shown."""
     from stepscope.analyze.history import tracked_metrics
     from stepscope.cli.historydata import resolve_metric
 
     available = {k for p in cand for k, v in p.metrics.items() if v}
     if args.metric:
-        return [resolve_metric(m, available) for m in args.metric]
-    return [m for m in tracked_metrics(cand) if m in GATE_METRICS or (m.startswith("region.") and m in available)]
+        chosen = [resolve_metric(m, available) for m in args.metric]
+        return chosen, chosen
+    shown = [m for m in tracked_metrics(cand) if m in GATE_METRICS + REPORTED_METRICS
+             or (m.startswith("region.") and m in available)]
+    return [m for m in shown if m in GATE_METRICS], shown

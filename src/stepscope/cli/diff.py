@@ -14,12 +14,15 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 class DiffCommand:
-    """Compare an experiment with a baseline: the verdict on step time and throughput first (Mann-Whitney U
-    and a bootstrap interval of the median ratio, warm-up excluded, with a practical threshold), then where
-    the time moved: phases, regions, and from profiled windows the module tree, operators and kernels.
+    """Compare an experiment with a baseline: the measurement quality and the step-time verdict first (run-level:
+    one value per run, Welch t on logs for repeats, paired t for `bench --ab` pairs; one run a side is
+    inconclusive unless beyond the between-run noise floor), then where the time moved: phases, regions, and
+    from profiled windows the module tree, operators and kernels.
 
-    BASE and EXP are runs (id, id prefix, name, `latest`, `latest~N`, or a run directory) or trace sets (a
-    folder of per-rank Kineto traces, or one trace file), in any mix."""
+    BASE and EXP are runs (id, id prefix, name, `latest`, `latest~N`, or a run directory), several runs of one
+    side joined by commas (`a,b,c`), a benchmark (`bench-1a2b3c4d`: its runs; `bench-...:A` / `:B`: one side of
+    an interleaved `bench --ab`, compared paired), or trace sets (a folder of per-rank Kineto traces, or one
+    trace file), in any mix."""
 
     name = "diff"
     help = "compare two runs (or trace sets): what changed, and is it real"
@@ -27,7 +30,9 @@ class DiffCommand:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("baseline", help="the baseline: a run or a trace folder / file")
         parser.add_argument("experiment", help="the experiment: a run or a trace folder / file")
-        parser.add_argument("--json", action="store_true", help="machine-readable (schema stepscope.diff/1)")
+        parser.add_argument("--json", action="store_true", help="machine-readable (schema stepscope.diff/2)")
+        parser.add_argument("--paired", action="store_true",
+                            help="the sides' runs are interleaved A/B pairs, in order (automatic for bench --ab)")
         parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML diff page")
         parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                             help="smallest relative change called a change, in %% (default: 2)")
@@ -45,10 +50,12 @@ class DiffCommand:
             raise UserError(f"--confidence {args.confidence}: must be between 0 and 1, e.g. 0.95")
         if not 0 <= args.threshold < 100:
             raise UserError(f"--threshold {args.threshold}: must be a percentage in [0, 100), e.g. 2")
-        settings = DiffSettings(confidence=args.confidence, threshold=args.threshold / 100)
         base = load_side(args, args.baseline)
         exp = load_side(args, args.experiment)
-        result = diff(base, exp, settings=settings)
+        paired = args.paired or _ab_pair(args.baseline, args.experiment)
+        settings = DiffSettings(confidence=args.confidence, threshold=args.threshold / 100, paired=paired)
+        floor = store_noise_floor(args, [*base.runs, *exp.runs]) if base.runs and exp.runs else None
+        result = diff(base, exp, settings=settings, noise_floor=floor)
         if args.html:
             from stepscope.report.html.diff import render_diff
 
@@ -79,10 +86,67 @@ def _is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / "manifest.json").is_file()
 
 
+def _ab_pair(base: str, exp: str) -> bool:
+    """Both sides are the two halves of one `bench --ab` group (`bench-x:A`, `bench-x:B`)."""
+    return base.partition(":")[0] == exp.partition(":")[0] and base.startswith("bench-") and ":" in base \
+        and ":" in exp
+
+
+def group_runs(args: argparse.Namespace, ref: str) -> list[RunData] | None:
+    """The runs of a benchmark reference (`bench-id`, or `bench-id:A` / `:B` for one side of an A/B
+    benchmark), in run order; None when ``ref`` is not a benchmark id."""
+    gid, _, side = ref.partition(":")
+    if not gid.startswith("bench-"):
+        return None
+    store = store_from(args)
+    rows = store.index.runs("grp = ?", (gid,), order="start_ns")
+    if side:
+        rows = [r for r in rows if r.tags.get("ab") == side.upper()]
+    if not rows:
+        raise UserError(f"{ref}: no runs in this benchmark{' side' if side else ''} — see `stepscope ls`")
+    return [store.load(r.id) for r in rows]
+
+
+def store_noise_floor(args: argparse.Namespace, compared: list[RunData]) -> Any:
+    """The between-run noise of the compared command(s), learned from repeats in the store (groups of runs of
+    the same command, host, code and benchmark), the compared runs themselves left out; None when the store
+    holds no such repeats (the diff then uses the stated default)."""
+    from stepscope.analyze.stats import pooled_noise_floor
+    from stepscope.errors import StepscopeError
+
+    try:
+        store = store_from(args)
+    except StepscopeError:  # run directories outside any store: no history to learn from
+        return None
+    commands = {" ".join(d.run.command) for d in compared}
+    hosts = {d.run.host.hostname for d in compared}
+    skip = {d.run.id for d in compared}
+    rows = [r for r in store.index.runs() if r.command in commands and r.host in hosts and r.id not in skip
+            and r.status == "completed"]
+    metrics = store.index.metrics([r.id for r in rows])
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in rows:
+        v = metrics.get(r.id, {}).get("step_time_median_s")
+        if v:
+            key = (r.grp, r.command, r.host, r.git_commit, r.git_dirty,
+                   tuple(sorted(r.params.items())))
+            groups.setdefault(key, []).append(float(v))
+    return pooled_noise_floor(list(groups.values()), what="runs of this command (repeats, same code and host)")
+
+
 def load_side(args: argparse.Namespace, ref: str) -> Any:
-    """A DiffSide from a run reference, a run directory, or a trace folder / file."""
+    """A DiffSide from a run reference, comma-separated runs, a benchmark id, a run directory, or a trace
+    folder / file."""
     from stepscope.analyze.diff import DiffSide
 
+    runs = group_runs(args, ref)
+    if runs is None and "," in ref:
+        runs = [_load_one(args, r) for r in ref.split(",") if r]
+    if runs:
+        first = side_of_run(runs[0], warmup=args.warmup_steps)
+        label = ref if len(runs) > 1 else first.label
+        return DiffSide(label=label, data=first.data, traces=first.traces, trace_note=first.trace_note,
+                        warmup=args.warmup_steps, repeats=tuple(runs[1:]))
     path = Path(ref)
     if len(ref) > 4096 or any(len(part.encode()) > 255 for part in path.parts):  # cannot be a path: a run id
         return side_of_run(store_from(args).load(ref), warmup=args.warmup_steps)
@@ -93,13 +157,16 @@ def load_side(args: argparse.Namespace, ref: str) -> Any:
                             "Kineto traces")
         traces, note = load_window(files)
         return DiffSide(label=str(path), traces=traces, trace_note=note, warmup=args.warmup_steps)
+    return side_of_run(_load_one(args, ref), warmup=args.warmup_steps)
+
+
+def _load_one(args: argparse.Namespace, ref: str) -> RunData:
+    path = Path(ref)
     if _is_run_dir(path):
         from stepscope.store.rundir import read_run
 
-        data = read_run(path)
-    else:
-        data = store_from(args).load(ref)
-    return side_of_run(data, warmup=args.warmup_steps)
+        return read_run(path)
+    return store_from(args).load(ref)
 
 
 def side_of_run(data: RunData, *, warmup: int | None = None) -> Any:

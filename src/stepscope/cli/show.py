@@ -37,9 +37,11 @@ class ShowCommand:
             print_json(summary.to_dict())
             return 0
         from stepscope.analyze.advisor import advise
+        from stepscope.analyze.quality import measurement_quality
         from stepscope.cli.runinputs import advisor_input, load_traces
         from stepscope.report.terminal import console, full_report
 
         advice = advise(advisor_input(summary, load_traces(data)))
-        console(width=args.width).print(full_report(summary, advice))
+        quality = measurement_quality(data, warmup=summary.headline.warmup_steps)
+        console(width=args.width).print(full_report(summary, advice, quality=quality))
         return 0

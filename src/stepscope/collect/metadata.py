@@ -135,3 +135,42 @@ def command_line() -> tuple[str, ...]:
 
 def hostname() -> str:
     return os.uname().nodename
+
+
+CODE_MAX_FILES = 500
+CODE_MAX_BYTES = 4 << 20
+
+
+def code_hashes(cwd: Path | None = None) -> dict[str, str]:
+    """Content hashes (sha256, first 16 hex digits) of the main script and of every Python file imported from
+    the working directory (paths relative to it), so that two runs can be told to run the same code without git.
+    Files of installed packages, of virtual environments and of stepscope itself are left out; at most
+    CODE_MAX_FILES files of CODE_MAX_BYTES each. Never raises: a file that cannot be read is skipped."""
+    import hashlib
+
+    root = (cwd or Path.cwd()).resolve()
+    own = Path(__file__).resolve().parents[1]
+    files: set[Path] = set()
+    main = sys.modules.get("__main__")
+    candidates = [getattr(main, "__file__", None), *(getattr(m, "__file__", None) for m in list(sys.modules.values()))]
+    for f in candidates:
+        if not f or not str(f).endswith(".py"):
+            continue
+        try:
+            p = Path(f).resolve()
+            rel = p.relative_to(root)
+        except (OSError, ValueError):
+            continue
+        if own in p.parents or any(part in ("site-packages", "dist-packages") or part.startswith(".") for part in
+                                   rel.parts[:-1]):
+            continue
+        files.add(p)
+    out: dict[str, str] = {}
+    for p in sorted(files)[:CODE_MAX_FILES]:
+        try:
+            if p.stat().st_size > CODE_MAX_BYTES:
+                continue
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        except OSError:
+            continue
+    return out

@@ -173,6 +173,14 @@ class Session:
         from stepscope.collect.sampler import start_sampler
 
         start_sampler(self)
+        self.closers.append(self._record_code)
+
+    def _record_code(self) -> None:
+        """At exit: content hashes of the script and the Python files it imported from the working directory
+        (record kind ``code``), so that `diff` can verify "same code" without git."""
+        from stepscope.collect.metadata import code_hashes
+
+        self.buffers.add_other({"kind": "code", "cwd": os.getcwd(), "files": code_hashes()})
 
     def _install_exit_handlers(self) -> None:
         prev_hook = sys.excepthook

@@ -19,9 +19,14 @@ from stepscope.analyze.diff.series import MetricRow
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report import format as f
 
-VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.NO_SIGNIFICANT_CHANGE: "dim"}
+VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.NO_SIGNIFICANT_CHANGE: "dim",
+                 Verdict.INCONCLUSIVE: "yellow"}
 VERDICT_TEXT = {Verdict.FASTER: "faster", Verdict.SLOWER: "slower",
-                Verdict.NO_SIGNIFICANT_CHANGE: "no significant change"}
+                Verdict.NO_SIGNIFICANT_CHANGE: "no significant change", Verdict.INCONCLUSIVE: "inconclusive"}
+HEADLINE_TEXT = {Verdict.FASTER: "FASTER", Verdict.SLOWER: "SLOWER", Verdict.NO_SIGNIFICANT_CHANGE:
+                 "NO SIGNIFICANT CHANGE", Verdict.INCONCLUSIVE: "INCONCLUSIVE"}
+METHOD_TEXT = {"welch_log": "Welch t, runs", "paired_log": "paired t, A/B pairs", "noise_floor": "vs noise floor",
+               "per_step": "per-step, one window"}
 
 
 def value(v: float | str | None, unit: str) -> str:
@@ -56,15 +61,29 @@ def pct(v: float | None) -> str:
     return f.DASH if v is None else f"{v:+.1f}%"
 
 
-def verdict_text(ch: Change | None) -> Text:
+def evidence(ch: Change) -> str:
+    """The tested ratio, its interval and what it rests on: ``x1.07 [1.02, 1.12], 3 v 3 runs, p=0.01``."""
+    parts = []
+    if ch.ratio is not None:
+        iv = f" [{ch.ci_low:.3f}, {ch.ci_high:.3f}]" if ch.ci_low is not None and ch.ci_high is not None else ""
+        parts.append(f"x{ch.ratio:.3f}{iv}")
+    if ch.method in METHOD_TEXT:
+        parts.append(f"{ch.n_baseline} v {ch.n_experiment} run(s), {METHOD_TEXT[ch.method]}")
+    if ch.p_value is not None:
+        parts.append(f"p={ch.p_value:.2g}")
+    if ch.mde is not None and ch.verdict in (Verdict.NO_SIGNIFICANT_CHANGE, Verdict.INCONCLUSIVE):
+        parts.append(f"detects >= {100 * ch.mde:.1f}%")
+    return ", ".join(parts)
+
+
+def verdict_text(ch: Change | None, *, notes: bool = True) -> Text:
     if ch is None:
         return Text(f.DASH, style="dim")
     t = Text(VERDICT_TEXT[ch.verdict], style=VERDICT_STYLE[ch.verdict])
-    if ch.p_value is not None:
-        t.append(f"  p={ch.p_value:.2g}", style="dim")
-    if ch.ci_low is not None and ch.ci_high is not None:
-        t.append(f" [{ch.ci_low:.2f}, {ch.ci_high:.2f}]", style="dim")
-    if ch.note:
+    ev = evidence(ch)
+    if ev:
+        t.append(f"  {ev}", style="dim")
+    if ch.note and notes and ch.method not in ("noise_floor",):
         t.append(f"  ({ch.note})", style="dim")
     return t
 
@@ -81,9 +100,11 @@ def _table(title: str, *cols: str, wrap: bool = False) -> Table:
 
 def header(d: RunDiff) -> RenderableType:
     t = Text()
-    for role, s in (("baseline  ", d.baseline), ("experiment", d.experiment)):
+    for role, s, ids in (("baseline  ", d.baseline, d.runs[0]), ("experiment", d.experiment, d.runs[1])):
         t.append(f"{role} ", style="bold")
         what = f"run {s.run_id} {s.name}" if s.run_id else f"trace set {s.label}"
+        if len(ids) > 1:
+            what = f"{len(ids)} runs of {s.name} ({', '.join(ids)})"
         t.append(f"{what}  ({s.kind}{', ' + s.status if s.status else ''}, world size {s.world_size or '?'})\n")
     return t
 
@@ -108,16 +129,34 @@ def _finding_line(fd: Finding) -> Text:
     return t
 
 
+def quality_lines(d: RunDiff) -> list[Text]:
+    """The measurement-quality verdict, first: which runs were measured on a noisy host, and why."""
+    noisy = d.noisy
+    if not noisy:
+        return [Text("measurement quality: no sign of noise in " + (f"the {len(d.quality)} runs" if d.quality
+                                                                    else "these inputs"), style="dim")]
+    return [Text(f"run {rid}: {q.headline()}", style="bold yellow") for rid, q in noisy]
+
+
 def verdict_panel(d: RunDiff) -> RenderableType:
-    lines: list[RenderableType] = []
-    head = next((x for x in d.findings if x.kind == "step_time"), None)
-    if head is not None and head.verdict is not None:
-        word = {Verdict.FASTER: "FASTER", Verdict.SLOWER: "SLOWER",
-                Verdict.NO_SIGNIFICANT_CHANGE: "NO SIGNIFICANT CHANGE"}[head.verdict]
-        lines.append(Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[head.verdict]))
+    lines: list[RenderableType] = [*quality_lines(d)]
+    ch = d.headline
+    if ch is not None:
+        word = HEADLINE_TEXT[ch.verdict]
+        if ch.verdict is Verdict.INCONCLUSIVE:
+            word += " — repeat with `stepscope bench --repeat N` (or `bench --ab`)"
+        t = Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[ch.verdict])
+        ev = evidence(ch)
+        if ev:
+            t.append(f"  (step time {ev})", style="dim")
+        lines.append(t)
+        if ch.method == "noise_floor" and d.noise_floor is not None:
+            lines.append(Text(f"one run a side: a change must exceed the between-run noise floor, here "
+                              f"{100 * (ch.mde or 0):.1f}% ({d.noise_floor.source})", style="dim"))
     lines += [_finding_line(x) for x in d.findings] or [Text("nothing to compare", style="dim")]
-    lines.append(Text(f"test: {d.settings.describe()}; [a, b]: interval of the ratio experiment / baseline",
-                      style="dim"))
+    lines.append(Text(f"test: {d.settings.describe()}; xR [a, b]: ratio experiment / baseline of the tested "
+                      "values and its interval", style="dim"))
+    head = d.headline
     style = "red" if head and head.verdict is Verdict.SLOWER else "green" if head and head.verdict is Verdict.FASTER \
         else "blue"
     return Panel(Group(*lines), title="what changed (biggest first)", border_style=style, expand=False)
@@ -134,7 +173,8 @@ def messages(d: RunDiff) -> RenderableType | None:
 def context(d: RunDiff) -> RenderableType:
     if not d.context:
         if d.baseline.run_id and d.experiment.run_id:
-            return Text("set-up: same command, parameters, code, host, model and data loader", style="dim")
+            return Text("set-up: same command, parameters, code (verified), host, model and data loader",
+                        style="dim")
         return Text("")
     t = _table("Set-up differences", "", "baseline", "experiment", wrap=True)
     for c in d.context:

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.history import CommitPoint, MetricHistory
+from stepscope.analyze.quality import Quality
 from stepscope.analyze.regression import CheckResult, CheckVerdict, MetricVerdict, StepLocation
 from stepscope.report import format as fmt
 
@@ -59,12 +60,16 @@ def _date(t: float) -> str:
 
 def bench_table(group: str, rows: Sequence[tuple[str, CommitPoint]]) -> RenderableType:
     t = Table(title=f"benchmark {group}", title_justify="left", show_edge=False)
-    for col in ("metric", "runs", "median", "95% CI of median", "min", "max"):
+    for col in ("metric", "runs", "median", "interval", "min", "max"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for metric, p in rows:
         t.add_row(metric, str(len(p.values)), value(metric, p.median),
-                  f"{value(metric, p.ci_low)} – {value(metric, p.ci_high)}",
+                  f"{value(metric, p.ci_low)} – {value(metric, p.ci_high)} ({p.interval_label})",
                   value(metric, min(p.values)), value(metric, max(p.values)))
+    kinds = {p.interval for _, p in rows}
+    t.caption = ("interval: 95% t interval (log scale) of the runs' centre from 3 repeats; " if "t95" in kinds else
+                 "") + ("with 2 runs only their min–max range (no coverage claimed: --repeat 3 or more)"
+                        if "min-max" in kinds else "")
     return t
 
 
@@ -78,8 +83,8 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
     head = Text.assemble((h.metric, "bold"), f"  ({direction}; baseline {h.baseline[:10] if h.baseline else '—'} "
                          f"= 1.00; {len(points)} commits)  ", (sparkline([p.median for p in points]), "cyan"))
     t = Table(show_edge=False, pad_edge=False)
-    for col in ("commit", "date", "subject", "runs", "median", "95% CI", "relative", ""):
-        t.add_column(col, justify="right" if col in ("runs", "median", "95% CI", "relative") else "left",
+    for col in ("commit", "date", "subject", "runs", "median", "interval", "relative", ""):
+        t.add_column(col, justify="right" if col in ("runs", "median", "interval", "relative") else "left",
                      overflow="ellipsis", no_wrap=True, max_width=36 if col == "subject" else None)
     for i, p in enumerate(shown, start=offset):
         mark = ""
@@ -88,8 +93,10 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
             mark = f"◆ step {'' if rel is None else f'{rel:+.1%}'}"
         rel_txt = fmt.DASH if p.relative is None else f"{p.relative:.3f}"
         t.add_row(p.short, _date(p.time_s), p.subject or "", str(len(p.values)), value(h.metric, p.median),
-                  f"{value(h.metric, p.ci_low)}–{value(h.metric, p.ci_high)}", rel_txt, Text(mark, style="bold red"))
-    parts: list[RenderableType] = [head, t]
+                  f"{value(h.metric, p.ci_low)}–{value(h.metric, p.ci_high)}"
+                  + ("" if p.interval == "t95" else f" ({p.interval_label})"), rel_txt, Text(mark, style="bold red"))
+    parts: list[RenderableType] = [head, t, Text("interval: 95% t interval of the runs' centre (3+ repeats); "
+                                                 "fewer repeats show their min–max range, labelled", style="dim")]
     if h.no_commit is not None:
         parts.append(Text(f"{len(h.no_commit.values)} run(s) outside a git work tree, grouped as "
                           f"{h.no_commit.key}: median {value(h.metric, h.no_commit.median)}", style="yellow"))
@@ -116,11 +123,12 @@ def history_csv(histories: Sequence[MetricHistory]) -> str:
 
 
 def check_view(result: CheckResult, *, baseline: str, candidate: str, threshold: float,
-               step: StepLocation | None) -> RenderableType:
-    """The gate's table and verdict line, plus where the step is and the diff to look at."""
+               step: StepLocation | None, quality: Sequence[tuple[str, Quality]] = ()) -> RenderableType:
+    """Measurement quality first, then the gate's table and verdict line, where the step is and the diff to see."""
+    conf = result.checks[0].confidence if result.checks else 0.98
     t = Table(title=f"stepscope check: {candidate} vs baseline {baseline} (max regression {threshold:.1%})",
               title_justify="left", show_edge=False)
-    for col in ("metric", "baseline", "candidate", "change", "95% CI", "runs", "verdict"):
+    for col in ("metric", "against", "baseline", "candidate", "change", f"{conf:.0%} CI", "runs", "verdict"):
         t.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
     styles = {MetricVerdict.REGRESSED: "bold red", MetricVerdict.IMPROVED: "green",
               MetricVerdict.CANNOT_TELL: "yellow", MetricVerdict.NO_SIGNIFICANT_CHANGE: ""}
@@ -129,17 +137,26 @@ def check_view(result: CheckResult, *, baseline: str, candidate: str, threshold:
             f"{c.worse_low - 1:+.1%} … {c.worse_high - 1:+.1%}"
         change = fmt.DASH if c.change is None else f"{c.change:+.1%} worse" if c.change > 0 else \
             f"{-c.change:.1%} better"
-        t.add_row(c.metric, value(c.metric, c.baseline_median), value(c.metric, c.candidate_median), change,
-                  ci, f"{c.baseline_n}/{c.candidate_n}",
-                  Text(c.verdict.value.replace("_", " "), style=styles[c.verdict]))
-    lines: list[RenderableType] = [t]
+        shown = Text(c.verdict.value.replace("_", " "), style=styles[c.verdict] if c.gated else "dim")
+        if not c.gated:
+            shown.append(" (not gated)", style="dim")
+        t.add_row(c.metric, c.against, value(c.metric, c.baseline_median), value(c.metric, c.candidate_median),
+                  change, ci, f"{c.baseline_n}/{c.candidate_n}", shown)
+    t.caption = ("per-run values; baseline/candidate: geometric means of the runs; CI: Welch t interval of the "
+                 "ratio on logs; only gated metrics fail the gate")
+    noisy = [(rid, q) for rid, q in quality if q.noisy]
+    lines: list[RenderableType] = [Text(f"run {rid}: {q.headline()}", style="bold yellow") for rid, q in noisy]
+    if quality and not noisy:
+        lines.append(Text(f"measurement quality: no sign of noise in the {len(quality)} candidate run(s)",
+                          style="dim"))
+    lines.append(t)
     verdict = {CheckVerdict.PASS: ("PASS: no significant regression beyond the threshold", "green"),
                CheckVerdict.REGRESSION: ("REGRESSION beyond the threshold", "bold red"),
                CheckVerdict.CANNOT_TELL: (f"CANNOT TELL: {result.reason}", "yellow")}[result.verdict]
     lines.append(Text(verdict[0], style=verdict[1]))
     if step is not None:
         rel = "" if step.relative_change is None else f" ({step.relative_change:+.1%} on {step.metric})"
-        lines.append(Text(f"step detected at commit {step.first_bad[:10]} {step.first_bad_subject or ''!s}{rel}; "
+        lines.append(Text(f"regression starts at commit {step.first_bad[:10]} {step.first_bad_subject or ''!s}{rel}; "
                           f"last good commit {step.last_good[:10]}"))
         lines.append(Text(f"see what changed: stepscope diff {step.last_good_run} {step.first_bad_run}", style="bold"))
     return Group(*lines)

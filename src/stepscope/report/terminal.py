@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.advisor import Advice
+from stepscope.analyze.quality import Quality
 from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.analyze.trace.ops import ModuleNode
 from stepscope.report import format as f
@@ -207,11 +208,19 @@ def _present(items: Iterable[RenderableType | None]) -> list[RenderableType]:
     return out
 
 
-def full_report(s: RunSummary, advice: Advice | None = None) -> RenderableType:
-    """The whole run; with ``advice``, its top three recommendations after the warnings."""
+def quality_view(q: Quality | None) -> RenderableType | None:
+    """The measurement-quality verdict (analyze/quality.py), shown first: noisy figures say so loudly."""
+    if q is None:
+        return None
+    return Text(q.headline(), style="bold yellow" if q.noisy else "dim")
+
+
+def full_report(s: RunSummary, advice: Advice | None = None, *, quality: Quality | None = None) -> RenderableType:
+    """The whole run; the measurement-quality verdict first (when given); with ``advice``, its top three
+    recommendations after the warnings."""
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
-        header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None,
+        quality_view(quality), header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None,
         speed(s), flops_table(s.flops), ranks_table(s),
         phases(r0) if r0 else None, regions(r0) if r0 else None,
         system(r0) if r0 else None, memory(s), model(s), user_metrics(r0) if r0 else None,

@@ -80,4 +80,41 @@ def test_mean_statistic_interval() -> None:
 
 def test_settings_describe_the_test() -> None:
     text = DiffSettings(confidence=0.99, threshold=0.05).describe()
-    assert "Mann-Whitney U" in text and "99%" in text and "5%" in text and "p < 0.01" in text
+    assert "Welch t on log per-run values" in text and "99% interval" in text and "5%" in text
+    assert "paired t" in DiffSettings(paired=True).describe()
+
+
+def test_one_run_a_side_is_inconclusive_within_the_floor() -> None:
+    import math
+
+    from stepscope.analyze.diff.significance import compare_runs
+    from stepscope.analyze.stats import NoiseFloor
+
+    floor = NoiseFloor(0.05, math.inf, "stated")
+    # threshold 2.576 * 0.05 * sqrt(2) = 18.2% in log terms
+    near = compare_runs([10.0], [11.5], floor=floor)
+    assert near.verdict is Verdict.INCONCLUSIVE and near.method == "noise_floor" and near.ci_low is None
+    assert "repeat with `stepscope bench --repeat N`" in (near.note or "")
+    far = compare_runs([10.0], [12.2], floor=floor)
+    assert far.verdict is Verdict.SLOWER and far.noise_floor == "stated"
+    assert compare_runs([10.0], [12.2]).verdict is Verdict.INCONCLUSIVE  # no floor at all
+    assert compare_runs([100.0], [82.0], floor=floor, higher_is_better=True).verdict is Verdict.SLOWER
+
+
+def test_repeats_use_welch_and_pairs_use_the_paired_test() -> None:
+    from stepscope.analyze.diff.significance import compare_runs
+    from stepscope.analyze.stats import geometric_mean
+
+    base, exp = [10.0, 10.4, 9.8], [11.0, 11.5, 10.7]
+    ch = compare_runs(base, exp)
+    assert ch.method == "welch_log" and ch.n_baseline == 3
+    assert ch.baseline == pytest.approx(geometric_mean(base)) and ch.experiment == pytest.approx(geometric_mean(exp))
+    assert ch.verdict is Verdict.SLOWER and ch.ci_low is not None and ch.ci_low > 1
+    # drift shared by the pairs: independent test cannot see a 3% change, the paired one can
+    drift = [1.0, 1.3, 0.8, 1.15]
+    b = [10 * d for d in drift]
+    e = [10 * d * r for d, r in zip(drift, (1.03, 1.031, 1.029, 1.03), strict=True)]
+    assert compare_runs(b, e).verdict is Verdict.NO_SIGNIFICANT_CHANGE
+    paired = compare_runs(b, e, settings=DiffSettings(paired=True))
+    assert paired.method == "paired_log" and paired.verdict is Verdict.SLOWER
+    assert paired.ratio == pytest.approx(1.03, abs=1e-3)

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.diff.sides import StepSample
-from stepscope.analyze.diff.significance import Change, DiffSettings, compare_samples
+from stepscope.analyze.diff.significance import Change, DiffSettings, compare_runs
+from stepscope.analyze.stats import NoiseFloor
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +19,10 @@ class BreakdownRow:
     ``kind``: "phase" (data_wait, forward, backward, optimizer, comm, other = step time in no measured
     phase) or "region" (a ``stepscope.region`` path, 'outer/inner'; a region's time includes its nested
     regions and overlaps the phases). ``baseline_ns``/``experiment_ns``: None when the run does not have
-    it ("only in baseline / experiment"). ``share_*``: of the mean step time. ``change``: test on the
-    per-step values (mean statistic; practical floor 0.5% of the baseline step time).
+    it ("only in baseline / experiment"); with several runs a side, the geometric mean of the per-run means
+    (the tested values). ``share_*``: of the side's step time. ``change``: the run-level test of the per-run
+    means (practical floor 0.5% of the baseline step time; one run a side: the part must move by more than the
+    step time's noise floor).
     """
 
     kind: str
@@ -49,32 +51,45 @@ class BreakdownRow:
         return d
 
 
-def _row(kind: str, name: str, b: np.ndarray | None, e: np.ndarray | None, mb: float, me: float,
-         settings: DiffSettings, floor: float) -> BreakdownRow:
-    vb = float(b.mean()) if b is not None and b.size else (0.0 if b is not None else None)
-    ve = float(e.mean()) if e is not None and e.size else (0.0 if e is not None else None)
-    delta = (ve or 0.0) - (vb or 0.0)
-    pct = 100.0 * delta / vb if vb else None
+def _row(kind: str, name: str, b: list[float] | None, e: list[float] | None, mb: float, me: float,
+         settings: DiffSettings, floor: NoiseFloor | None, abs_floor: float) -> BreakdownRow:
     change = None
     if b is not None and e is not None:
-        change = compare_samples(b, e, settings=settings, statistic="mean", floor=floor)
+        change = compare_runs(b, e, settings=settings, floor=floor, abs_floor=abs_floor, unit_scale=mb)
+    if change is not None and change.method != "none":
+        vb: float | None = change.baseline
+        ve: float | None = change.experiment
+    else:
+        vb = float(np.mean(b)) if b else (0.0 if b is not None else None)
+        ve = float(np.mean(e)) if e else (0.0 if e is not None else None)
+    delta = (ve or 0.0) - (vb or 0.0)
+    pct = 100.0 * delta / vb if vb else None
     return BreakdownRow(kind=kind, name=name, depth=name.count("/") if kind == "region" else 0,
                         baseline_ns=vb, experiment_ns=ve, delta_ns=delta, delta_pct=pct,
                         share_baseline=vb / mb if vb is not None and mb > 0 else None,
                         share_experiment=ve / me if ve is not None and me > 0 else None, change=change)
 
 
-def breakdown_diff(base: StepSample | None, exp: StepSample | None, base_regions: dict[str, np.ndarray],
-                   exp_regions: dict[str, np.ndarray], settings: DiffSettings) -> list[BreakdownRow]:
-    """Phase rows then region rows, all sorted together by absolute delta (largest first)."""
-    if base is None or exp is None or not len(base) or not len(exp):
+def _per_run(runs: list[dict[tuple[str, str], float]], key: tuple[str, str]) -> list[float] | None:
+    vals = [r[key] for r in runs if key in r]
+    return vals or None
+
+
+def breakdown_diff(base: list[dict[tuple[str, str], float]], exp: list[dict[tuple[str, str], float]],
+                   base_step_ns: float, exp_step_ns: float, settings: DiffSettings,
+                   floor: NoiseFloor | None) -> list[BreakdownRow]:
+    """Phase rows then region rows, all sorted together by absolute delta (largest first).
+
+    ``base``/``exp``: per run of each side, (kind, name) -> mean ns per measured step (rank 0);
+    ``*_step_ns``: each side's step time (the shares' denominator; the baseline's scales the floors)."""
+    if not base or not exp or not base_step_ns or not exp_step_ns:
         return []
-    mb, me = float(base.duration_ns.mean()), float(exp.duration_ns.mean())
-    floor = settings.part_floor * float(np.median(base.duration_ns))
+    abs_floor = settings.part_floor * base_step_ns
     rows = []
-    for ph in dict.fromkeys([*base.phases, *exp.phases]):
-        rows.append(_row("phase", ph, base.phases.get(ph), exp.phases.get(ph), mb, me, settings, floor))
-    for path in dict.fromkeys([*base_regions, *exp_regions]):
-        rows.append(_row("region", path, base_regions.get(path), exp_regions.get(path), mb, me, settings, floor))
+    keys = list(dict.fromkeys([*(k for r in base for k in r), *(k for r in exp for k in r)]))
+    keys.sort(key=lambda k: k[0] != "phase")
+    for key in keys:
+        rows.append(_row(key[0], key[1], _per_run(base, key), _per_run(exp, key), base_step_ns, exp_step_ns,
+                         settings, floor, abs_floor))
     rows.sort(key=lambda r: (-abs(r.delta_ns), r.kind, r.name))
     return rows

@@ -10,13 +10,17 @@ import numpy as np
 
 from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
+from stepscope.analyze.diff.runlevel import RunValues, run_values
 from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, step_trends, system_diff
-from stepscope.analyze.diff.sides import DiffSide, StepSample, region_per_step, step_sample
-from stepscope.analyze.diff.significance import Change, DiffSettings, Verdict, compare_samples
+from stepscope.analyze.diff.sides import DiffSide
+from stepscope.analyze.diff.significance import Change, DiffSettings, Verdict, compare_runs
 from stepscope.analyze.diff.traces import TraceDiff, trace_diff, trace_overview
-from stepscope.analyze.summary import summarize_run
+from stepscope.analyze.quality import NOISE_INFLATION, Quality
+from stepscope.analyze.stats import NoiseFloor, default_noise_floor
 
-DIFF_SCHEMA = "stepscope.diff/1"
+DIFF_SCHEMA = "stepscope.diff/2"
+"""2: run-level verdicts (``change.method``, ``mde``, ``noise_floor``; verdict ``inconclusive``), ``runs`` per
+side, ``quality`` and ``noise_floor``; the per-step Mann-Whitney test no longer decides a verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,8 @@ class SideInfo:
 
 @dataclass(frozen=True, slots=True)
 class RankRow:
-    """Median step time (ns, warm-up excluded) of one rank in each run; None where the run lacks the rank."""
+    """Median step time (ns, warm-up excluded) of one rank on each side (the tested value: geometric mean over a
+    side's runs); None where the side lacks the rank."""
 
     rank: int
     baseline_ns: float | None
@@ -70,6 +75,10 @@ class RunDiff:
 
     ``world``: how runs of different world sizes were compared ("same" or "per_rank_and_totals");
     ``messages``: plain-language notes (comparing a run with itself, world sizes, not profiled...).
+    ``runs``: the run ids of each side (baseline, experiment); ``quality``: each run's measurement quality
+    (baseline runs, then experiment runs; shown first); ``noise_floor``: the between-run noise used for one run
+    a side (after inflation for noisy runs; None when every side has repeats or none was given).
+    The headline verdict is the step-time row's verdict (``verdict``): the same test, never a second one.
     """
 
     baseline: SideInfo
@@ -87,6 +96,24 @@ class RunDiff:
     traces: TraceDiff | None
     trace_note: str | None
     messages: tuple[str, ...] = field(default_factory=tuple)
+    runs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    quality: tuple[tuple[str, Quality], ...] = ()
+    noise_floor: NoiseFloor | None = None
+
+    @property
+    def headline(self) -> Change | None:
+        """The change that decides the headline: the step-time row's."""
+        row = next((r for r in self.overview if r.key == "step_time_median_ns"), None)
+        return row.change if row is not None else None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        ch = self.headline
+        return ch.verdict if ch is not None else None
+
+    @property
+    def noisy(self) -> list[tuple[str, Quality]]:
+        return [(rid, q) for rid, q in self.quality if q.noisy]
 
     def to_dict(self) -> dict[str, Any]:
         d = _clean(asdict(self))
@@ -96,7 +123,10 @@ class RunDiff:
                                                                                      strict=True)):
             if src.change is not None:
                 row["change"]["delta_pct"] = src.change.delta_pct
-        return {"schema": DIFF_SCHEMA, **d, "settings": self.settings.to_dict()}
+        d["quality"] = [{"run_id": rid, **q.to_dict()} for rid, q in self.quality]
+        d["noise_floor"] = self.noise_floor.to_dict() if self.noise_floor else None
+        return {"schema": DIFF_SCHEMA, **d, "verdict": self.verdict.value if self.verdict else None,
+                "settings": self.settings.to_dict()}
 
 
 def _clean(obj: Any) -> Any:
@@ -123,23 +153,28 @@ def _trace_world(side: DiffSide) -> int | None:
     return ov.world_size if ov else None
 
 
-def _samples(side: DiffSide) -> list[StepSample]:
-    if side.data is None:
+def _rank_rows(base: list[RunValues], exp: list[RunValues], settings: DiffSettings,
+               floor: NoiseFloor | None) -> list[RankRow]:
+    if len(base[0].ranks) < 2 and len(exp[0].ranks) < 2:
         return []
-    return [step_sample(r, warmup=side.effective_warmup()) for r in side.data.ranks]
-
-
-def _rank_rows(base: list[StepSample], exp: list[StepSample], settings: DiffSettings) -> list[RankRow]:
-    if len(base) < 2 and len(exp) < 2:
-        return []
-    by_b, by_e = {s.rank: s for s in base}, {s.rank: s for s in exp}
     rows = []
-    for r in sorted(set(by_b) | set(by_e)):
-        b, e = by_b.get(r), by_e.get(r)
-        med = [None if s is None or not len(s) else float(np.median(s.duration_ns)) for s in (b, e)]
-        ch = compare_samples(b.duration_ns, e.duration_ns, settings=settings) if b and e else None
-        rows.append(RankRow(r, med[0], med[1], ch))
+    for r in sorted({k for v in base + exp for k in v.ranks}):
+        b = [v.ranks[r] for v in base if r in v.ranks]
+        e = [v.ranks[r] for v in exp if r in v.ranks]
+        ch = compare_runs(b, e, settings=settings, floor=floor) if b and e else None
+        rows.append(RankRow(r, ch.baseline if ch else (float(np.mean(b)) if b else None),
+                            ch.experiment if ch else (float(np.mean(e)) if e else None), ch))
     return rows
+
+
+def _floor(base: list[RunValues], exp: list[RunValues], given: NoiseFloor | None) -> NoiseFloor | None:
+    if len(base) >= 2 and len(exp) >= 2:
+        return None
+    floor = given or default_noise_floor()
+    noisy = [v.run_id for v in base + exp if v.quality is not None and v.quality.noisy]
+    if noisy:
+        floor = floor.inflated(NOISE_INFLATION, f"run(s) {', '.join(noisy)} measured on a noisy host")
+    return floor
 
 
 def _setup_findings(overview: list[OverviewRow], context: list[ContextItem]) -> list[Finding]:
@@ -163,7 +198,8 @@ def _findings(overview: list[OverviewRow], breakdown: list[BreakdownRow], traces
                                _num(row.baseline), _num(row.experiment), row.delta, row.delta_pct,
                                ch.verdict if ch else None))
     out += _setup_findings(overview, context)
-    sig = [r for r in breakdown if r.change is None or r.change.verdict is not Verdict.NO_SIGNIFICANT_CHANGE]
+    quiet = (Verdict.NO_SIGNIFICANT_CHANGE, Verdict.INCONCLUSIVE)
+    sig = [r for r in breakdown if r.change is None or r.change.verdict not in quiet]
     for r in sig[:4]:
         out.append(Finding(r.kind, r.name, "ns", r.baseline_ns, r.experiment_ns, r.delta_ns, r.delta_pct,
                            r.change.verdict if r.change else None))
@@ -176,35 +212,54 @@ def _num(v: float | str | None) -> float | None:
     return v if isinstance(v, (int, float)) else None
 
 
-def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None) -> RunDiff:
-    """Compare two loaded inputs (runs, trace sets, or runs with their profiled windows analysed)."""
+def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
+         noise_floor: NoiseFloor | None = None) -> RunDiff:
+    """Compare two loaded inputs (runs with their repeats, trace sets, or runs with their profiled windows).
+
+    ``noise_floor``: between-run noise of this command (from ``stats.pooled_noise_floor`` over repeats in the
+    store), used when a side has one run; None: the stated default (``stats.DEFAULT_RUN_SIGMA``)."""
     s = settings or DiffSettings()
     messages: list[str] = []
     if base.data is not None and exp.data is not None and base.data.path == exp.data.path:
         messages.append(f"comparing run {base.data.run.id} with itself: every difference is zero by construction")
-    bs, es = _samples(base), _samples(exp)
     overview: list[OverviewRow] = []
     context: list[ContextItem] = []
     breakdown: list[BreakdownRow] = []
     trends: list[TrendPair] = []
     system: list[MetricRow] = []
     logged: list[MetricRow] = []
+    ranks: list[RankRow] = []
+    floor: NoiseFloor | None = None
+    quality: list[tuple[str, Quality]] = []
     if base.data is not None and exp.data is not None:
-        sb = summarize_run(base.data, warmup=base.effective_warmup())
-        se = summarize_run(exp.data, warmup=exp.effective_warmup())
-        overview = run_overview(sb, se, bs, es, base.data, exp.data, s)
-        context = context_diff(sb, se)
-        b0, e0 = (bs[0] if bs else None), (es[0] if es else None)
+        bv = [run_values(d, warmup=base.warmup) for d in base.runs]
+        ev = [run_values(d, warmup=exp.warmup) for d in exp.runs]
+        quality = [(v.run_id, v.quality) for v in bv + ev if v.quality is not None]
+        floor = _floor(bv, ev, noise_floor)
+        if s.paired and len(bv) != len(ev):
+            messages.append(f"paired test asked for, but the sides have {len(bv)} and {len(ev)} runs: tested as "
+                            "independent repeats")
+        if len(bv) < 2 or len(ev) < 2:
+            messages.append(f"{'one run' if min(len(bv), len(ev)) == 1 else 'too few runs'} on a side: verdicts "
+                            f"need the change to clear the between-run noise floor ({floor.source if floor else ''});"
+                            " for an interval, repeat with `stepscope bench --repeat N` or `stepscope bench --ab`")
+        overview = run_overview(bv, ev, base.data, exp.data, s, floor)
+        context = context_diff(bv[0].summary, ev[0].summary, base_code=bv[0].code, exp_code=ev[0].code)
+        b0 = bv[0].samples[0] if bv[0].samples else None
+        e0 = ev[0].samples[0] if ev[0].samples else None
+        step = next((r for r in overview if r.key == "step_time_median_ns"), None)
+        if step is not None and isinstance(step.baseline, float) and isinstance(step.experiment, float):
+            breakdown = breakdown_diff([v.parts for v in bv], [v.parts for v in ev], step.baseline, step.experiment,
+                                       s, floor)
+        ranks = _rank_rows(bv, ev, s, floor)
         rb = base.data.ranks[0] if base.data.ranks else None
         re_ = exp.data.ranks[0] if exp.data.ranks else None
-        breakdown = breakdown_diff(b0, e0, region_per_step(rb, b0) if rb and b0 else {},
-                                   region_per_step(re_, e0) if re_ and e0 else {}, s)
         trends = step_trends(b0, e0)
         system, sys_trends = system_diff(rb, re_)
         logged, log_trends = logged_diff(rb, re_)
         trends += log_trends + sys_trends
-        for side, samples in (("baseline", bs), ("experiment", es)):
-            if not samples or not len(samples[0]):
+        for side, vals in (("baseline", bv), ("experiment", ev)):
+            if vals[0].step_ns is None:
                 messages.append(f"the {side} has no measured training step: step time, phases and regions "
                                 "cannot be compared")
     elif base.data is not None or exp.data is not None:
@@ -221,9 +276,10 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None)
     return RunDiff(
         baseline=_info(base), experiment=_info(exp), settings=s, world=world,
         findings=tuple(_findings(overview, breakdown, tdiff, world, context)), context=tuple(context),
-        overview=tuple(overview), ranks=tuple(_rank_rows(bs, es, s)), breakdown=tuple(breakdown),
+        overview=tuple(overview), ranks=tuple(ranks), breakdown=tuple(breakdown),
         trends=tuple(trends), system=tuple(system), logged=tuple(logged), traces=tdiff, trace_note=tnote,
-        messages=tuple(messages),
+        messages=tuple(messages), runs=(tuple(d.run.id for d in base.runs), tuple(d.run.id for d in exp.runs)),
+        quality=tuple(quality), noise_floor=floor,
     )
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.diff.sides import StepSample, global_rate_per_step
-from stepscope.analyze.diff.significance import Change, DiffSettings, compare_samples
+from stepscope.analyze.diff.runlevel import RunValues
+from stepscope.analyze.diff.significance import Change, DiffSettings, compare_runs
+from stepscope.analyze.stats import NoiseFloor
 from stepscope.analyze.summary import RunSummary
 from stepscope.model.tables import RunData
 
@@ -22,8 +23,9 @@ class OverviewRow:
     "samples/s", "tokens/s", "J", "" (a count) or "text" (``baseline``/``experiment`` are strings).
     ``scope``: which ranks the value covers ("rank 0", "all ranks (total)", "mean over ranks",
     "max over ranks", "run"). ``delta`` = experiment - baseline and ``delta_pct`` = 100 * delta / baseline
-    for numbers (None when either side is not measured). ``change``: the significance test on the per-step
-    values behind the number (None where there is no per-step distribution: memory, utilisation, energy).
+    for numbers (None when either side is not measured). ``change``: the run-level test of the number (one value
+    per run; None where no verdict is given: memory, utilisation, energy); when present, ``baseline`` and
+    ``experiment`` are exactly its tested values.
     """
 
     key: str
@@ -87,52 +89,62 @@ def _mean_rss(data: RunData) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def _share_per_step(s: StepSample, phase: str) -> np.ndarray:
-    col = s.phases.get(phase)
-    if col is None or not len(s):
-        return np.zeros(0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(s.duration_ns > 0, col / s.duration_ns, np.nan)
+def _vals(runs: list[RunValues], attr: str) -> list[float | None]:
+    return [getattr(r, attr) for r in runs]
 
 
-def run_overview(base: RunSummary, exp: RunSummary, base_steps: list[StepSample], exp_steps: list[StepSample],
-                 base_data: RunData, exp_data: RunData, settings: DiffSettings) -> list[OverviewRow]:
-    """Overview rows of two stored runs. Step time and data wait compare rank 0 of each; throughput the
-    totals over all ranks (per step: samples summed over ranks / mean step time)."""
-    hb, he = base.headline, exp.headline
+def _tested(key: str, label: str, unit: str, scope: str, ch: Change) -> OverviewRow:
+    """A row whose printed numbers are the tested ones (geometric means of the per-run values)."""
+    return row(key, label, unit, scope, ch.baseline, ch.experiment, ch)
+
+
+def run_overview(base_runs: list[RunValues], exp_runs: list[RunValues], base_data: RunData, exp_data: RunData,
+                 settings: DiffSettings, floor: NoiseFloor | None) -> list[OverviewRow]:
+    """Overview rows of two sides of stored runs (``base_data``/``exp_data``: each side's first run).
+
+    Step time, GPU step time, throughput and data-wait share are tested run-level (one value per run: rank 0's
+    median step time, the run's throughput, ...); the printed values are what was tested (geometric means over
+    a side's runs; the run's own value for one run). Memory, utilisation and energy are the first runs' figures,
+    without a verdict."""
+    hb, he = base_runs[0].summary.headline, exp_runs[0].summary.headline
+    bs, es = base_runs[0].samples, exp_runs[0].samples
     rows = [
         row("device", "device", "text", "run", device_of(base_data), device_of(exp_data)),
         row("device_memory_bytes", "device memory", "bytes", "per device", device_memory_of(base_data),
              device_memory_of(exp_data)),
         row("world_size", "world size", "", "run", base_data.run.world_size, exp_data.run.world_size),
-        row("measured_steps", "measured steps (rank 0)", "", "rank 0",
-             len(base_steps[0]) if base_steps else None, len(exp_steps[0]) if exp_steps else None),
+        row("runs", "runs compared", "", "side", len(base_runs), len(exp_runs)),
+        row("measured_steps", "measured steps (rank 0, first run)", "", "rank 0",
+             len(bs[0]) if bs else None, len(es[0]) if es else None),
     ]
-    if base_steps and exp_steps:
-        b0, e0 = base_steps[0], exp_steps[0]
-        rows.append(row("step_time_median_ns", "step time (median)", "ns", "rank 0", hb.step_time_median_ns,
-                         he.step_time_median_ns, compare_samples(b0.duration_ns, e0.duration_ns, settings=settings)))
-        if np.isfinite(b0.device_ns).any() and np.isfinite(e0.device_ns).any():
-            rows.append(row("device_step_time_median_ns", "GPU step time (median, CUDA events)", "ns", "rank 0",
-                             float(np.nanmedian(b0.device_ns)), float(np.nanmedian(e0.device_ns)),
-                             compare_samples(b0.device_ns, e0.device_ns, settings=settings)))
-        for col, key, unit, hv, ev in (("samples", "samples_per_s", "samples/s", hb.samples_per_s, he.samples_per_s),
-                                       ("tokens", "tokens_per_s", "tokens/s", hb.tokens_per_s, he.tokens_per_s)):
+    if bs and es and len(bs[0]) and len(es[0]):
+        rows.append(_tested("step_time_median_ns", "step time (median)", "ns", "rank 0",
+                            compare_runs(_vals(base_runs, "step_ns"), _vals(exp_runs, "step_ns"), settings=settings,
+                                         floor=floor)))
+        if any(v is not None for v in _vals(base_runs, "device_ns")) and \
+                any(v is not None for v in _vals(exp_runs, "device_ns")):
+            rows.append(_tested("device_step_time_median_ns", "GPU step time (median, CUDA events)", "ns", "rank 0",
+                                compare_runs(_vals(base_runs, "device_ns"), _vals(exp_runs, "device_ns"),
+                                             settings=settings, floor=floor)))
+        for attr, unit, hv, ev in (("samples_per_s", "samples/s", hb.samples_per_s, he.samples_per_s),
+                                   ("tokens_per_s", "tokens/s", hb.tokens_per_s, he.tokens_per_s)):
             if hv is None and ev is None:
                 continue
-            ch = compare_samples(global_rate_per_step(base_steps, col), global_rate_per_step(exp_steps, col),
-                                 settings=settings, higher_is_better=True)
-            rows.append(row(key, f"throughput ({unit})", unit, "all ranks (total)", hv, ev, ch))
+            ch = compare_runs(_vals(base_runs, attr), _vals(exp_runs, attr), settings=settings,
+                              higher_is_better=True, floor=floor)
+            rows.append(_tested(attr, f"throughput ({unit})", unit, "all ranks (total)", ch))
             if base_data.run.world_size != exp_data.run.world_size:
                 per = [None if v is None else v / max(d.run.world_size, 1)
-                       for v, d in ((hv, base_data), (ev, exp_data))]
-                rows.append(row(f"{key}_per_rank", f"throughput per rank ({unit})", unit, "total / world size",
+                       for v, d in ((ch.baseline, base_data), (ch.experiment, exp_data))]
+                rows.append(row(f"{attr}_per_rank", f"throughput per rank ({unit})", unit, "total / world size",
                                  per[0], per[1]))
-        ch = compare_samples(_share_per_step(b0, "data_wait"), _share_per_step(e0, "data_wait"), settings=settings,
-                             statistic="mean", floor=0.01)
-        rows.append(row("data_wait_share", "data wait (share of step)", "share", "mean over ranks",
-                         hb.data_wait_share, he.data_wait_share,
-                         ch if "data_wait" in b0.phases and "data_wait" in e0.phases else None))
+        if "data_wait" in bs[0].phases and "data_wait" in es[0].phases:
+            ch = compare_runs(_vals(base_runs, "data_wait_share"), _vals(exp_runs, "data_wait_share"),
+                              settings=settings, floor=floor, abs_floor=0.01, unit_scale=1.0)
+            rows.append(_tested("data_wait_share", "data wait (share of step)", "share", "mean over ranks", ch))
+        else:
+            rows.append(row("data_wait_share", "data wait (share of step)", "share", "mean over ranks",
+                             hb.data_wait_share, he.data_wait_share))
     rows += [
         row("gpu_util_pct", "GPU utilisation (mean)", "%", "mean over ranks", hb.gpu_util_pct, he.gpu_util_pct),
         row("rss_mean_bytes", "process memory (mean RSS)", "bytes", "mean over ranks", _mean_rss(base_data),
@@ -144,7 +156,7 @@ def run_overview(base: RunSummary, exp: RunSummary, base_steps: list[StepSample]
         row("energy_per_step_j", "energy per step", "J", "all ranks (total)", hb.energy_per_step_j,
              he.energy_per_step_j),
     ]
-    always = {"device", "world_size", "measured_steps", "step_time_median_ns"}
+    always = {"device", "world_size", "runs", "measured_steps", "step_time_median_ns"}
     return [r for r in rows if r.key in always or r.baseline is not None or r.experiment is not None]
 
 
@@ -163,8 +175,30 @@ def _loader_line(summary: RunSummary) -> str | None:
     return ", ".join(f"{k}={d.get(k)}" for k in keys if k in d)
 
 
-def context_diff(base: RunSummary, exp: RunSummary) -> list[ContextItem]:
-    """The set-up properties that differ (only those), in the order a reader checks them."""
+def code_item(base: RunSummary, exp: RunSummary, base_code: dict[str, str] | None,
+              exp_code: dict[str, str] | None) -> ContextItem | None:
+    """Whether the two runs ran the same code, verified: a clean git tree at the same commit, or equal content
+    hashes of the script and the Python files it imported. None when verified the same; else "code changed
+    (file X)" or "unknown" with why."""
+    gb, ge = base.run.git, exp.run.git
+    if base_code is not None and exp_code is not None:
+        changed = sorted(k for k in set(base_code) | set(exp_code) if base_code.get(k) != exp_code.get(k))
+        if not changed:
+            return None
+        names = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+        return ContextItem("code", f"{len(base_code)} file(s) hashed", f"code changed (file {names})")
+    if gb is not None and ge is not None and gb.commit == ge.commit and not gb.dirty and not ge.dirty:
+        return None
+    if gb is not None and ge is not None and gb.commit != ge.commit:
+        return None  # the git commit row says it
+    why = "a dirty git tree" if (gb and gb.dirty) or (ge and ge.dirty) else "no git and no recorded file hashes"
+    return ContextItem("code", "unknown", f"unknown ({why}: cannot verify the code is the same)")
+
+
+def context_diff(base: RunSummary, exp: RunSummary, *, base_code: dict[str, str] | None = None,
+                 exp_code: dict[str, str] | None = None) -> list[ContextItem]:
+    """The set-up properties that differ (only those), in the order a reader checks them; "code" is listed
+    unless the same code is verified (see ``code_item``)."""
     rb, re_ = base.run, exp.run
 
     def soft(r: Any) -> str:
@@ -188,5 +222,7 @@ def context_diff(base: RunSummary, exp: RunSummary) -> list[ContextItem]:
         pairs.append((f"param {k}", rb.params.get(k), re_.params.get(k)))
     for k in sorted(set(rb.tags) | set(re_.tags)):
         pairs.append((f"tag {k}", rb.tags.get(k), re_.tags.get(k)))
-    return [ContextItem(k, None if b is None else str(b), None if e is None else str(e))
-            for k, b, e in pairs if b != e]
+    items = [ContextItem(k, None if b is None else str(b), None if e is None else str(e))
+             for k, b, e in pairs if b != e]
+    code = code_item(base, exp, base_code, exp_code)
+    return ([code] if code else []) + items

@@ -25,7 +25,9 @@ class DiffSide:
     for a bare trace set. ``traces``: the trace engine's analysis of the profiled window (None when the
     run has no window, or when the caller did not analyse it). ``trace_note``: why there is no trace
     analysis, shown instead of the module / operator / kernel parts. ``warmup``: steps to exclude (None:
-    the run's option, else automatic, as in ``stepscope show``).
+    the run's option, else automatic, as in ``stepscope show``). ``repeats``: further runs of the same side
+    (repeats of the command: a benchmark's runs, or several runs named), in run order; the verdicts test one
+    value per run over ``runs`` = (data, *repeats).
     """
 
     label: str
@@ -33,6 +35,11 @@ class DiffSide:
     traces: Any | None = None
     trace_note: str | None = None
     warmup: int | None = None
+    repeats: tuple[RunData, ...] = ()
+
+    @property
+    def runs(self) -> tuple[RunData, ...]:
+        return () if self.data is None else (self.data, *self.repeats)
 
     @property
     def kind(self) -> str:

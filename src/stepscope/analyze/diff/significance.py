@@ -1,6 +1,22 @@
-"""Is a difference between two per-step distributions real? One verdict per compared number.
+"""Is a difference between two runs (or two sets of repeated runs) real? One verdict per compared number.
 
-The decision (see docs/diff.md): a change is reported as FASTER or SLOWER only when all three hold:
+**The run is the unit of evidence** (see docs/diff.md). Steps inside one run are barely autocorrelated, but
+whole runs shift level from one run to the next (placement, frequency, neighbours), which no per-step test can
+see: on a busy 2-core machine a per-step test called 9 of 11 A/A pairs "faster" or "slower". So every verdict
+comes from :func:`compare_runs`, on one value per run (its median step time with warm-up excluded, its mean
+phase time per step, its throughput):
+
+- repeats on both sides (2 or more runs each): Welch's t on log per-run values (ratio of geometric means), or
+  with ``DiffSettings.paired`` (interleaved A/B pairs from ``stepscope bench --ab``) the paired t on the
+  per-pair log ratios. FASTER / SLOWER when the ``confidence`` interval of the ratio excludes 1 *and* the
+  ratio is beyond the practical threshold; otherwise NO_SIGNIFICANT_CHANGE, reported with the minimum
+  detectable effect (80% power) of those repeats;
+- one run on a side: INCONCLUSIVE ("repeat with `stepscope bench --repeat N`") unless the change exceeds the
+  between-run noise floor (learned from repeats of the same command in the store, else a stated conservative
+  default; inflated when a side's measurement quality is poor) at 99%, and the practical threshold.
+
+The per-step test below (:func:`compare_samples`) is kept for within-run questions (a profiled window's steps)
+and never decides a verdict between runs. Its rules, for reference:
 
 1. the two-sided Mann-Whitney U test rejects "same distribution" at ``1 - confidence`` (default p < 0.05);
 2. the percentile-bootstrap interval (at ``confidence``) of the ratio experiment / baseline of the
@@ -24,7 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.stats import bootstrap_ratio_ci, mann_whitney_u
+from stepscope.analyze.stats import (
+    NoiseFloor,
+    RatioTest,
+    bootstrap_ratio_ci,
+    geometric_mean,
+    mann_whitney_u,
+    noise_floor_ratio,
+    paired_log_ratio,
+    welch_log_ratio,
+)
 
 MIN_SAMPLES = 5
 """Fewer measured values than this on either side: no test, NO_SIGNIFICANT_CHANGE with a note."""
@@ -38,6 +63,8 @@ class Verdict(StrEnum):
     FASTER = "faster"
     SLOWER = "slower"
     NO_SIGNIFICANT_CHANGE = "no_significant_change"
+    INCONCLUSIVE = "inconclusive"
+    """One run a side and a change within the between-run noise floor: repeat the runs to tell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +78,22 @@ class DiffSettings:
     part_floor: float = 0.005
     """Parts of a step (phases, regions): smallest absolute change, as a share of the baseline step time."""
     n_boot: int = 2000
-    """Bootstrap resamples."""
+    """Bootstrap resamples (within-run window tests only)."""
+    paired: bool = False
+    """The sides' runs are interleaved A/B pairs (run i of each side made back to back): paired test."""
+    floor_confidence: float = 0.99
+    """One run a side: a change is called only when the noise floor explains it less than 1 - this often."""
 
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
 
     def describe(self) -> str:
-        return (f"Mann-Whitney U (two-sided, p < {self.alpha:.2g}) and a {self.confidence:.0%} bootstrap interval "
-                f"of the ratio excluding 1, and |change| >= {self.threshold:.0%} (practical threshold); "
-                "warm-up steps excluded")
+        test = "paired t on log ratios of interleaved A/B pairs" if self.paired else \
+            "Welch t on log per-run values (ratio of geometric means)"
+        return (f"run-level: {test}, {self.confidence:.0%} interval excluding 1 and |change| >= "
+                f"{self.threshold:.0%}; one run a side: inconclusive unless beyond the between-run noise floor "
+                f"at {self.floor_confidence:.0%}; warm-up steps excluded")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "alpha": self.alpha, "test": self.describe()}
@@ -91,6 +124,13 @@ class Change:
     verdict: Verdict
     higher_is_better: bool = False
     note: str | None = None
+    method: str = "per_step"
+    """"welch_log", "paired_log", "noise_floor" (one run a side), or "per_step" (within one run's window)."""
+    mde: float | None = None
+    """Smallest relative change these runs detect with 80% power (0.05 = 5%); for one run a side, the change
+    the noise floor requires."""
+    noise_floor: str | None = None
+    """For one run a side: where the noise floor came from (learned from the store, or the stated default)."""
 
     @property
     def delta_pct(self) -> float | None:
@@ -154,4 +194,61 @@ def _decide(vb: float, ve: float, ratio: float | None, ci: tuple[float | None, f
         if lo is None or hi is None or lo <= 1.0 <= hi:
             return Verdict.NO_SIGNIFICANT_CHANGE
     # a baseline of 0 (no data wait before, say) has no ratio: the U test and the floor decide alone
+    return Verdict.FASTER if (ve > vb) == higher_is_better else Verdict.SLOWER
+
+
+def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, higher_is_better: bool = False,
+                 floor: NoiseFloor | None = None, abs_floor: float = 0.0, unit_scale: float | None = None) -> Change:
+    """The run-level verdict on one number from its per-run values (see the module docstring).
+
+    Args:
+        base, exp: one value per run (positive; others are dropped), in run order; paired when
+            ``settings.paired`` (pair i = base[i], exp[i]).
+        floor: between-run noise for one run a side (None: such a comparison is always INCONCLUSIVE).
+        abs_floor: smallest absolute change (values' unit) that counts as practical (parts of a step).
+        unit_scale: for parts of a step, one run a side: the baseline step time, so that the noise floor's
+            relative change applies to the whole step (a part must move by more than the step's noise).
+    The printed ``baseline``/``experiment`` are the geometric means of the per-run values (the tested numbers).
+    """
+    s = settings or DiffSettings()
+    b = [float(v) for v in base if v is not None and math.isfinite(v) and v > 0]
+    e = [float(v) for v in exp if v is not None and math.isfinite(v) and v > 0]
+    vb, ve = geometric_mean(b), geometric_mean(e)
+    ratio = ve / vb if b and e else None
+    change = functools.partial(Change, statistic="geometric mean of per-run values", baseline=vb, experiment=ve,
+                               delta=ve - vb, ratio=ratio, n_baseline=len(b), n_experiment=len(e),
+                               higher_is_better=higher_is_better)
+    if not b or not e:
+        return change(ci_low=None, ci_high=None, p_value=None, verdict=Verdict.INCONCLUSIVE, method="none",
+                      note="not measured (or zero) on a side")
+    paired = s.paired and len(b) == len(e) and len(b) == len(list(base)) == len(list(exp))
+    if len(b) >= 2 and len(e) >= 2:
+        t = paired_log_ratio(b, e, confidence=s.confidence) if paired else \
+            welch_log_ratio(b, e, confidence=s.confidence)
+        sig = t.ci_low is not None and t.ci_high is not None and not (t.ci_low <= 1.0 <= t.ci_high)
+        verdict = _direction(vb, ve, higher_is_better) if sig and _practical(t, s, abs(ve - vb), abs_floor) \
+            else Verdict.NO_SIGNIFICANT_CHANGE
+        return change(ci_low=t.ci_low, ci_high=t.ci_high, p_value=t.p_value, verdict=verdict, method=t.method,
+                      mde=t.mde)
+    hint = "one run a side — repeat with `stepscope bench --repeat N` (or `--ab`)"
+    if floor is None:
+        return change(ci_low=None, ci_high=None, p_value=None, verdict=Verdict.INCONCLUSIVE, method="noise_floor",
+                      note=hint)
+    t = noise_floor_ratio(vb, ve, floor, confidence=s.floor_confidence)
+    need = math.log1p(t.mde or 0.0)
+    moved = abs(math.log(ve / vb)) if unit_scale is None else abs(ve - vb) / unit_scale
+    if unit_scale is not None:
+        need = math.expm1(need)
+    called = moved > need and _practical(t, s, abs(ve - vb), abs_floor)
+    return change(ci_low=None, ci_high=None, p_value=t.p_value,
+                  verdict=_direction(vb, ve, higher_is_better) if called else Verdict.INCONCLUSIVE,
+                  method="noise_floor", mde=t.mde, noise_floor=floor.source,
+                  note=None if called else f"within the between-run noise floor ({floor.source}); {hint}")
+
+
+def _practical(t: RatioTest, s: DiffSettings, delta: float, abs_floor: float) -> bool:
+    return abs(t.ratio - 1.0) >= s.threshold and delta >= abs_floor
+
+
+def _direction(vb: float, ve: float, higher_is_better: bool) -> Verdict:
     return Verdict.FASTER if (ve > vb) == higher_is_better else Verdict.SLOWER

@@ -264,9 +264,11 @@ def trace_overview(traces: Any) -> WindowTables | None:
 
 def overview_rows_from_traces(base: Any, exp: Any, settings: Any) -> list[Any]:
     """Overview rows when an input is a bare trace set: device, world size, GPU utilisation and step time
-    from the windows (``ProfilerStep#N`` durations, tested like run steps when each window has enough)."""
+    from the windows (``ProfilerStep#N`` durations; one window a side is one run a side, judged against the
+    default noise floor)."""
     from stepscope.analyze.diff.overview import OverviewRow, device_names, row
-    from stepscope.analyze.diff.significance import compare_samples
+    from stepscope.analyze.diff.significance import compare_runs
+    from stepscope.analyze.stats import default_noise_floor
 
     if base.traces is None or exp.traces is None:
         return []
@@ -281,9 +283,11 @@ def overview_rows_from_traces(base: Any, exp: Any, settings: Any) -> list[Any]:
     if len(wb.step_times_ns) and len(we.step_times_ns):
         import numpy as np
 
+        # one window a side is one run a side: its steps are not evidence of a between-run change
+        ch = compare_runs([float(np.median(wb.step_times_ns))], [float(np.median(we.step_times_ns))],
+                          settings=settings, floor=default_noise_floor())
         rows.append(row("step_time_median_ns", "step time (median, profiled window)", "ns", "one rank",
-                         float(np.median(wb.step_times_ns)), float(np.median(we.step_times_ns)),
-                         compare_samples(wb.step_times_ns, we.step_times_ns, settings=settings)))
+                         ch.baseline, ch.experiment, ch))
     rows.append(row("gpu_util_pct", "GPU utilisation (window)", "%", "one rank", wb.gpu_util_pct, we.gpu_util_pct))
     return rows
 

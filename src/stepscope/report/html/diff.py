@@ -13,7 +13,7 @@ from typing import Any
 from stepscope.analyze.diff import Finding, RunDiff, Verdict
 from stepscope.analyze.diff.series import TrendPair
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
-from stepscope.report.diff_terminal import VERDICT_TEXT, pct, signed, value
+from stepscope.report.diff_terminal import HEADLINE_TEXT, VERDICT_TEXT, evidence, pct, signed, value
 from stepscope.report.html import Section, esc, kv_table, notice, paragraph, render_page, tiles
 from stepscope.report.html.plots import Series, line_chart
 from stepscope.report.html.tables import Col, table
@@ -39,9 +39,10 @@ def _finding(fd: Finding) -> str:
 
 
 def verdict_section(d: RunDiff) -> Section:
-    head = next((x for x in d.findings if x.kind == "step_time"), None)
-    word = VERDICT_TEXT[head.verdict].upper() if head and head.verdict else "NOTHING TO COMPARE"
-    items: list[tuple[str, str, str | None]] = [("experiment vs baseline", word, None)]
+    ch = d.headline
+    word = HEADLINE_TEXT[ch.verdict] if ch is not None else "NOTHING TO COMPARE"
+    items: list[tuple[str, str, str | None]] = [("experiment vs baseline", word,
+                                                  f"step time {evidence(ch)}" if ch is not None else None)]
     for r in d.overview:
         if r.change is not None and r.key in ("step_time_median_ns", "samples_per_s", "data_wait_share"):
             items.append((r.label, f"{pct(r.delta_pct)} · {VERDICT_TEXT[r.change.verdict]}",
@@ -49,15 +50,17 @@ def verdict_section(d: RunDiff) -> Section:
     body = tiles(items) + "<ul class=\"ss-findings\">" + "".join(_finding(x) for x in d.findings) + "</ul>"
     notes = list(d.messages) + ([f"module / operator / kernel diff: {d.trace_note}"] if d.trace_note else [])
     notes += list(d.traces.notes) if d.traces else []
-    body += "".join(notice(n, "warn") for n in notes)
+    quality = "".join(notice(f"run {rid}: {q.headline()}", "warn") for rid, q in d.noisy)
+    body = quality + body + "".join(notice(n, "warn") for n in notes)
     return Section("verdict", "What changed", body, note="test: " + d.settings.describe())
 
 
 def overview_section(d: RunDiff) -> Section:
     cols = [Col("label", "number", "text"), Col("scope", "scope", "text"), Col("baseline", "baseline", "text"),
             Col("experiment", "experiment", "text"), Col("delta", "delta", "text"), Col("pct", "delta %", "%"),
-            Col("verdict", "verdict", "text"), Col("p", "p (Mann-Whitney U)", "", "two-sided p-value"),
-            Col("ci", "ratio interval", "text", f"{d.settings.confidence:.0%} bootstrap interval of exp/base")]
+            Col("verdict", "verdict", "text"), Col("p", "p (run-level)", "", "two-sided p-value of the run-level test"),
+            Col("ci", "ratio interval", "text", f"{d.settings.confidence:.0%} t interval of exp/base over runs "
+                "(none for one run a side)")]
     rows = [{"label": r.label, "scope": r.scope, "baseline": value(r.baseline, r.unit),
              "experiment": value(r.experiment, r.unit), "delta": signed(r.delta, r.unit) if r.unit != "text" else "",
              "pct": r.delta_pct, "verdict": VERDICT_TEXT[r.change.verdict] if r.change else "—",
@@ -210,6 +213,7 @@ def render_diff(d: RunDiff) -> str:
     sub = f"baseline {b.label} ({b.kind}) · experiment {e.label} ({e.kind})"
     head = next((x for x in d.findings if x.kind == "step_time"), None)
     badge = None if head is None or head.verdict is None else \
-        {Verdict.SLOWER: "failed", Verdict.FASTER: "completed", Verdict.NO_SIGNIFICANT_CHANGE: "running"}[head.verdict]
+        {Verdict.SLOWER: "failed", Verdict.FASTER: "completed", Verdict.NO_SIGNIFICANT_CHANGE: "running",
+         Verdict.INCONCLUSIVE: "running"}[head.verdict]
     return render_page(title, [s for s in sections if s is not None], subtitle=sub, badge=badge,
                        footer="stepscope diff — schema stepscope.diff/1", extra_css=CSS)

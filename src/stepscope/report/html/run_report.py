@@ -40,12 +40,16 @@ STATUS_TEXT = {
 
 def render_run_report(data: RunData, summary: RunSummary, advice: Advice,
                       traces: Mapping[int, EventTable] | None = None, trace_problems: Sequence[str] = ()) -> str:
-    """The whole report as one self-contained HTML string."""
+    """The whole report as one self-contained HTML string (the measurement-quality verdict first)."""
+    from stepscope.analyze.quality import measurement_quality
+
     run = summary.run
+    quality = measurement_quality(data, warmup=summary.headline.warmup_steps)
     r0 = data.ranks[0] if data.ranks else None
     s0 = summary.ranks[0] if summary.ranks else None
     sections = [
-        Section("overview", "Overview", overview(summary, advice)),
+        Section("overview", "Overview", notice(quality.headline(), "warn" if quality.noisy else "info")
+                + overview(summary, advice)),
         Section("speed", "Speed", speed_section(r0, s0, summary),
                 note="Step time is CPU wall clock between step boundaries unless noted; warm-up steps are shaded "
                      "and excluded from statistics."),

@@ -1,0 +1,224 @@
+"""Do stepscope's verdicts cry wolf? Real runs of a 10-20 ms step script (benchmarks/_verdict_step.py), on this
+machine as it is, and with a CPU hog pinned to one core:
+
+1. A/A pairs of single runs (`stepscope run` twice, `stepscope diff`): must never be "faster" or "slower";
+2. A/A with repeats, interleaved (`stepscope bench --ab --repeat 3` with the same command on both sides):
+   at most 1 verdict in 20;
+3. a controlled 10% slowdown, `bench --ab --repeat 3`: "slower" in at least 19 of 20;
+4. a controlled 5% slowdown, `bench --ab --repeat 5`: reported with the power it had (share called slower,
+   and the median minimum detectable effect the runs stated);
+5. `check` (study "check", one trial per --pairs): a 10-commit throwaway git repository of identical speed, 3
+   repeats a commit, `stepscope check` at every commit (must exit 0 throughout); and a 7-commit repository with
+   a 5% step at commit 6, 5 repeats a commit, `check --max-regression 3%` at commit 6 (must exit 1 naming it).
+
+Every comparison also checks that the headline verdict is the step-time row's verdict (they can never
+disagree). Prints one JSON document; figures go to docs/diff.md and docs/ci.md.
+
+    python benchmarks/verdicts.py [--pairs 20] [--hog off,on] [--studies aa1,aa3,ab10,ab5] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+STEP = HERE / "_verdict_step.py"
+HOG = "import time\nend = time.time() + 1e9\nwhile time.time() < end:\n    pass\n"
+
+
+def sl(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    return subprocess.run([sys.executable, "-m", "stepscope", args[0], "--store", str(store), *args[1:]],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def step_cmd(slow_pct: float, steps: int) -> list[str]:
+    return [sys.executable, str(STEP), "--steps", str(steps), "--slow-pct", str(slow_pct)]
+
+
+def verdict_of(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    row = next(r for r in doc["overview"] if r["key"] == "step_time_median_ns")
+    ch = row["change"]
+    if doc["verdict"] != ch["verdict"]:  # the headline is the step-time row's verdict, by construction
+        raise AssertionError(f"headline {doc['verdict']} vs row {ch['verdict']}")
+    for f in doc["findings"]:
+        if f["kind"] == "step_time" and f["verdict"] != ch["verdict"]:
+            raise AssertionError(f"finding {f['verdict']} vs row {ch['verdict']}")
+    return ch["verdict"], ch
+
+
+def single_pair(store: Path, steps: int) -> dict[str, Any]:
+    ids = []
+    for _ in range(2):
+        p = sl("run", "--quiet", "--sample-interval", "0.2", "--", *step_cmd(0, steps), store=store)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-1000:])
+        ids.append(latest_id(store))
+    p = sl("diff", ids[0], ids[1], "--json", store=store)
+    doc = json.loads(p.stdout)
+    v, ch = verdict_of(doc)
+    return {"verdict": v, "ratio": ch["ratio"], "floor": doc["noise_floor"]["source"] if doc["noise_floor"] else None,
+            "noisy_runs": sum(q["noisy"] for q in doc["quality"])}
+
+
+def latest_id(store: Path) -> str:
+    return max((store / "runs").iterdir(), key=lambda d: d.stat().st_mtime_ns).name
+
+
+def ab(store: Path, steps: int, repeat: int, slow_pct: float) -> dict[str, Any]:
+    p = sl("bench", "--ab", "--repeat", str(repeat), "--sample-interval", "0.2", "--json", "--",
+           *step_cmd(0, steps), "--", *step_cmd(slow_pct, steps), store=store)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr[-1000:])
+    doc = json.loads(p.stdout)["diff"]
+    v, ch = verdict_of(doc)
+    return {"verdict": v, "ratio": ch["ratio"], "ci": [ch["ci_low"], ch["ci_high"]], "mde": ch["mde"],
+            "noisy_runs": sum(q["noisy"] for q in doc["quality"])}
+
+
+REPO_SCRIPT = """import time
+import stepscope
+
+SLEEP_S = {sleep!r}
+NOTE = {note!r}
+
+for i in stepscope.steps(range(10)):
+    with stepscope.region("work"):
+        time.sleep(SLEEP_S)
+"""
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@example.com"}
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+def check_series(root: Path, *, commits: int, slow_at: int, factor: float, repeat: int, bench_from: int,
+                 check_from: int, threshold: str) -> list[tuple[int, int, int | str | None]]:
+    """(commit index, exit code, first bad commit named) of `stepscope check` at each commit from ``check_from``."""
+    repo, store = root / "repo", root / "store"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(commits):
+        (repo / "train.py").write_text(REPO_SCRIPT.format(sleep=0.015 * (factor if i >= slow_at else 1.0),
+                                                          note=f"tweak {i}"))
+        git(repo, "add", "train.py")
+        git(repo, "commit", "-q", "-m", f"commit {i}", date=f"2024-03-{i + 1:02d}T12:00:00+00:00")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    out: list[tuple[int, int, int | str | None]] = []
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    for i, sha in enumerate(shas):
+        if i < bench_from:
+            continue
+        git(repo, "checkout", "-q", sha)
+        subprocess.run([sys.executable, "-m", "stepscope", "bench", "--store", str(store), "--repeat", str(repeat),
+                        "--sample-interval", "0", "--name", "tiny", "--", sys.executable, "train.py"], cwd=repo,
+                       env=env, check=True, capture_output=True)
+        if i >= check_from:
+            p = subprocess.run([sys.executable, "-m", "stepscope", "check", "--store", str(store), "--json",
+                                "--max-regression", threshold], cwd=repo, env=env, capture_output=True, text=True)
+            doc = json.loads(p.stdout) if p.stdout.strip() else {}
+            step = (doc.get("step") or {}).get("first_bad")
+            out.append((i, p.returncode, None if step is None else shas.index(step) if step in shas else step))
+            st = next((c for c in doc.get("checks", []) if c["metric"] == "step_time_median_s"
+                       and c["against"] == "window"), None)
+            if st is not None and st["worse"] is not None:
+                CHANGES.append((i, round(st["change"], 4), round(st["worse_low"] - 1, 4),
+                                round(st["worse_high"] - 1, 4)))
+    return out
+
+
+CHANGES: list[tuple[int, float, float, float]] = []
+"""(commit index, step-time change, interval low, high) of every check made, for the report."""
+
+
+def check_study(store: Path, _steps: int) -> dict[str, Any]:
+    CHANGES.clear()
+    store.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(dir=store))  # a fresh repository and store per trial
+    aa = check_series(root / "aa", commits=10, slow_at=99, factor=1.0, repeat=3, bench_from=0, check_from=1,
+                      threshold="5%")
+    step = check_series(root / "step", commits=7, slow_at=6, factor=1.05, repeat=5, bench_from=3, check_from=6,
+                        threshold="3%")
+    ok = all(rc == 0 for _, rc, _ in aa)
+    caught = step[-1][1] == 1 and step[-1][2] == 6
+    return {"verdict": f"aa_all_pass={ok}, step_caught_and_named={caught}", "ratio": 1.0, "noisy_runs": 0,
+            "aa_exit_codes": [rc for _, rc, _ in aa], "step_exit": step[-1][1], "step_named": step[-1][2],
+            "changes": list(CHANGES)}
+
+
+STUDIES: dict[str, tuple[str, Any]] = {
+    "aa1": ("A/A, one run a side", lambda s, n: single_pair(s, n)),
+    "aa3": ("A/A, bench --ab --repeat 3", lambda s, n: ab(s, n, 3, 0.0)),
+    "ab10": ("+10%, bench --ab --repeat 3", lambda s, n: ab(s, n, 3, 10.0)),
+    "ab5": ("+5%, bench --ab --repeat 5", lambda s, n: ab(s, n, 5, 5.0)),
+    "check": ("check: 10 commits A/A at 3 repeats; 5% step at commit 6 with 5 repeats", check_study),
+}
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = Counter(r["verdict"] for r in results)
+    mdes = [r["mde"] for r in results if r.get("mde") is not None]
+    keys = ("aa_exit_codes", "step_exit", "step_named", "changes")
+    extra: dict[str, Any] = {k: [r[k] for r in results] for k in keys if k in results[0]}
+    return {"n": len(results), "verdicts": dict(counts), "median_ratio": statistics.median(r["ratio"] for r in results),
+            "median_mde": statistics.median(mdes) if mdes else None,
+            "noisy_runs": sum(r["noisy_runs"] for r in results), **extra}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=20, help="comparisons per study (default: 20)")
+    p.add_argument("--steps", type=int, default=60, help="steps per run (default: 60)")
+    p.add_argument("--hog", default="off,on", help="without / with a CPU hog on core 0 (default: off,on)")
+    p.add_argument("--studies", default="aa1,aa3,ab10,ab5",
+                   help=f"which studies, of {','.join(STUDIES)} (default: aa1,aa3,ab10,ab5)")
+    p.add_argument("--out", help="also write the JSON here")
+    a = p.parse_args()
+    report: dict[str, Any] = {"cpus": os.cpu_count(), "pairs": a.pairs, "steps": a.steps, "load_before":
+                              os.getloadavg()[0], "results": {}}
+    for hog in a.hog.split(","):
+        proc = None
+        if hog == "on":
+            proc = subprocess.Popen([sys.executable, "-c", HOG])
+            try:
+                os.sched_setaffinity(proc.pid, {0})
+            except (AttributeError, OSError):
+                pass
+        try:
+            for key in a.studies.split(","):
+                title, fn = STUDIES[key]
+                with tempfile.TemporaryDirectory() as tmp:
+                    store = Path(tmp) / "store"
+                    t0 = time.time()
+                    res = [fn(store, a.steps) for _ in range(a.pairs)]
+                s = {"title": title, **summarize(res), "seconds": round(time.time() - t0, 1),
+                     "load": os.getloadavg()[0]}
+                report["results"][f"{key}/hog-{hog}"] = s
+                print(json.dumps({f"{key}/hog-{hog}": s}), file=sys.stderr, flush=True)
+        finally:
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+    text = json.dumps(report, indent=2)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
