@@ -6,8 +6,10 @@ launch arguments are read only for the events that carry them (GPU events, kerne
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import compress
 from math import prod
 from operator import attrgetter
 from typing import Any
@@ -74,6 +76,8 @@ class _StructArgs:
         return None if a.coll_name is typed.UNSET else _COLL_ATTRS(a)
 
 
+_PH = attrgetter("ph")
+_TOP = tuple(map(attrgetter, ("ts", "dur", "cat", "name", "pid", "tid", "args")))
 _Access = type[_DictArgs] | type[_StructArgs]
 
 
@@ -166,16 +170,14 @@ class ChunkColumns:
 
     def _add_typed(self, events: list[Any]) -> None:
         """Structs: each column is read by ``attrgetter`` in C, straight from the Structs."""
-        xs = [e for e in events if e.ph == "X"]
+        is_x = list(map("X".__eq__, map(_PH, events)))
+        xs = list(compress(events, is_x))
         if len(xs) < len(events):
-            self._add_flows([(e.ph, e.ts, None, e.cat, e.name, e.pid, e.tid, None, e.id) for e in events
+            self._add_flows([(e.ph, e.ts, None, e.cat, e.name, e.pid, e.tid, None, e.id) for e in
+                             compress(events, map(operator.not_, is_x))
                              if (e.ph == "s" or e.ph == "f") and e.cat in _FLOW_CATS])
         if xs:
-            no_args = typed.NO_ARGS
-            fields: list[Sequence[Any]] = [[]] + [list(map(attrgetter(k), xs)) for k in (
-                "ts", "dur", "cat", "name", "pid", "tid")]
-            fields.append([e.args or no_args for e in xs])
-            self._add_complete(fields, _StructArgs)
+            self._add_complete([(), *(list(map(get, xs)) for get in _TOP)], _StructArgs)
 
     def _codes(self, table: dict[str, int], values: Sequence[Any]) -> Array:
         try:

@@ -6,7 +6,7 @@ is skipped in C. Values keep the types the dict path would see (``int | str`` wh
 either), so the columns built from Structs are the columns built from dicts, bit for bit.
 
 Where a chunk holds a value of a type the Structs do not accept (a string timestamp, ``null`` where a
-number belongs, args that are not an object), :func:`loads` parses that chunk with ``orjson`` instead and
+number belongs or as args, args that are not an object), :func:`loads` parses that chunk with ``orjson`` instead and
 the dict path handles it as before; malformed JSON is reported by ``orjson`` too, so errors read the same
 whether msgspec is installed or not. msgspec is optional (``pip install stepscope[fast]``):
 :data:`AVAILABLE` is False without it and the reader uses ``orjson`` alone.
@@ -32,7 +32,7 @@ AVAILABLE = msgspec is not None
 if msgspec is not None:
     UNSET: Any = msgspec.UNSET
 
-    class Args(msgspec.Struct, gc=False):
+    class Args(msgspec.Struct, frozen=True, gc=False):
         """The args an event's columns are built from (names as Kineto writes them)."""
 
         correlation: int | str = MISSING
@@ -56,6 +56,8 @@ if msgspec is not None:
         src_rank: Any = msgspec.field(default=None, name="Src Rank")
         dst_rank: Any = msgspec.field(default=None, name="Dst Rank")
 
+    NO_ARGS: Any = Args()
+
     class Event(msgspec.Struct, gc=False):
         """One trace event: the top-level fields the engine reads."""
 
@@ -66,14 +68,13 @@ if msgspec is not None:
         name: str = ""
         pid: int | str = -1
         tid: int | str = -1
-        args: Args | None = None
+        args: Args = NO_ARGS
         id: int | str = -1
 
-    NO_ARGS: Any = Args()
     _decode = msgspec.json.Decoder(list[Event]).decode
     _Error: Any = msgspec.MsgspecError
 else:  # pragma: no cover
-    Args = Event = None  # type: ignore[assignment,misc]
+    Args = Event = None  # type: ignore[misc]
     NO_ARGS = UNSET = None
     _decode = orjson.loads
     _Error = ()
