@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ from stepscope.traces import typed
 from stepscope.traces.kineto import read_trace
 from tests.traces.tracebuild import ev, fixture_files, kernel, launch, write
 
-pytestmark = pytest.mark.skipif(not typed.AVAILABLE, reason="msgspec not installed (stepscope[fast])")
+needs_msgspec = pytest.mark.skipif(not typed.AVAILABLE, reason="msgspec not installed (stepscope[fast])")
 
 
 def _dict_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> EventTable:
@@ -33,6 +36,7 @@ def _assert_same(a: EventTable, b: EventTable) -> None:
         assert np.array_equal(a.flows[k], b.flows[k]), k
 
 
+@needs_msgspec
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_tables_are_identical_to_the_dict_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
@@ -74,6 +78,7 @@ def _odd_events() -> list[dict[str, Any]]:
     ]
 
 
+@needs_msgspec
 @pytest.mark.parametrize("oddity", [
     None,  # Structs hold everything
     {"tid": "stream 7"},  # a string thread id (int | str)
@@ -95,6 +100,7 @@ def test_odd_values_give_the_dict_path_result(oddity: dict[str, Any] | None, tmp
     assert len(fast) == 9 + (oddity is not None)  # 10 complete events, the one without dur dropped
 
 
+@needs_msgspec
 def test_absent_and_present_minus_one_args_differ() -> None:
     [e] = typed.loads(b'[{"ph": "X", "args": {"stream": -1}}]')
     assert e.args.stream == -1 and e.args.correlation == typed.MISSING and e.args.coll_name is typed.UNSET
@@ -103,3 +109,15 @@ def test_absent_and_present_minus_one_args_differ() -> None:
 def test_malformed_json_raises_orjsons_error() -> None:
     with pytest.raises(orjson.JSONDecodeError):
         typed.loads(b'[{"ph": "X", "ts": }]')
+
+
+def test_without_msgspec_the_reader_uses_orjson(tmp_path: Path) -> None:
+    """A fresh interpreter where ``import msgspec`` fails reads the same table (the dict path)."""
+    path = write(tmp_path / "t.json", _odd_events())
+    code = ("import sys; sys.modules['msgspec'] = None\n"
+            "from stepscope.traces import typed; from stepscope.traces.kineto import read_trace\n"
+            "assert not typed.AVAILABLE\n"
+            "t = read_trace(sys.argv[1]); print(len(t), int(t['correlation'].max()), t.shapes)")  # 102: from the flow
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.split(" ", 2)
+    assert out[:2] == ["9", "102"] and "[[2,3],[3,4]]" in out[2]
