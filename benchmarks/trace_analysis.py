@@ -2,11 +2,19 @@
 
     .venv/bin/python benchmarks/trace_analysis.py [--quick] [--events 5000000] [--hta-events 1000000]
         [--repeats 3] [--ranks 4] [--hta-python /tmp/hta-venv/bin/python] [--workdir DIR]
+    .venv/bin/python benchmarks/trace_analysis.py --by-source [--source-events 1000000] [--repeats 1]
+        [--sources v100,nccl2,diff8,mi250,alexnet,cpu]
 
 Cases: the v100 fixture (68k events), a synthetic trace HTA also runs on (--hta-events), a big synthetic
 trace (--events; HTA too if it fits, see --hta-max-events) and a folder of --ranks synthetic ranks.
 Synthetic traces repeat the v100 fixture's events with shifted timestamps and ids, written to a temp
 folder (or --workdir, where they are kept and reused).
+
+--by-source: for each real fixture (v100 1 rank, A100 NCCL 2-rank, A100 8-rank diff, MI250 ROCm, AlexNet,
+CPU-only) a ~1M-event trace built by repeating it; stepscope runs every analysis ``trace analyze`` prints
+(read_trace + analyze_trace), HTA the analyses it has of those (temporal, idle, kernel breakdown, overlap,
+kernel launch stats, memory bandwidth, profiler steps), and a GC-off ``orjson.loads`` of the same bytes
+is the floor; prints a Markdown table of the per-source ratios.
 
 Each tool runs in a fresh child process; we record its wall time, CPU time (user + sys) and peak RSS
 (ru_maxrss, from os.wait4, per child):
@@ -56,6 +64,27 @@ from stepscope.analyze.trace.multirank import analyze_traceset
 s = analyze_traceset([sys.argv[1]], workers=int(sys.argv[2]))
 assert len(s.ranks) == int(sys.argv[3]) and not s.errors, s.errors
 """
+OURS_ALL = """
+import sys
+from stepscope.traces.kineto import read_trace
+from stepscope.analyze.trace.analysis import analyze_trace
+analyze_trace(read_trace(sys.argv[1]))
+"""
+HTA_ALL = """
+import sys, logging
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+ta = TraceAnalysis(trace_files={0: sys.argv[1]}, include_last_profiler_step=True)
+failed = []
+for name in ("get_temporal_breakdown", "get_idle_time_breakdown", "get_gpu_kernel_breakdown",
+             "get_comm_comp_overlap", "get_cuda_kernel_launch_stats", "get_memory_bw_summary"):
+    try:
+        getattr(ta, name)(visualize=False) if name != "get_memory_bw_summary" else ta.get_memory_bw_summary()
+    except Exception as exc:
+        failed.append(name)
+ta.get_profiler_steps()
+print("FAILED", ",".join(failed))
+"""
 HTA = """
 import sys, logging
 logging.disable(logging.CRITICAL)
@@ -90,9 +119,20 @@ class Tool:
     extra: tuple[str, ...] = ()
 
 
-def synthesize(target: int, out: Path, rank: int = 0) -> int:
+SOURCES = {
+    "v100": ("V100, 1 rank (PyTorch 1.x)", "v100_1rank/rank0.json.gz"),
+    "nccl2": ("A100, NCCL 2-rank", "a100_2rank_nccl/rank0.json.gz"),
+    "diff8": ("A100, 8-rank diff (test rank 3)", "a100_8rank_diff/test_rank3.json.gz"),
+    "mi250": ("MI250, ROCm", "mi250_1rank/rank0.json.gz"),
+    "alexnet": ("A100, AlexNet", "a100_alexnet/rank0.json.gz"),
+    "cpu": ("CPU only", "cpu_only/rank34.json.gz"),
+}
+"""Fixtures the --by-source table repeats: key -> (label, path under tests/data/traces)."""
+
+
+def synthesize(target: int, out: Path, rank: int = 0, fixture: Path | None = None) -> int:
     """Write a trace of >= target events (X, s, f) built from the fixture; returns the event count."""
-    doc = orjson.loads(gzip.decompress(FIXTURE.read_bytes()))
+    doc = orjson.loads(gzip.decompress((fixture or FIXTURE).read_bytes()))
     base = [e for e in doc["traceEvents"] if e.get("ph") in ("X", "s", "f")]
     span = max(e["ts"] + e.get("dur", 0) for e in base) - min(e["ts"] for e in base) + 1000.0
     reps = max(1, -(-target // len(base)))
@@ -120,12 +160,19 @@ def synthesize(target: int, out: Path, rank: int = 0) -> int:
     return reps * len(base)
 
 
-def cached(workdir: Path, name: str, target: int, rank: int = 0) -> tuple[Path, int]:
+def cached(workdir: Path, name: str, target: int, rank: int = 0, fixture: Path | None = None) -> tuple[Path, int]:
     path = workdir / f"{name}_{target}.json"
     count = workdir / f"{name}_{target}.count"
     if not (path.exists() and count.exists()):
         t0 = time.perf_counter()
-        count.write_text(str(synthesize(target, path, rank)))
+        # in a child: ru_maxrss survives fork + exec on Linux, so a parent grown by synthesis would set
+        # the floor of every later child's peak RSS
+        code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import trace_analysis as b; "
+                "print(b.synthesize(int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), "
+                "Path(sys.argv[5]) if sys.argv[5] else None))")
+        out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(target), str(path), str(rank),
+                              str(fixture or "")], check=True, capture_output=True, text=True).stdout
+        count.write_text(out.strip())
         print(f"  (wrote {path.name}: {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t0:.0f} s)")
     return path, int(count.read_text())
 
@@ -245,6 +292,40 @@ def project_hta(hta_mid: list[Run], n_mid: int, ours_big: list[Run], n_big: int)
               f"stepscope / projected HTA peak RSS {med(x.rss_mb for x in ours_big) / need_mb:.2f}")
 
 
+def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
+    """One ~N-event trace per real fixture: stepscope (all analyses) vs GC-off orjson.loads vs HTA."""
+    py = sys.executable
+    ours, floor = Tool("stepscope", py, OURS_ALL), Tool("orjson.loads, gc off", py, BARE_NOGC)
+    tools = [ours, floor] + ([Tool("HTA", hta, HTA_ALL)] if hta else [])
+    rows = []
+    for key in args.sources.split(","):
+        label, rel = SOURCES[key]
+        path, n = cached(work, f"src_{key}", args.source_events, fixture=ROOT / "tests" / "data" / "traces" / rel)
+        runs = compare(f"{label}: {n:,} events", path, tools, args.repeats, args.timeout)
+        size = path.stat().st_size / 1e6
+        o, f, h = (ok_runs(runs, t) for t in ("stepscope", "orjson.loads, gc off", "HTA"))
+        def fmt(v: float | None, spec: str = ".2f") -> str:
+            return "n/a" if v is None else format(v, spec)
+        rows.append((label, f"{n / 1e6:.2f}M", f"{size:.0f}",
+                     fmt(med(x.wall for x in o) if o else None, ".1f"), fmt(med(x.rss_mb for x in o) if o else None,
+                                                                            ".0f"),
+                     fmt(med(x.wall for x in f) if f else None, ".1f"),
+                     fmt(ratio(runs, "stepscope", "orjson.loads, gc off", "wall")),
+                     fmt(ratio(runs, "stepscope", "orjson.loads, gc off", "cpu")),
+                     fmt(med(x.wall for x in h) if h else None, ".1f"), fmt(med(x.rss_mb for x in h) if h else None,
+                                                                            ".0f"),
+                     fmt(ratio(runs, "HTA", "stepscope", "wall"), ".1f"), fmt(ratio(runs, "HTA", "stepscope", "cpu"),
+                                                                              ".1f"),
+                     fmt(ratio(runs, "stepscope", "HTA", "rss_mb"))))
+    head = ("source", "events", "MB", "stepscope s", "stepscope MB", "orjson s", "÷ orjson wall", "÷ orjson CPU",
+            "HTA s", "HTA MB", "HTA ÷ us wall", "HTA ÷ us CPU", "RSS ÷ HTA")
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print("(targets: ÷ orjson <= 1.5, HTA ÷ us >= 15, RSS ÷ HTA <= 0.2; wall/CPU ratios are medians of runs made "
+          "side by side)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=5_000_000, help="size of the big synthetic trace")
@@ -255,7 +336,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ranks", type=int, default=4, help="ranks in the multi-rank memory case (0: skip)")
     ap.add_argument("--quick", action="store_true", help="small sizes, 3 repeats: a few minutes")
-    ap.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
+    ap.add_argument("--by-source", action="store_true", help="only the per-source table (see above)")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="comma-separated keys of SOURCES")
+    ap.add_argument("--source-events", type=int, default=1_000_000)
+    ap.add_argument("--hta-python", default=None,
+                    help="Python with HTA installed (default: this one if it imports hta, else /tmp/hta-venv)")
     ap.add_argument("--workdir", type=Path, help="keep synthetic traces here and reuse them")
     ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args()
@@ -264,6 +349,9 @@ def main() -> int:
     if not FIXTURE.exists():
         print(f"fixture {FIXTURE} not found", file=sys.stderr)
         return 1
+    if args.hta_python is None:
+        has = subprocess.run([sys.executable, "-c", "import hta"], capture_output=True).returncode == 0
+        args.hta_python = sys.executable if has else "/tmp/hta-venv/bin/python"
     hta = args.hta_python if Path(args.hta_python).exists() else None
     if hta is None:
         print(f"HTA not found at {args.hta_python}: HTA columns are n/a (pip install HolisticTraceAnalysis)")
@@ -276,6 +364,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
+        if args.by_source:
+            by_source(args, work, hta)
+            return 0
         verdicts(compare("fixture v100_1rank", FIXTURE, with_hta, args.repeats, args.timeout))
         mid, n_mid = cached(work, "synthetic", args.hta_events)
         mid_runs = compare(f"synthetic {n_mid:,} events", mid, with_hta, args.repeats, args.timeout)

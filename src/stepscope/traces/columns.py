@@ -6,9 +6,12 @@ launch arguments are read only for the events that carry them (GPU events, kerne
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import compress
 from math import prod
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -16,6 +19,7 @@ import numpy.typing as npt
 import orjson
 
 from stepscope.model.events import CollectiveArgs, EventKind, EventTable, TraceMeta, category_kind
+from stepscope.traces import typed
 
 Array = npt.NDArray[Any]
 _EMPTY: dict[str, Any] = {}
@@ -31,6 +35,55 @@ class NotTraceEvents(ValueError):
 _I64 = 2**63
 _MAX_US = 4.5e15
 """Largest |ts| or |dur| in µs kept (~142 years): ts + dur in ns then always fits int64; beyond is damage."""
+
+
+class _DictArgs:
+    """Reads launch arguments from parsed dicts (``orjson``)."""
+
+    typed = False
+
+    @staticmethod
+    def col(args: Sequence[Any], key: str, default: Any) -> list[Any]:
+        return [a.get(key, default) for a in args]
+
+    @staticmethod
+    def device_args(a: Any) -> bool:
+        return _device_args(a)
+
+    @staticmethod
+    def coll_key(a: Any) -> tuple[Any, ...] | None:
+        return tuple(a.get(k) for k in COLLECTIVE_ARGS) if "Collective name" in a else None
+
+
+_ATTR = {"correlation": "correlation", "External id": "external_id", "stream": "stream", "device": "device",
+         "bytes": "bytes", "blocks per SM": "blocks_per_sm", "warps per SM": "warps_per_sm",
+         "est. achieved occupancy %": "occupancy", "grid": "grid", "block": "block", "Input Dims": "input_dims"}
+_COLL_ATTRS = attrgetter("coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "group_ranks", "group_name",
+                         "src_rank", "dst_rank")
+
+
+class _StructArgs:
+    """Reads launch arguments from :class:`stepscope.traces.typed.Args` Structs (same values, same defaults;
+    absent integer args hold :data:`~stepscope.traces.typed.MISSING` until the column is built)."""
+
+    typed = True
+
+    @staticmethod
+    def col(args: Sequence[Any], key: str, default: Any) -> list[Any]:
+        return list(map(attrgetter(_ATTR[key]), args))
+
+    @staticmethod
+    def device_args(a: Any) -> bool:
+        return all(v.__class__ is int and v != typed.MISSING for v in (a.device, a.stream, a.correlation))
+
+    @staticmethod
+    def coll_key(a: Any) -> tuple[Any, ...] | None:
+        return None if a.coll_name is typed.UNSET else _COLL_ATTRS(a)
+
+
+_PH = attrgetter("ph")
+_TOP = tuple(map(attrgetter, ("ts", "dur", "cat", "name", "pid", "tid", "args")))
+_Access = type[_DictArgs] | type[_StructArgs]
 
 
 def _ints(values: Sequence[Any], default: int = -1) -> Array:
@@ -83,6 +136,15 @@ def _product(dims: Any) -> int:
         return -1
 
 
+def _shape_text(dims: Any) -> str:
+    """Input Dims as compact JSON; a value orjson cannot write (an integer beyond 64 bits, read by the typed
+    decoder) is damage and reads as no shape."""
+    try:
+        return orjson.dumps(dims).decode()
+    except TypeError:
+        return "null"
+
+
 class ChunkColumns:
     """Accumulates columns chunk by chunk; :meth:`finish` builds the sorted EventTable.
 
@@ -104,6 +166,10 @@ class ChunkColumns:
         """Categories unknown by name whose events were taken as device work (they carry a device and stream)."""
 
     def add(self, events: list[Any]) -> None:
+        """Add one chunk of events: parsed dicts or :class:`stepscope.traces.typed.Event` Structs."""
+        if typed.is_typed(events):
+            self._add_typed(events)
+            return
         try:
             rows = [(e.get("ph"), e.get("ts"), e.get("dur"), e.get("cat", ""), e.get("name", ""), e.get("pid", -1),
                      e.get("tid", -1), e.get("args"), e.get("id", -1)) for e in events]
@@ -114,7 +180,18 @@ class ChunkColumns:
             self._add_flows([r for r in rows if (r[0] == "s" or r[0] == "f") and r[3] in _FLOW_CATS])
         del rows
         if xs:
-            self._add_complete(xs)
+            self._add_complete(list(zip(*xs)), _DictArgs)
+
+    def _add_typed(self, events: list[Any]) -> None:
+        """Structs: each column is read by ``attrgetter`` in C, straight from the Structs."""
+        is_x = list(map("X".__eq__, map(_PH, events)))
+        xs = list(compress(events, is_x))
+        if len(xs) < len(events):
+            self._add_flows([(e.ph, e.ts, None, e.cat, e.name, e.pid, e.tid, None, e.id) for e in
+                             compress(events, map(operator.not_, is_x))
+                             if (e.ph == "s" or e.ph == "f") and e.cat in _FLOW_CATS])
+        if xs:
+            self._add_complete([(), *(list(map(get, xs)) for get in _TOP)], _StructArgs)
 
     def _codes(self, table: dict[str, int], values: Sequence[Any]) -> Array:
         try:
@@ -127,8 +204,7 @@ class ChunkColumns:
         except TypeError:
             return np.asarray([table.setdefault(str(v), len(table)) for v in values], dtype=np.int32)
 
-    def _add_complete(self, xs: list[tuple[Any, ...]]) -> None:
-        fields: list[Sequence[Any]] = list(zip(*xs))
+    def _add_complete(self, fields: list[Sequence[Any]], acc: _Access) -> None:
         ts_v, dur_v, cat_v, name_v, pid_v, tid_v, args_v = fields[1:8]
         ts = _floats(ts_v, "an event's ts")
         dur = _floats(dur_v, "an event's dur")
@@ -142,34 +218,34 @@ class ChunkColumns:
         cat = self._codes(self.cat_codes, cat_v)
         kind_of = np.asarray([category_kind(str(c)) for c in self.cat_codes], dtype=np.int8)
         kind = kind_of[cat]
-        args = [a if a.__class__ is dict else _EMPTY for a in args_v]
-        self._device_work(kind, cat, args)
+        args = args_v if acc.typed else [a if a.__class__ is dict else _EMPTY for a in args_v]
+        self._device_work(kind, cat, args, acc)
         n = len(args)
         cols: dict[str, Array] = {
             "kind": kind, "cat": cat, "name": self._codes(self.name_codes, name_v),
             "ts_ns": us_to_ns(ts), "dur_ns": np.rint(dur * 1000.0).astype(np.int64),
             "pid": _ints(pid_v), "tid": _ints(tid_v),
-            "correlation": _ints([a.get("correlation", -1) for a in args]),
-            "external_id": _ints([a.get("External id", -1) for a in args]),
+            "correlation": _int_arg(acc, args, "correlation"),
+            "external_id": _int_arg(acc, args, "External id"),
         }
-        cols.update(self._gpu_columns(kind, args, n, cols["tid"]))
-        cols["shape"] = self._shape_column(kind, args, n)
+        cols.update(self._gpu_columns(kind, args, n, cols["tid"], acc))
+        cols["shape"] = self._shape_column(kind, args, n, acc)
         for k, v in cols.items():
             self.parts[k].append(v)
 
-    def _device_work(self, kind: Array, cat: Array, args: list[dict[str, Any]]) -> None:
+    def _device_work(self, kind: Array, cat: Array, args: Sequence[Any], acc: _Access) -> None:
         """Events of an unknown category that name a device, a stream and a correlation id are on-device work
         of an accelerator we have no name for (kind KERNEL), not "other"."""
         other = np.flatnonzero(kind == EventKind.OTHER)
         if not other.size:
             return
-        hits = [i for i in other.tolist() if _device_args(args[i])]
+        hits = [i for i in other.tolist() if acc.device_args(args[i])]
         if hits:
             kind[hits] = EventKind.KERNEL
             names = list(self.cat_codes)
             self.device_cats.update(names[c] for c in np.unique(cat[hits]).tolist())
 
-    def _gpu_columns(self, kind: Array, args: list[dict[str, Any]], n: int, tid: Array) -> dict[str, Array]:
+    def _gpu_columns(self, kind: Array, args: Sequence[Any], n: int, tid: Array, acc: _Access) -> dict[str, Array]:
         out: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
                "bytes": np.full(n, -1, np.int64), "grid_blocks": np.full(n, -1, np.int64),
                "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
@@ -179,43 +255,42 @@ class ChunkColumns:
         if not gi.size:
             return out
         ga = [args[i] for i in gi.tolist()]
-        out["stream"][gi] = _ints([a.get("stream", -1) for a in ga])
+        out["stream"][gi] = _int_arg(acc, ga, "stream")
         no_stream = gi[(out["stream"][gi] < 0) & np.isin(kind[gi], _ON_STREAM[:3])]
         if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
             out["stream"][no_stream] = tid[no_stream]
-        out["device"][gi] = _ints([a.get("device", -1) for a in ga])
-        out["bytes"][gi] = _ints([a.get("bytes", -1) for a in ga])
+        out["device"][gi] = _int_arg(acc, ga, "device")
+        out["bytes"][gi] = _int_arg(acc, ga, "bytes")
         ki = np.flatnonzero(kind == EventKind.KERNEL)
         if ki.size:
             ka = [args[i] for i in ki.tolist()]
             nan = float("nan")
             for key, arg in (("blocks_per_sm", "blocks per SM"), ("warps_per_sm", "warps per SM"),
                              ("occupancy_pct", "est. achieved occupancy %")):
-                vals = _floats([a.get(arg, nan) for a in ka], arg)
+                vals = _floats(acc.col(ka, arg, nan), arg)
                 out[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
-            out["grid_blocks"][ki] = _products([a.get("grid") for a in ka])
-            out["block_threads"][ki] = _products([a.get("block") for a in ka])
-            comm = [(i, a) for i, a in zip(ki.tolist(), ka) if "Collective name" in a]
+            out["grid_blocks"][ki] = _products(acc.col(ka, "grid", None))
+            out["block_threads"][ki] = _products(acc.col(ka, "block", None))
+            comm = [(i, key) for i, a in zip(ki.tolist(), ka) for key in [acc.coll_key(a)] if key is not None]
             if comm:
-                out["coll"][[i for i, _ in comm]] = [self._coll_code(a) for _, a in comm]
+                out["coll"][[i for i, _ in comm]] = [self._coll_code(key) for _, key in comm]
         return out
 
-    def _coll_code(self, a: dict[str, Any]) -> int:
-        key = tuple(a.get(k) for k in COLLECTIVE_ARGS)
+    def _coll_code(self, key: tuple[Any, ...]) -> int:
         try:
             return self.coll_codes.setdefault(key, len(self.coll_codes))
         except TypeError:  # an unhashable value (a list where a number or string was expected): not recorded
             key = tuple(v if v is None or isinstance(v, (str, int, float)) else None for v in key)
             return self.coll_codes.setdefault(key, len(self.coll_codes))
 
-    def _shape_column(self, kind: Array, args: list[dict[str, Any]], n: int) -> Array:
+    def _shape_column(self, kind: Array, args: Sequence[Any], n: int, acc: _Access) -> Array:
         out = np.full(n, -1, np.int32)
-        oi = np.flatnonzero(kind == EventKind.CPU_OP)
-        dims = [args[i].get("Input Dims") for i in oi.tolist()]
-        have = [i for i, d in zip(oi.tolist(), dims) if d is not None]
+        oi = np.flatnonzero(kind == EventKind.CPU_OP).tolist()
+        dims = acc.col([args[i] for i in oi], "Input Dims", None)
+        have = [(i, d) for i, d in zip(oi, dims) if d is not None]
         if have:
-            texts = [orjson.dumps(args[i]["Input Dims"]).decode() for i in have]
-            out[np.asarray(have)] = self._codes(self.shape_codes, texts)
+            texts = [_shape_text(d) for _, d in have]
+            out[np.asarray([i for i, _ in have])] = self._codes(self.shape_codes, texts)
         return out
 
     def _add_flows(self, flows: list[tuple[Any, ...]]) -> None:
@@ -286,6 +361,14 @@ def _rank_list(v: Any) -> tuple[int, ...] | None:
     if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return None
     return tuple(v)
+
+
+def _int_arg(acc: _Access, args: Sequence[Any], key: str) -> Array:
+    """int64 column of one launch argument, -1 where absent."""
+    out = _ints(acc.col(args, key, -1))
+    if acc.typed:
+        out[out == typed.MISSING] = -1
+    return out
 
 
 def _device_args(a: dict[str, Any]) -> bool:

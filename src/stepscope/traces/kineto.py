@@ -22,6 +22,7 @@ import orjson
 
 from stepscope.errors import TraceError
 from stepscope.model.events import DeviceInfo, EventKind, EventTable, TraceMeta, category_kind
+from stepscope.traces import typed
 from stepscope.traces.columns import ChunkColumns, NotTraceEvents
 from stepscope.traces.jsonstream import JsonShapeError, TraceEventSplitter, header_object
 
@@ -59,7 +60,7 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     try:
         with _open(p) as stream:
             splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))
-            for events in splitter.chunks(orjson.loads):
+            for events in splitter.chunks(typed.loads):
                 builder.add(events)
                 del events
             header = header_object(splitter, orjson.loads)

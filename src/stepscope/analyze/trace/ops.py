@@ -42,19 +42,31 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     leaf[rows.size:] = True
     ts_all = table["ts_ns"][both]
     par_all = parents(table["pid"][both], table["tid"][both], ts_all, ts_all + table["dur_ns"][both], leaf=leaf)
-    par, ts, dur = par_all[:rows.size], ts_all[:rows.size], table["dur_ns"][rows]
+    par, dur = par_all[:rows.size], table["dur_ns"][rows]
     child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
     dev_self = np.zeros(rows.size, dtype=np.int64)
     owner = _launching_ops(table, gpu, rows, par, rt, par_all[rows.size:])
     hit = owner >= 0
     np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
-    dev_total = dev_self.copy()
-    p = par.tolist()
-    for j in np.lexsort((-(ts + dur), ts))[::-1].tolist():
-        if p[j] >= 0:
-            dev_total[p[j]] += dev_total[j]
-    return HostTimes(rows, par, cpu_self, dev_self, dev_total)
+    return HostTimes(rows, par, cpu_self, dev_self, subtree_sums(dev_self, par))
+
+
+def subtree_sums(values: Array, par: Array) -> Array:
+    """Each node's value plus those of all its descendants (``par``: parent index, -1 for roots), summed
+    level by level from the deepest up (integers: the order of additions does not change the sums)."""
+    total = values.copy()
+    depth = np.zeros(par.size, dtype=np.int64)
+    up = par.copy()
+    live = np.flatnonzero(up >= 0)
+    while live.size:
+        depth[live] += 1
+        up[live] = par[up[live]]
+        live = live[up[live] >= 0]
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        at = np.flatnonzero(depth == d)
+        np.add.at(total, par[at], total[at])
+    return total
 
 
 def _launching_ops(table: EventTable, gpu: GpuView, rows: Array, par: Array, rt: Array, rt_par: Array) -> Array:
