@@ -112,7 +112,8 @@ LOCK_S = 12.0
 def test_a_locked_index_neither_delays_the_training_nor_counts_in_its_duration(tmp_path: Path) -> None:
     store = tmp_path / "store"
     st = open_store(store, create=True)
-    _ = st.index  # the index file and its schema exist
+    with st.index.transaction():
+        pass  # the index file and its schema exist (reads alone never create them)
     st.close()
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sqlite3, sys, time\n"

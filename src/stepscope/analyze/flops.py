@@ -12,6 +12,7 @@ MFU is None (a CPU's peak depends on its vector units and clocks; give it if you
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -74,7 +75,7 @@ class FlopsSummary:
 
 def peak_for(device_name: str | None, precision: str | None) -> tuple[float, str] | None:
     """Dense peak FLOP/s of one device from PEAK_TABLE, and a label saying which entry; None if unknown."""
-    if not device_name:
+    if not isinstance(device_name, str) or not device_name:  # absent, or a damaged record's non-string
         return None
     prec = precision or "fp32"
     for pattern, peaks in PEAK_TABLE:
@@ -107,7 +108,7 @@ def flops_summary(data: RunData, step_stats: list[StepStats]) -> FlopsSummary | 
     per_rank: list[tuple[float, float | None]] = []  # (flops per step, median step s)
     first: dict[str, Any] | None = None
     for rank, st in zip(data.ranks, step_stats):
-        recs = rank.extra.get("flops", [])
+        recs = [r for r in rank.extra.get("flops", []) if _well_formed(r)]
         if given is None and not recs:
             continue
         flops = float(given) if given is not None else float(recs[-1]["flops"])
@@ -137,6 +138,17 @@ def flops_summary(data: RunData, step_stats: list[StepStats]) -> FlopsSummary | 
         rnn_flops=float(first.get("rnn_flops") or 0) if first and given is None else 0.0,
         uncounted=tuple(str(u) for u in first.get("uncounted", [])) if first and given is None else (),
     )
+
+
+def _well_formed(rec: Any) -> bool:
+    """A FLOP record with the types the collector writes (a damaged record line is ignored, not fatal)."""
+    def num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    return (isinstance(rec, dict) and num(rec.get("flops")) and isinstance(rec.get("step", 0), int)
+            and isinstance(rec.get("device_name") or "", str) and isinstance(rec.get("by_dtype") or {}, dict)
+            and num(rec.get("step_wall_ns", 0)) and num(rec.get("rnn_flops") or 0)
+            and isinstance(rec.get("uncounted") or [], list))
 
 
 def counted_steps(rank: RankData) -> tuple[tuple[int, int], ...]:

@@ -102,7 +102,12 @@ def create_run(store: Store, command: list[str], *, name: str | None, params: di
                tags: dict[str, str], options: Options, group: str | None = None,
                index_now: bool = True) -> tuple[Run, Path]:
     """The run's manifest in a new run directory, and (``index_now``) its index row."""
-    _ = store.index  # connect first: an unreachable database leaves no half-written run directory
+    try:
+        _ = store.index  # connect first: an unreachable database leaves no half-written run directory
+    except UserError:
+        if store.db_url.startswith(("postgresql://", "postgres://")):
+            raise
+        # a new SQLite index another process holds locked: the training starts; its row is written later
     run_id, run_dir = store.new_run_dir()
     run_dir = Path(os.path.abspath(run_dir))  # the training may chdir: everything handed on is absolute
     script = next((Path(a).stem for a in command if a.endswith(".py")), Path(command[0]).name)
@@ -129,6 +134,7 @@ class _IndexInBackground:
         self._thread = threading.Thread(target=self._upsert, args=(store, run, run_dir), daemon=True,
                                         name="stepscope-index")
         self._done = threading.Event()
+        self._stop = threading.Event()
         self._thread.start()
         self._notice = threading.Timer(INDEX_NOTICE_S, self._say_waiting)
         self._notice.daemon = True
@@ -136,7 +142,13 @@ class _IndexInBackground:
 
     def _upsert(self, store: Store, run: Run, run_dir: Path) -> None:
         try:
-            index = Index(store.db_url)  # a connection of this thread's own (sqlite3 objects stay in theirs)
+            while True:  # a connection of this thread's own (sqlite3 objects stay in theirs)
+                try:
+                    index = Index(store.db_url, store_key=store.key, groups_dir=store.root / "groups")
+                    break
+                except UserError:  # a new index still locked by another process: retry until the run ends
+                    if self._stop.wait(0.2):
+                        raise
             try:
                 index.upsert_run(run, str(run_dir))
             finally:
@@ -152,6 +164,7 @@ class _IndexInBackground:
                   f"in {self._run_dir}; it is indexed when the lock frees", file=sys.stderr, flush=True)
 
     def wait(self) -> None:
+        self._stop.set()
         self._thread.join()
         self._notice.cancel()
 

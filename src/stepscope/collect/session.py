@@ -30,8 +30,8 @@ _NAN = float("nan")
 
 
 def detect_rank() -> tuple[int, int, int]:
-    """(rank, local_rank, world_size) from torchrun, MPI or Slurm variables, else an initialised mpi4py or
-    torch.distributed."""
+    """(rank, local_rank, world_size) from torchrun, MPI or Slurm variables, else an initialised
+    torch.distributed or an initialised mpi4py of more than one process."""
     env = os.environ
     for r, lr, ws in (("RANK", "LOCAL_RANK", "WORLD_SIZE"),
                       ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
@@ -43,17 +43,19 @@ def detect_rank() -> tuple[int, int, int]:
                 return int(env[r]), int(env.get(lr, env[r])), int(env.get(ws, "1"))
             except ValueError:
                 pass
-    mpi = sys.modules.get("mpi4py.MPI")
-    try:
-        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-            world = mpi.COMM_WORLD
-            return world.Get_rank(), world.Get_rank(), world.Get_size()
-    except Exception:
-        pass
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_rank(), dist.get_world_size()
+    except Exception:
+        pass
+    # mpi4py last: Lightning's environment probe imports it (initialising a singleton MPI world of 1) in
+    # processes whose rank only torch.distributed knows
+    mpi = sys.modules.get("mpi4py.MPI")
+    try:
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
+            world = mpi.COMM_WORLD
+            return world.Get_rank(), world.Get_rank(), world.Get_size()
     except Exception:
         pass
     return 0, 0, 1

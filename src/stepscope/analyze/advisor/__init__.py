@@ -41,8 +41,8 @@ def advise(inp: AdvisorInput, rules: list[type[Rule]] | None = None) -> Advice:
                      "overlap) need one — stepscope run --profile-steps N")
     elif not inp.traces:
         notes.append("no profiled window, and no training step was seen: kernel-level rules need a window of "
-                     "steps (--profile-steps records steps, so mark them first: stepscope.step() or "
-                     "stepscope.steps(loader))")
+                     "steps, and a window is placed by step number, so mark steps first: stepscope.step() or "
+                     "stepscope.steps(loader)")
     return Advice(findings=tuple(found), checked=tuple(r.id for r in chosen), notes=tuple(notes))
 
 
