@@ -280,6 +280,16 @@ class Reindexed:
     groups_restored: int
 
 
+def _store_key(marker: Path) -> str | None:
+    """The store's id from its store.json (None when the file names none)."""
+    try:
+        doc = orjson.loads(marker.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise StoreFormatError(f"{marker}: unreadable ({e}) — is this a stepscope store?") from None
+    doc = check_version(doc, fmt=STORE_FORMAT, current=STORE_VERSION, what=str(marker), migrations={})
+    return doc.get("id") if isinstance(doc.get("id"), str) else None
+
+
 def open_store(root: str | Path | None = None, db: str | None = None, *, create: bool = False) -> Store:
     """Open (and with ``create``, make) a store; a one-line UserError when it cannot be used."""
     path = Path(root) if root else default_root()
@@ -287,19 +297,20 @@ def open_store(root: str | Path | None = None, db: str | None = None, *, create:
     marker = path / "store.json"
     key = None
     if marker.is_file():
-        try:
-            doc = orjson.loads(marker.read_bytes())
-        except (OSError, orjson.JSONDecodeError) as e:
-            raise StoreFormatError(f"{marker}: unreadable ({e}) — is this a stepscope store?") from None
-        doc = check_version(doc, fmt=STORE_FORMAT, current=STORE_VERSION, what=str(marker), migrations={})
-        key = doc.get("id") if isinstance(doc.get("id"), str) else None
+        key = _store_key(marker)
     elif create:
         try:
             (path / "runs").mkdir(parents=True, exist_ok=True)
             tmp = path / f".store.json.{os.getpid()}"
-            key = "store-" + secrets.token_hex(8)
-            tmp.write_bytes(orjson.dumps({"format": STORE_FORMAT, "version": STORE_VERSION, "id": key}))
-            os.replace(tmp, marker)
+            tmp.write_bytes(orjson.dumps({"format": STORE_FORMAT, "version": STORE_VERSION,
+                                          "id": "store-" + secrets.token_hex(8)}))
+            try:
+                os.link(tmp, marker)  # create-if-absent: processes creating the store at once agree on one id
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink(missing_ok=True)
+            key = _store_key(marker)
         except OSError as e:
             raise UserError(f"cannot write the store at {path}: {e.strerror or e} — pass a writable --store "
                             "or set STEPSCOPE_HOME") from None
