@@ -37,9 +37,10 @@ def test_irregular_steps_are_noisy_and_regular_ones_are_not(tmp_path: Path) -> N
     steady = measurement_quality(read_run(_run(tmp_path, "0.01", 40)))
     assert steady.step_cv is not None and steady.step_cv < CV_NOISY
     assert not any("step-time CV" in r for r in steady.reasons)
-    # steps alternating 10 ms and 20 ms: robust CV about 0.5 (MAD of a two-point spread)
+    # steps alternating 10 ms and 20 ms: robust CV about 0.5 on a quiet machine (MAD of a two-point spread);
+    # with both cores busy the sleeps overshoot and 0.29 was seen, still far above the threshold
     jumpy = measurement_quality(read_run(_run(tmp_path, "0.01,0.02", 40)))
-    assert jumpy.noisy and jumpy.step_cv is not None and jumpy.step_cv > 0.3
+    assert jumpy.noisy and jumpy.step_cv is not None and jumpy.step_cv > CV_NOISY
     assert any("step-time CV" in r for r in jumpy.reasons) and jumpy.headline().startswith("these figures are noisy")
 
 

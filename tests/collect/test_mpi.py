@@ -50,12 +50,22 @@ def _rows(rank: Any) -> list[dict[str, Any]]:
     return [{"op": op, **{c: cols[c][i] for c in cols}} for i, op in enumerate(t.column_strings())]
 
 
+def _objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects the ranks printed: mpirun forwards both ranks' output into one stream, where one
+    rank's line may follow the other's without a line break between them."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while (i := text.find("{", i)) >= 0:
+        obj, i = decoder.raw_decode(text, i)
+        out.append(obj)
+    return out
+
+
 def test_mpi_calls_bytes_peers_tags(tmp_path: Path) -> None:
     """Every call of tests/scripts/exarl_calls.py, on both ranks, with its exact size, peer and tag; the user's
     results unchanged by the timing."""
     store = tmp_path / "store"
     proc = _mpirun(store, 2, SCRIPTS / "exarl_calls.py")
-    seen = {d["rank"]: d["seen"] for d in map(json.loads, proc.stdout.splitlines())}
+    seen = {d["rank"]: d["seen"] for d in _objects(proc.stdout)}
     for rank, other in ((0, 1), (1, 0)):
         for s in seen[rank]:  # what the user's code received is what MPI sent, timing or not
             assert s["rbuf"] == list(range(other, other + 6)) and s["got"] == [None, ["x", other]]
