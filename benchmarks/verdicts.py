@@ -166,6 +166,7 @@ STUDIES: dict[str, tuple[str, Any]] = {
     "aa3": ("A/A, bench --ab --repeat 3", lambda s, n: ab(s, n, 3, 0.0)),
     "ab10": ("+10%, bench --ab --repeat 3", lambda s, n: ab(s, n, 3, 10.0)),
     "ab5": ("+5%, bench --ab --repeat 5", lambda s, n: ab(s, n, 5, 5.0)),
+    "ab10r5": ("+10%, bench --ab --repeat 5", lambda s, n: ab(s, n, 5, 10.0)),
     "check": ("check: 10 commits A/A at 3 repeats; 5% step at commit 6 with 5 repeats", check_study),
 }
 
