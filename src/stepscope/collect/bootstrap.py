@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from stepscope.collect.options import ENV_DISABLE, ENV_RUN_DIR, ENV_RUN_ID, Options
+from stepscope.collect.postimport import after_import
 from stepscope.collect.session import Session, current, set_current
 
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.distributed.elastic")
@@ -47,10 +44,7 @@ def attach(session: Session) -> None:
     from stepscope.collect.mpiboot import attach_mpi
 
     attach_mpi(session)  # mpi4py's calls are timed once it is imported (collect/mpi.py)
-    if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
-        _install(session)
-    else:
-        sys.meta_path.insert(0, TorchImportWatcher(session))
+    after_import("torch", lambda: _install(session))
     from stepscope.collect.keras_boot import watch_frameworks
 
     watch_frameworks(session)
@@ -61,36 +55,7 @@ def _install(session: Session) -> None:
 
     if current() is session and not getattr(session, "_hooks_installed", False):
         session._hooks_installed = True  # type: ignore[attr-defined]
-        install_torch_hooks(session)
-
-
-class TorchImportWatcher(importlib.abc.MetaPathFinder):
-    """Wraps the loader of the top-level ``torch`` package: hooks go in after its body has run
-    (importing torch.optim from inside torch's own import would crash it)."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
-        if fullname != "torch":
-            return None
         try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        session = self.session
-
-        def exec_module(module: ModuleType) -> None:
-            orig_exec(module)
-            try:
-                _install(session)
-            except Exception as e:
-                session.warn_once("install", f"could not install the torch hooks ({e})")
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
+            install_torch_hooks(session)
+        except Exception as e:
+            session.warn_once("install", f"could not install the torch hooks ({e})")

@@ -4,28 +4,17 @@ pays nothing: two finders on ``sys.meta_path`` that only compare a module name).
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
-from collections.abc import Callable, Sequence
-from types import ModuleType
-from typing import Any
+from collections.abc import Callable
+from functools import partial
 
+from stepscope.collect.postimport import after_import
 from stepscope.collect.session import Session, current
 
 
 def watch_frameworks(session: Session) -> None:
     """Install the TensorFlow and Keras hooks now where the package is loaded, else right after its import."""
     for name, install in (("tensorflow", _install_tensorflow), ("keras", _install_keras), ("jax", _install_jax)):
-        if name in sys.modules and not _importing(sys.modules[name]):
-            _guarded(session, name, install)
-        else:
-            sys.meta_path.insert(0, PostImportWatcher(session, name, install))
-
-
-def _importing(module: ModuleType) -> bool:
-    spec = getattr(module, "__spec__", None)
-    return bool(getattr(spec, "_initializing", False))
+        after_import(name, partial(_guarded, session, name, install))
 
 
 def _install_tensorflow(session: Session) -> None:
@@ -62,33 +51,3 @@ def _guarded(session: Session, name: str, install: Callable[[Session], None]) ->
         install(session)
     except Exception as e:
         session.warn_once(f"install:{name}", f"could not install the {name} hooks ({e})")
-
-
-class PostImportWatcher(importlib.abc.MetaPathFinder):
-    """Wraps the loader of one top-level package: ``install`` runs once its body has run."""
-
-    def __init__(self, session: Session, name: str, install: Callable[[Session], None]) -> None:
-        self.session = session
-        self.name = name
-        self.install = install
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
-        if fullname != self.name:
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module
-        session, name, install = self.session, self.name, self.install
-
-        def exec_module(module: ModuleType) -> None:
-            orig_exec(module)
-            _guarded(session, name, install)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
