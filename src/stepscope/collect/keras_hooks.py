@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
 from stepscope.collect.session import Session, StepState
 from stepscope.model.tables import Phase
 
@@ -36,7 +37,6 @@ FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 prove that a failing hook never breaks training (as ``optimizer`` does for the torch hook)."""
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
-_UNDO: list[Callable[[], None]] = []
 NOT_MEASURED: Any = float("nan")
 """A step's data wait where the batch was fetched out of sight (the session writes it as is)."""
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -61,14 +61,6 @@ def install_keras_hooks(session: Session) -> None:
             install(session)
         except Exception as e:
             session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
-
-
-def remove_all() -> None:
-    while _UNDO:
-        try:
-            _UNDO.pop()()
-        except Exception:
-            pass
 
 
 def _patch(cls: Any, name: str, make: Callable[[Any], Any]) -> None:

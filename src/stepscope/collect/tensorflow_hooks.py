@@ -18,13 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.batch import batch_size
+from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
 from stepscope.collect.session import Session
 
 STEP_SOURCE = "keras_optimizer"
 MIN_MINOR = 16
 """TensorFlow 2.16 and later (Keras 3 by default); older versions are tried, with a warning."""
 _perf = time.perf_counter_ns
-_UNDO: list[Callable[[], None]] = []
 _calls = threading.local()
 """Per thread: the stack of ``tf.function`` objects being called."""
 
@@ -42,14 +42,6 @@ def install_tensorflow_hooks(session: Session) -> None:
             install(session)
         except Exception as e:
             session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
-
-
-def remove_all() -> None:
-    while _UNDO:
-        try:
-            _UNDO.pop()()
-        except Exception:
-            pass
 
 
 # -- tf.data ------------------------------------------------------------------------------------------
