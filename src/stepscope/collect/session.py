@@ -474,23 +474,13 @@ class SignalGuard:
     def uninstall(self) -> None:
         """Main thread only: default dispositions back, the wakeup pipe and its thread gone."""
         global _GUARD
-        for sig in self.installed:
-            try:
-                if signal.getsignal(sig) == self._handler:
-                    signal.signal(sig, signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
+        self._restore_defaults()
         self.installed = []
         if _GUARD is self:
             _GUARD = None
         if self._wfd < 0:
             return
-        try:
-            current = signal.set_wakeup_fd(-1)
-            if current != self._wfd:
-                signal.set_wakeup_fd(current)
-        except (ValueError, OSError):
-            pass
+        self._drop_wakeup_fd()
         self._stopping = True
         try:
             os.write(self._wfd, b"\0")
@@ -499,6 +489,24 @@ class SignalGuard:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
         self._close_pipe()
+
+    def _restore_defaults(self) -> None:
+        """Default dispositions back for the signals whose handler is still ours (a user's is left alone)."""
+        for sig in self.installed:
+            try:
+                if signal.getsignal(sig) == self._handler:
+                    signal.signal(sig, signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
+
+    def _drop_wakeup_fd(self) -> None:
+        """Stop writing signals to our pipe, unless someone else's wakeup fd replaced it since."""
+        try:
+            current = signal.set_wakeup_fd(-1)
+            if current != self._wfd:
+                signal.set_wakeup_fd(current)
+        except (ValueError, OSError):
+            pass
 
     def _close_pipe(self) -> None:
         for fd in (self._rfd, self._wfd):
@@ -574,19 +582,9 @@ class SignalGuard:
 
     def after_fork_in_child(self) -> None:
         global _GUARD
-        for sig in self.installed:
-            try:
-                if signal.getsignal(sig) == self._handler:
-                    signal.signal(sig, signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
+        self._restore_defaults()
         if self._wfd >= 0:
-            try:
-                current = signal.set_wakeup_fd(-1)
-                if current != self._wfd:
-                    signal.set_wakeup_fd(current)
-            except (ValueError, OSError):
-                pass
+            self._drop_wakeup_fd()
         self._close_pipe()
         self.installed = []
         _GUARD = None
