@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q -c constraints.txt $(PIP_ARGS)
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
-TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi,tensorflow,jax
+TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi,tensorflow,jax,pandas,dask
 PYTEST_ARGS ?= -n 2 -q
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
