@@ -12,7 +12,8 @@ ALLOWED = {
     "traces": {"model", "errors"},
     "collect": {"model", "store", "errors"},
     "analyze": {"model", "traces", "errors"},
-    "report": {"model", "analyze", "traces", "errors"},  # traces: record types (component rules) only
+    "report": {"model", "analyze", "traces", "errors", "app"},  # traces: record types only; app: RunAnalysis
+    "app": {"model", "store", "traces", "analyze", "errors"},
 }
 
 

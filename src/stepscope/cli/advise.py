@@ -23,13 +23,10 @@ class AdviseCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.advisor import advise
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.runinputs import advisor_input, load_traces
+        from stepscope.app import RunAnalysis
 
-        data = store_from(args).load(args.run)
-        summary = summarize_run(data, warmup=args.warmup_steps)
-        advice = advise(advisor_input(summary, load_traces(data)))
+        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
+        data, advice = ra.data, ra.advice
         if args.json:
             print_json({"run": data.run.id, **advice.to_dict()})
             return 0

@@ -172,7 +172,7 @@ def _load_one(args: argparse.Namespace, ref: str) -> RunData:
 def side_of_run(data: RunData, *, warmup: int | None = None) -> Any:
     """A DiffSide of a stored run, with its profiled window analysed when it has one."""
     from stepscope.analyze.diff import DiffSide
-    from stepscope.cli.runinputs import expected_traces
+    from stepscope.app.runtraces import expected_traces
 
     paths = (Path(data.path) / rel for _, rel in sorted(expected_traces(data).items()))
     files = [p for p in paths if p.is_file()]

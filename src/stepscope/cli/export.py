@@ -38,7 +38,7 @@ class ExportCommand:
         store = store_from(args)
         data = store.load(args.run)
         if args.format == "perfetto":
-            from stepscope.cli.runinputs import load_traces
+            from stepscope.app.runtraces import load_traces
             from stepscope.report.export.perfetto import write_perfetto
 
             traces = load_traces(data)

@@ -174,15 +174,9 @@ def step_pairs(histories: Any, limit: int = 20) -> list[tuple[str, str]]:
 def render_report(store: Store, run_id: str) -> str | None:
     """A run's full HTML report (the `stepscope report` renderer), or None when it cannot be rendered."""
     try:
-        from stepscope.analyze.advisor import advise
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.runinputs import advisor_input, load_traces
+        from stepscope.app import RunAnalysis
         from stepscope.report.html.run_report import render_run_report
 
-        data = store.load(run_id)
-        summary = summarize_run(data)
-        traces = load_traces(data)
-        return render_run_report(data, summary, advise(advisor_input(summary, traces)), traces.tables,
-                                 traces.problems)
+        return render_run_report(RunAnalysis.from_store(store, run_id))
     except Exception:  # a damaged or synthetic run dir: the dashboard links to its index page instead
         return None

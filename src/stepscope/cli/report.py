@@ -24,16 +24,12 @@ class ReportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.advisor import advise
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.runinputs import advisor_input, load_traces
+        from stepscope.app import RunAnalysis
         from stepscope.report.html.run_report import render_run_report
 
-        data = store_from(args).load(args.run)
-        summary = summarize_run(data, warmup=args.warmup_steps)
-        traces = load_traces(data)
-        advice = advise(advisor_input(summary, traces))
-        html = render_run_report(data, summary, advice, traces.tables, traces.problems)
+        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
+        data = ra.data
+        html = render_run_report(ra)
         out = Path(args.output) if args.output else Path(data.path) / "artifacts" / "report.html"
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,23 +25,17 @@ class ShowCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.summary import summarize_run
+        from stepscope.app import RunAnalysis
 
-        store = store_from(args)
-        data = store.load(args.run)
-        summary = summarize_run(data, warmup=args.warmup_steps)
+        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
+        data, summary = ra.data, ra.summary
         view = chosen_view(args)
         if view is not None:
             return int(view(data, summary, args))
         if args.json:
             print_json(summary.to_dict())
             return 0
-        from stepscope.analyze.advisor import advise
-        from stepscope.analyze.quality import measurement_quality
-        from stepscope.cli.runinputs import advisor_input, load_traces
         from stepscope.report.terminal import console, full_report
 
-        advice = advise(advisor_input(summary, load_traces(data)))
-        quality = measurement_quality(data, warmup=summary.headline.warmup_steps)
-        console(width=args.width).print(full_report(summary, advice, quality=quality))
+        console(width=args.width).print(full_report(summary, ra.advice, quality=ra.quality))
         return 0

@@ -158,17 +158,12 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _report_html(data: RunData) -> str | None:
     try:
-        from stepscope.analyze.advisor import advise
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.runinputs import advisor_input, load_traces
+        from stepscope.app import RunAnalysis
         from stepscope.report.html.run_report import render_run_report
     except ImportError:
         return None
     try:
-        summary = summarize_run(data)
-        traces = load_traces(data)
-        return render_run_report(data, summary, advise(advisor_input(summary, traces)), traces.tables,
-                                 traces.problems)
+        return render_run_report(RunAnalysis(data))
     except Exception:
         return None
 

@@ -14,7 +14,7 @@ from stepscope.analyze.advisor.parallel import ACCUMULATION, CommNotOverlapped
 from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import PhaseShare
 from stepscope.analyze.summary import RankSummary, RunSummary, summarize_run
-from stepscope.cli.runinputs import advisor_input, load_traces
+from stepscope.app.runtraces import advisor_input, load_traces
 from tests.conftest import PY, SCRIPTS, load
 from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 

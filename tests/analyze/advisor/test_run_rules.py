@@ -10,7 +10,7 @@ import pytest
 from stepscope.analyze.advisor import advise
 from stepscope.analyze.advisor.host import CpuOversubscription, InputBound, LongFirstSteps
 from stepscope.analyze.summary import summarize_run
-from stepscope.cli.runinputs import advisor_input, load_traces
+from stepscope.app.runtraces import advisor_input, load_traces
 from tests.conftest import load
 
 pytestmark = pytest.mark.slow

@@ -7,9 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from stepscope.analyze.advisor import advise
-from stepscope.analyze.summary import summarize_run
-from stepscope.cli.runinputs import advisor_input, load_traces
+from stepscope.app import RunAnalysis
 from stepscope.report import format as f
 from stepscope.report.html.run_report import render_run_report
 from tests.conftest import load
@@ -19,11 +17,8 @@ SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model",
 
 
 def _render(store: Path) -> tuple[str, object]:
-    data = load(store)
-    summary = summarize_run(data)
-    traces = load_traces(data)
-    return render_run_report(data, summary, advise(advisor_input(summary, traces)), traces.tables,
-                             traces.problems), summary
+    ra = RunAnalysis(load(store))
+    return render_run_report(ra), ra.summary
 
 
 def test_sections_numbers_and_escaping(profiled_store: Path) -> None:

@@ -13,7 +13,7 @@ from stepscope.model.tables import RunData
 
 def run_trace_files(data: RunData) -> list[Path]:
     """The run's trace artifacts that exist; a one-line error when it has none (or they were deleted)."""
-    from stepscope.cli.runinputs import expected_traces
+    from stepscope.app.runtraces import expected_traces
 
     expected = expected_traces(data)
     files = [Path(data.path) / rel for _, rel in sorted(expected.items()) if (Path(data.path) / rel).is_file()]

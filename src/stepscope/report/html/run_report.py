@@ -4,15 +4,14 @@ records; every number is computed in analyze/ (per-step series are only read off
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 
 from stepscope.analyze.advisor import Advice, Finding
 from stepscope.analyze.summary import RankSummary, RunSummary
-from stepscope.model.events import EventTable
-from stepscope.model.tables import RankData, RunData, StepTable
+from stepscope.app import RunAnalysis
+from stepscope.model.tables import RankData, StepTable
 from stepscope.report import format as f
 from stepscope.report.html.page import Section, heading, kv_table, notice, paragraph, render_page, tiles
 from stepscope.report.html.plots import Band, Series, line_chart
@@ -38,13 +37,12 @@ STATUS_TEXT = {
 }
 
 
-def render_run_report(data: RunData, summary: RunSummary, advice: Advice,
-                      traces: Mapping[int, EventTable] | None = None, trace_problems: Sequence[str] = ()) -> str:
-    """The whole report as one self-contained HTML string (the measurement-quality verdict first)."""
-    from stepscope.analyze.quality import measurement_quality
-
+def render_run_report(ra: RunAnalysis) -> str:
+    """The whole report of one run analysis as one self-contained HTML string (the measurement-quality
+    verdict first)."""
+    data, summary, advice, quality = ra.data, ra.summary, ra.advice, ra.quality
+    traces, trace_problems = ra.traces.tables, ra.traces.problems
     run = summary.run
-    quality = measurement_quality(data, warmup=summary.headline.warmup_steps)
     r0 = data.ranks[0] if data.ranks else None
     s0 = summary.ranks[0] if summary.ranks else None
     sections = [

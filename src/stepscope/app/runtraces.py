@@ -1,5 +1,5 @@
-"""The file reading behind the advisor and the report (analyze/ stays pure): a run's trace artifacts
-parsed into EventTables, and the advisor's input bundle. Problems with traces are named, never fatal."""
+"""The file reading behind a run's analysis (analyze/ stays pure): a run's trace artifacts parsed into
+EventTables by rank, and the advisor's input bundle. Problems with traces are named, never fatal."""
 
 from __future__ import annotations
 
