@@ -15,6 +15,8 @@ import gzip
 import io
 import re
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +57,40 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
     builder = ChunkColumns()
+    with _reading(p) as stream:
+        splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))
+        for events in splitter.chunks(typed.loads):
+            builder.add(events)
+            del events
+        header = header_object(splitter, orjson.loads)
+    meta = _meta(p, header, rank, builder)
+    try:
+        return builder.finish(meta)
+    except ValueError as exc:
+        raise TraceError(f"{p}: {exc}") from None
+
+
+def read_raw_events(path: str | Path) -> list[dict[str, Any]]:
+    """Every event of a trace file as the JSON objects it holds (all fields and args kept), for exports
+    that must stay faithful to the source; the analyses read :func:`read_trace`'s columns instead."""
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
+    out: list[dict[str, Any]] = []
+    with _reading(p) as stream:
+        for events in TraceEventSplitter(stream).chunks(orjson.loads):
+            out.extend(e for e in events if isinstance(e, dict))
+    return out
+
+
+@contextmanager
+def _reading(p: Path) -> Iterator[io.BufferedIOBase]:
+    """The open trace file, with every way reading it can fail turned into one TraceError line."""
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cycle collector only costs time here
     try:
         with _open(p) as stream:
-            splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))
-            for events in splitter.chunks(typed.loads):
-                builder.add(events)
-                del events
-            header = header_object(splitter, orjson.loads)
+            yield stream
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise TraceError(f"{p}: truncated or corrupt gzip ({exc}) — re-copy or re-record the trace") from None
     except orjson.JSONDecodeError as exc:
@@ -75,11 +102,6 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     finally:
         if gc_was_enabled:
             gc.enable()
-    meta = _meta(p, header, rank, builder)
-    try:
-        return builder.finish(meta)
-    except ValueError as exc:
-        raise TraceError(f"{p}: {exc}") from None
 
 
 def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkColumns) -> TraceMeta:

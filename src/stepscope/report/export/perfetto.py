@@ -3,8 +3,9 @@
 Layout: one process per rank (pid = rank, named ``rank R (host, pid P)``) with threads ``steps`` (one slice
 per step, phases in args), ``regions`` (nested slices), ``communication``; system metrics and user metrics as
 counter tracks of that process; the profiled window (Kineto trace) as a second process per rank
-(pid = 100000 + rank, ``rank R profiled window``) with one thread per GPU stream and one per host thread,
-shifted onto the run's clock. Timestamps are µs since the run's start (wall clock).
+(pid = 100000 + rank, ``rank R profiled window``): the source trace's events as recorded (args and flow
+events kept), its processes/threads as lanes, shifted onto the run's clock. Steps that the profiler
+profiled carry its own name too (``step 5 · ProfilerStep#4``). Timestamps are µs since the run's start (wall clock).
 
 Size is bounded for long runs: at most ``MAX_SLICES`` step/region/comm slices and ``MAX_COUNTER_POINTS``
 points per counter per rank (every k-th kept), and at most ``MAX_TRACE_EVENTS`` window events per rank
@@ -14,7 +15,7 @@ points per counter per rank (every k-th kept), and at most ``MAX_TRACE_EVENTS`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ def _comm_args(tab: Any, i: int) -> dict[str, Any]:
     return args
 
 
-def _rank_events(r: RankData, t0: int, thinned: dict[str, Any]) -> list[dict[str, Any]]:
+def _rank_events(r: RankData, t0: int, thinned: dict[str, Any], prof_steps: Mapping[int, str]) -> list[dict[str, Any]]:
     pid = r.stream.rank
     ev: list[dict[str, Any]] = [
         {"ph": "M", "pid": pid, "name": "process_name",
@@ -91,11 +92,16 @@ def _rank_events(r: RankData, t0: int, thinned: dict[str, Any]) -> list[dict[str
     k = _stride(len(st), MAX_SLICES)
     thinned[f"rank{pid}.steps"] = {"total": len(st), "kept": len(range(0, len(st), k)), "every": k}
     for i in range(0, len(st), k):
-        args = {f"{p}_ms": round(float(st[f"{p}_ns"][i]) / 1e6, 4) for p in PHASES if np.isfinite(st[f"{p}_ns"][i])}
+        args: dict[str, Any] = {f"{p}_ms": round(float(st[f"{p}_ns"][i]) / 1e6, 4)
+                                for p in PHASES if np.isfinite(st[f"{p}_ns"][i])}
         if np.isfinite(st["samples"][i]):
             args["samples"] = float(st["samples"][i])
-        ev.append({"ph": "X", "pid": pid, "tid": TID_STEPS, "cat": "step",
-                   "name": f"{'validation ' if st['phase'][i] == 1 else ''}step {int(st['index'][i])}",
+        index = int(st["index"][i])
+        name = f"{'validation ' if st['phase'][i] == 1 else ''}step {index}"
+        if index in prof_steps:  # the profiler numbers its steps its own way: show both names
+            args["profiler_step"] = prof_steps[index]
+            name += f" · {prof_steps[index]}"
+        ev.append({"ph": "X", "pid": pid, "tid": TID_STEPS, "cat": "step", "name": name,
                    "ts": _us(st["start_ns"][i] - t0), "dur": _us(st["end_ns"][i] - st["start_ns"][i]), "args": args})
     for label, tab, tid, key in (("regions", r.regions, TID_REGIONS, "path"), ("comm", r.comm, TID_COMM, "op")):
         k = _stride(len(tab), MAX_SLICES)
@@ -125,44 +131,88 @@ def _rank_events(r: RankData, t0: int, thinned: dict[str, Any]) -> list[dict[str
     return ev
 
 
-def _window_events(table: EventTable, r: RankData, t0: int, thinned: dict[str, Any],
-                   clocks: dict[str, str]) -> list[dict[str, Any]]:
+_FLOW_PHASES = frozenset({"s", "t", "f"})
+_SLICE_PHASES = frozenset({"X", "i", "I", "b", "e", "n"})
+
+
+def _window_events(table: EventTable, source: Sequence[Mapping[str, Any]], r: RankData, t0: int,
+                   thinned: dict[str, Any], clocks: dict[str, str]) -> list[dict[str, Any]]:
+    """The profiled window as its source trace holds it: every slice with its args (grid, block, registers,
+    occupancy, correlation, External id, ...) and every flow event, moved onto the run's clock, with the
+    source's processes and threads as lanes of one process per rank."""
     rank = r.stream.rank
     pid = WINDOW_PID + rank
     shift, how = align_window(table, r)
     clocks[f"rank{rank}"] = how
-    keep = np.arange(len(table))
-    if len(table) > MAX_TRACE_EVENTS:
-        keep = np.sort(np.argsort(-table["dur_ns"], kind="stable")[:MAX_TRACE_EVENTS])
-    thinned[f"rank{rank}.window"] = {"total": len(table), "kept": len(keep), "rule": "longest events kept"}
+    shift_us = (shift - t0) / 1e3
+    slices = [e for e in source if e.get("ph") in _SLICE_PHASES]
+    flows = [e for e in source if e.get("ph") in _FLOW_PHASES]
+    if len(slices) > MAX_TRACE_EVENTS:
+        durs = [d if isinstance(d := e.get("dur"), int | float) else 0 for e in slices]
+        order = np.argsort(-np.asarray(durs, dtype=np.float64), kind="stable")[:MAX_TRACE_EVENTS]
+        slices = [slices[i] for i in np.sort(order).tolist()]
+    thinned[f"rank{rank}.window"] = {"total": len(table), "kept": len(slices), "rule": "longest events kept",
+                                     "flows": len(flows)}
+    names = _thread_names(source)
     ev: list[dict[str, Any]] = [
         {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": f"rank {rank} profiled window"}},
         {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}]
-    kinds, streams, tids = table["kind"], table["stream"], table["tid"]
-    lanes: dict[tuple[str, int], int] = {}
-    for i in keep.tolist():
-        gpu = kinds[i] in (EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET, EventKind.GPU_USER_ANNOTATION)
-        lane = ("stream", int(streams[i])) if gpu else ("thread", int(tids[i]))
+    lanes: dict[tuple[Any, Any], int] = {}
+    for e in (*slices, *flows):
+        lane = (e.get("pid"), e.get("tid"))
         if lane not in lanes:
             lanes[lane] = len(lanes) + 1
-            label = f"GPU stream {lane[1]}" if gpu else f"host thread {lane[1]}"
-            ev.append(_meta(pid, label, lanes[lane]))
-        ev.append({"ph": "X", "pid": pid, "tid": lanes[lane], "cat": EventKind(int(kinds[i])).name.lower(),
-                   "name": table.names[table["name"][i]], "ts": _us(table["ts_ns"][i] + shift - t0),
-                   "dur": _us(table["dur_ns"][i])})
+            ev.append(_meta(pid, names.get(lane) or f"{lane[0]} / {lane[1]}", lanes[lane]))
+        out = {k: v for k, v in e.items() if k not in ("pid", "tid", "ts")}
+        ts = e.get("ts")
+        out.update(pid=pid, tid=lanes[lane], ts=round(float(ts) + shift_us, 3) if isinstance(ts, int | float) else ts)
+        ev.append(out)
     return ev
 
 
-def perfetto_trace(data: RunData, windows: Mapping[int, EventTable] | None = None) -> dict[str, Any]:
-    """The trace document (a dict ready for JSON)."""
+def _thread_names(source: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, Any], str]:
+    """Lane labels from the source's own process/thread names ("python 1234 / thread 5", "GPU 0 / stream 7")."""
+    procs: dict[Any, str] = {}
+    threads: dict[tuple[Any, Any], str] = {}
+    for e in source:
+        if e.get("ph") != "M" or not isinstance(e.get("args"), dict):
+            continue
+        label = e["args"].get("name")
+        if not isinstance(label, str):
+            continue
+        if e.get("name") == "process_name":
+            procs[e.get("pid")] = label
+        elif e.get("name") == "thread_name":
+            threads[(e.get("pid"), e.get("tid"))] = label
+    return {k: f"{procs.get(k[0], k[0])} / {v}" for k, v in threads.items()}
+
+
+def profiler_steps(table: EventTable, r: RankData) -> dict[int, str]:
+    """The profiler's own step names (``ProfilerStep#k``) by the stepscope step they profiled."""
+    recs = r.extra.get("profile_window", [])
+    offset = int(recs[0].get("profiler_step_offset", 0)) if recs else 0
+    ann = table["name"][table["kind"] == EventKind.USER_ANNOTATION]
+    out: dict[int, str] = {}
+    for code in np.unique(ann).tolist():
+        name = table.names[code]
+        if name.startswith("ProfilerStep#") and name[13:].isdigit():
+            out[int(name[13:]) + offset] = name
+    return out
+
+
+def perfetto_trace(data: RunData, windows: Mapping[int, EventTable] | None = None,
+                   sources: Mapping[int, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+    """The trace document (a dict ready for JSON). `windows`: each rank's parsed profiled window (for clock
+    alignment and step names); `sources`: the same window's raw events (read_raw_events), exported as they are."""
     t0 = int(data.run.start_ns)
     thinned: dict[str, Any] = {}
     clocks: dict[str, str] = {}
     events: list[dict[str, Any]] = []
     for r in data.ranks:
-        events += _rank_events(r, t0, thinned)
-        if windows and r.stream.rank in windows:
-            events += _window_events(windows[r.stream.rank], r, t0, thinned, clocks)
+        window = (windows or {}).get(r.stream.rank)
+        events += _rank_events(r, t0, thinned, profiler_steps(window, r) if window is not None else {})
+        if window is not None:
+            events += _window_events(window, (sources or {}).get(r.stream.rank, ()), r, t0, thinned, clocks)
     other = {"stepscope_schema": "stepscope.perfetto/1", "run_id": data.run.id, "run_name": data.run.name,
              "status": data.run.status.value, "time_origin": "run start, Unix epoch ns " + str(t0),
              "downsampling": thinned, "window_clock_alignment": clocks,
@@ -172,8 +222,12 @@ def perfetto_trace(data: RunData, windows: Mapping[int, EventTable] | None = Non
 
 
 def write_perfetto(data: RunData, out: Path, windows: Mapping[int, EventTable] | None = None) -> Path:
-    """Write the trace as one JSON file (``.json.gz`` compresses it)."""
-    doc = perfetto_trace(data, windows)
+    """Write the trace as one JSON file (``.json.gz`` compresses it); each window's events are re-read from
+    its source file so that args and flow events are exported as recorded."""
+    from stepscope.traces.kineto import read_raw_events
+
+    sources = {rank: read_raw_events(t.meta.path) for rank, t in (windows or {}).items()}
+    doc = perfetto_trace(data, windows, sources)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         raw = json.dumps(doc, separators=(",", ":")).encode()
