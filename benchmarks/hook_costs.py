@@ -1,0 +1,105 @@
+"""Per-hook cost of the zero-code hooks, each measured alone, in one process.
+
+Each row times one operation a training step performs (a DataLoader `next`, a model forward, a backward,
+an optimizer step, a step boundary, a region) with stepscope's hooks installed and without, alternating
+the two states round after round; the cost is the difference of the two minima (the minimum of many
+repeats is what survives a busy machine). The sum is the always-on cost of a step of that shape.
+
+Target (issue 20): <= 10 µs per step in total, a region enter/exit <= 0.5 µs.
+
+    python benchmarks/hook_costs.py [--rounds 7] [--number 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+
+def _setup() -> dict[str, Callable[[], Any]]:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    data = TensorDataset(torch.randn(48 * 64, 20), torch.randn(48 * 64, 1))
+    loader = DataLoader(data, batch_size=48)
+    state: dict[str, Any] = {"it": iter(loader)}
+    x = torch.randn(48, 20)
+
+    def fetch() -> Any:
+        try:
+            return next(state["it"])
+        except StopIteration:
+            state["it"] = iter(loader)
+            return next(state["it"])
+
+    def forward() -> Any:
+        return model(x)
+
+    def backward() -> None:
+        model(x).sum().backward()
+
+    def step() -> None:
+        opt.step()
+
+    return {"dataloader next (48-item batch)": fetch, "forward (3-module model)": forward,
+            "forward + backward": backward, "optimizer step (step boundary)": step}
+
+
+def _region_once() -> None:
+    import stepscope
+
+    stepscope.region("x").__enter__().__exit__(None, None, None)
+
+
+def _cost(fn: Callable[[], Any], number: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=3)) / number
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--number", type=int, default=2000)
+    args = p.parse_args()
+    import stepscope
+    from stepscope.collect import hooks
+    from stepscope.collect.session import current
+
+    ops = _setup()
+    bare: dict[str, list[float]] = {k: [] for k in ops}
+    hooked: dict[str, list[float]] = {k: [] for k in ops}
+    region_ns: list[float] = []
+    with tempfile.TemporaryDirectory() as store:
+        os.environ.pop("STEPSCOPE_RUN_DIR", None)
+        for _ in range(args.rounds):
+            for k, fn in ops.items():
+                bare[k].append(_cost(fn, args.number))
+            with stepscope.session(name="hook-costs", store=store):
+                s = current()
+                assert s is not None and hooks.installed() > 0, "hooks were not installed"
+                for _ in range(3):  # the first step finds the model and swaps global hooks for its own
+                    ops["forward + backward"]()
+                    ops["optimizer step (step boundary)"]()
+                for k, fn in ops.items():
+                    hooked[k].append(_cost(fn, args.number))
+                region_ns.append(_cost(_region_once, args.number) * 1e9)
+    print(f"{'operation':<36}{'bare':>10}{'hooked':>10}{'cost':>10}")
+    total = 0.0
+    for k in ops:
+        b, h = min(bare[k]) * 1e6, min(hooked[k]) * 1e6
+        total += max(0.0, h - b)
+        print(f"{k:<36}{b:>8.2f}µs{h:>8.2f}µs{h - b:>8.2f}µs")
+    # forward + backward includes a forward: the step's cost counts it once
+    fwd = max(0.0, (min(hooked["forward (3-module model)"]) - min(bare["forward (3-module model)"])) * 1e6)
+    print(f"\nper step (fetch + forward + backward + optimizer step): {total - fwd:.2f} µs (target <= 10 µs)")
+    print(f"region enter+exit: {min(region_ns):.0f} ns (target <= 500 ns)")
+
+
+if __name__ == "__main__":
+    main()
