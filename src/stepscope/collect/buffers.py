@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns", "forward_ns", "backward_ns",
@@ -15,15 +16,21 @@ COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_si
 
 class Buffers:
     """Lists per column per record kind. Appends are plain list appends (the GIL keeps them whole);
-    ``drain`` swaps every list under a lock so a flush never sees half a row."""
+    ``drain`` swaps every list under a lock so a flush never sees half a row.
 
-    def __init__(self) -> None:
+    Regions, the one record a user can write thousands of times a step, take no lock: ``region_rows`` is a
+    deque (appends and pops are atomic), its rows hold raw perf-counter times, and ``drain`` converts them
+    to wall clock with ``wall_offset_ns`` (the session clock's fixed perf -> epoch offset)."""
+
+    def __init__(self, wall_offset_ns: int = 0) -> None:
         self.lock = threading.Lock()
+        self.wall_offset_ns = wall_offset_ns
+        self.region_rows: deque[tuple[str, int, int, int, int]] = deque()
+        """(path, step, perf start ns, perf end ns, depth)"""
         self._reset()
 
     def _reset(self) -> None:
         self.steps: dict[str, list[Any]] = {c: [] for c in STEP_COLS}
-        self.region_rows: list[tuple[str, int, int, int, int]] = []
         self.metrics: dict[str, list[Any]] = {c: [] for c in METRIC_COLS}
         self.comm: dict[str, list[Any]] = {c: [] for c in COMM_COLS}
         self.samples: list[dict[str, Any]] = []
@@ -34,9 +41,8 @@ class Buffers:
             for c in STEP_COLS:
                 self.steps[c].append(row.get(c))
 
-    def add_region(self, path: str, step: int, start_ns: int, duration_ns: int, depth: int) -> None:
-        with self.lock:  # one append of a tuple: the hot path of region() exit
-            self.region_rows.append((path, step, start_ns, duration_ns, depth))
+    def add_region(self, path: str, step: int, t0_perf: int, t1_perf: int, depth: int) -> None:
+        self.region_rows.append((path, step, t0_perf, t1_perf, depth))
 
     def add_metric(self, name: str, step: int, t_ns: int, value: float) -> None:
         m = self.metrics
@@ -62,12 +68,16 @@ class Buffers:
     def drain(self) -> list[dict[str, Any]]:
         """Everything buffered so far as record lines, leaving the buffers empty."""
         with self.lock:
-            steps, rows, metrics, comm = self.steps, self.region_rows, self.metrics, self.comm
+            steps, metrics, comm = self.steps, self.metrics, self.comm
             samples, other = self.samples, self.other
             self._reset()
+        q = self.region_rows
+        rows = [q.popleft() for _ in range(len(q))]  # rows appended meanwhile wait for the next drain
+        off = self.wall_offset_ns
+        regions: dict[str, list[Any]] = {
+            "path": [r[0] for r in rows], "step": [r[1] for r in rows], "start_ns": [r[2] + off for r in rows],
+            "duration_ns": [r[3] - r[2] for r in rows], "depth": [r[4] for r in rows]}
         out: list[dict[str, Any]] = []
-        regions = {c: list(v) for c, v in zip(REGION_COLS, zip(*rows, strict=True), strict=True)} if rows else {
-            c: [] for c in REGION_COLS}
         for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
             if next(iter(cols.values())):
                 out.append({"kind": kind, "cols": cols})

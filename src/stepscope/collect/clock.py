@@ -19,3 +19,8 @@ class Clock:
 
     def wall(self, perf_ns: int) -> int:
         return self.wall0_ns + (perf_ns - self.perf0_ns)
+
+    @property
+    def offset_ns(self) -> int:
+        """wall(t) - t: what turns a perf-counter time into epoch ns."""
+        return self.wall0_ns - self.perf0_ns

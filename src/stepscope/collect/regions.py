@@ -60,9 +60,10 @@ class region:
             stack.pop()
         s = self._session
         if s is not None and not s.disabled:
-            if s.step.start is None:
-                s.step.start = self._t0
-            s.buffers.add_region(self._path, s.step_index, s.clock.wall(self._t0), t1 - self._t0, len(stack))
+            st = s.step
+            if st.start is None:
+                st.start = self._t0
+            s.buffers.region_rows.append((self._path, s.step_index, self._t0, t1, len(stack)))
 
     def __call__(self, fn: F) -> F:
         name = self.name

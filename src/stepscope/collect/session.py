@@ -100,7 +100,7 @@ class Session:
         self.options = options
         self.role = role or options.role
         self.clock = Clock()
-        self.buffers = Buffers()
+        self.buffers = Buffers(self.clock.offset_ns)
         self.active = False
         self.closed = False
         self.disabled = False
@@ -274,7 +274,7 @@ class Session:
         """A forked child starts as a fresh dormant session of its own: it never writes into the parent's
         stream, and it records only if it trains itself (a multiprocessing training child)."""
         self.pid = os.getpid()
-        self.buffers = Buffers()
+        self.buffers = Buffers(self.clock.offset_ns)
         self.active = False
         self.closed = False
         self._writer = None
@@ -384,7 +384,7 @@ class Session:
                                     self.clock.wall(self.clock.now()), value)
 
     def add_region(self, path: str, t0: int, t1: int, depth: int) -> None:
-        self.buffers.add_region(path, self.step_index, self.clock.wall(t0), t1 - t0, depth)
+        self.buffers.add_region(path, self.step_index, t0, t1, depth)
 
 
 def _why(e: BaseException) -> str:
