@@ -31,7 +31,7 @@ def run_overview(summary: RunSummary, advice: Advice, problems: Sequence[str] = 
     title = f"stepscope run {r.id} — {r.name or '(unnamed)'} ({r.status.value})"
     rows = [("steps (warm-up excluded)", f"{h.steps} ({h.warmup_steps})"),
             ("step time median / p95", f"{duration_ns(h.step_time_median_ns)} / {duration_ns(h.step_time_p95_ns)}"),
-            ("throughput", rate(h.samples_per_s, "samples/s")),
+            ("throughput", rate(h.samples_per_s, "samples")),
             ("data wait", share(h.data_wait_share)),
             ("GPU utilisation", metric_value("gpu_util_pct", h.gpu_util_pct)),
             ("peak RSS", nbytes(h.peak_rss_bytes)),

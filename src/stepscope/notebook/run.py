@@ -25,9 +25,11 @@ class NotebookRun(RunAnalysis, TraceFrames):
 
     @cached_property
     def _run_tables(self) -> dict[str, dict[str, list[Any]]]:
+        """The run's own tables (the trace tables come from ``trace_analyses``)."""
+        from stepscope.report.export.schema import TRACE_TABLES
         from stepscope.report.export.tables import run_tables
 
-        return run_tables(self.data, self.summary)
+        return {k: v for k, v in run_tables(self.data, self.summary).items() if k not in TRACE_TABLES}
 
     def table_names(self) -> list[str]:
         """Every table this run has a ``*_df()`` for (also the names ``df(name)`` takes)."""
