@@ -162,6 +162,10 @@ def test_repr_html_shows_headline_and_top_advice(prof, nb_store: Path) -> None:
     assert advice["findings"][0]["title"] in html
     assert "16 (3)" in html  # steps (warm-up steps)
     assert "<script>" not in html
+    from stepscope.app import RunAnalysis
+    from stepscope.notebook.run import run_repr_html
+
+    assert run_repr_html(RunAnalysis(prof.data)) == html  # the function the lead binds to RunAnalysis
     adf = prof.advice_df()
     assert list(adf["rule_id"]) == [f["rule_id"] for f in advice["findings"]]
 

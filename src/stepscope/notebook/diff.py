@@ -36,7 +36,13 @@ class DiffView:
         return pd.DataFrame(rows, columns=cols)
 
     def _repr_html_(self) -> str:
-        return diff_overview(self.result)
+        return diff_repr_html(self.result)
+
+
+def diff_repr_html(result: RunDiff) -> str:
+    """The inline Jupyter view of a RunDiff (bind it as ``RunDiff._repr_html_``): the sides, the headline
+    verdict, the overview rows and the first findings."""
+    return diff_overview(result)
 
 
 def side(ra: RunAnalysis) -> DiffSide:

@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from stepscope.analyze.advisor import Advice
+from stepscope.analyze.diff import RunDiff
 from stepscope.analyze.summary import RunSummary
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.report.format import duration_ns, metric_value, nbytes, rate, share
@@ -67,7 +68,7 @@ def traces_overview(analyses: Sequence[TraceAnalysis], problems: Sequence[str] =
     return "".join(parts) + "</div>"
 
 
-def diff_overview(result: Any) -> str:
+def diff_overview(result: RunDiff) -> str:
     """A RunDiff's headline rows and its first findings."""
     b, e = result.baseline, result.experiment
     verdict = result.verdict.value if result.verdict is not None else "no verdict"

@@ -97,11 +97,17 @@ class NotebookRun(RunAnalysis, TraceFrames):
         return diff_runs(self, other, **settings)
 
     def _repr_html_(self) -> str:
-        return run_overview(self.summary, self.advice, self.traces.problems)
+        return run_repr_html(self)
 
     def __repr__(self) -> str:
         r = self.data.run
         return f"<NotebookRun {r.id} {r.name!r} {r.status.value}, {len(self.data.ranks)} rank(s)>"
+
+
+def run_repr_html(ra: RunAnalysis) -> str:
+    """The inline Jupyter view of any RunAnalysis (bind it as ``RunAnalysis._repr_html_``): identity, headline
+    numbers, the top advice and the traces' problems."""
+    return run_overview(ra.summary, ra.advice, ra.traces.problems)
 
 
 def load(run: str | Path = "latest", store: str | Path | None = None, *, warmup: int | None = None) -> NotebookRun:

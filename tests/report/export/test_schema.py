@@ -113,3 +113,16 @@ def test_csv_has_the_declared_columns_and_integer_times(profiled_store: Path, pl
 def test_a_table_with_an_undeclared_column_is_a_code_error() -> None:
     with pytest.raises(ValueError, match="undeclared columns"):
         conform("steps", {"rank": [0], "surprise": [1]})
+
+
+def test_samples_keep_every_host_metric_and_add_the_gpus_seen_in_index_order() -> None:
+    from stepscope.report.export.schema import SAMPLE_METRICS, arrow_table, schema_of
+
+    cols = {"rank": [0, 0], "t_ns": [1, 2], "rss_bytes": [1.0, float("nan")], "gpu10_util_pct": [1.0, 2.0],
+            "gpu2_power_w": [3.0, 4.0], "gpu2_util_pct": [5.0, 6.0]}
+    schema = schema_of("samples", cols)
+    assert list(schema) == ["rank", "t_ns", *SAMPLE_METRICS, "gpu2_power_w", "gpu2_util_pct", "gpu10_util_pct"]
+    table = arrow_table("samples", cols)
+    assert table["rss_bytes"].to_pylist() == [1.0, None]  # NaN (not measured) is null, never 0
+    assert table["cpu_energy_j"].type == pa.float64() and table["cpu_energy_j"].null_count == 2
+    assert table["t_ns"].cast(pa.int64()).to_pylist() == [1, 2]
