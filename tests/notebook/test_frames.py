@@ -120,6 +120,9 @@ def test_trace_set_frames_against_trace_analyze_json() -> None:
         assert comps.loc[c["key"], "count"] == c["count"]
     events = ts.events_df(0)
     assert len(events) == doc["events"]
+    table = ts.tables[0]
+    assert list(events["name"]) == [table.names[c] for c in table["name"].tolist()]
+    assert events["shape"].isna().sum() == (table["shape"] == -1).sum()  # -1: not recorded, missing
     assert events["kind"].isin(["kernel", "memcpy", "memset"]).sum() == doc["gpu_events"]
     assert events["kind"].isin(["kernel", "memcpy", "memset"]).sum() == kernels["count"].sum()
     assert ts.overlap_df().empty  # one rank, no communication kernels: no row (absent, not zero)
@@ -160,7 +163,8 @@ def test_repr_html_shows_headline_and_top_advice(prof, nb_store: Path) -> None:
     advice = cli_json("advise", "prof", "--store", str(nb_store), "--json")
     assert advice["findings"], "the run was made input-bound on purpose"
     assert advice["findings"][0]["title"] in html
-    assert "16 (3)" in html  # steps (warm-up steps)
+    head = cli_json("show", "prof", "--store", str(nb_store), "--json")["headline"]
+    assert f"{head['steps']} ({head['warmup_steps']})" in html  # steps (warm-up steps), as `show` counts them
     assert "<script>" not in html
     from stepscope.app import RunAnalysis
     from stepscope.notebook.run import run_repr_html

@@ -130,8 +130,6 @@ class ColumnTable:
 
 
 PANDAS_HINT = "pip install 'stepscope[pandas]'"
-
-
 PANDAS_MISSING = f"DataFrames need pandas, which is not installed — {PANDAS_HINT}"
 
 
