@@ -125,6 +125,15 @@ def test_trace_set_frames_against_trace_analyze_json() -> None:
     assert events["shape"].isna().sum() == (table["shape"] == -1).sum()  # -1: not recorded, missing
     assert events["kind"].isin(["kernel", "memcpy", "memset"]).sum() == doc["gpu_events"]
     assert events["kind"].isin(["kernel", "memcpy", "memset"]).sum() == kernels["count"].sum()
+    util = ts.utilization_df().iloc[0]
+    for k, v in doc["utilization"].items():
+        assert util[k] == pytest.approx(v), k
+    steps = ts.trace_steps_df()
+    assert list(steps["step"]) == [s["step"] for s in doc["steps"]["steps"]]
+    assert list(steps["dur_ns"]) == [s["dur_ns"] for s in doc["steps"]["steps"]]
+    parts = [c for c in steps.columns if c.endswith("_ns") and c not in ("start_ns", "dur_ns")]
+    assert (steps[parts].sum(axis=1) == steps["dur_ns"]).all()  # the breakdown adds up to the step
+    assert steps["kernel_ns"].sum() == doc["steps"]["breakdown_total_ns"]["kernel"]
     assert ts.overlap_df().empty  # one rank, no communication kernels: no row (absent, not zero)
 
 

@@ -26,8 +26,12 @@ def require_pandas() -> Any:
         raise UserError(PANDAS_MISSING) from None
 
 
+INSTANTS = ("start_ns", "end_ns", "ts_ns", "t_ns")
+"""Columns that are instants, not durations (a trace's ``start_ns`` is on the trace's own clock)."""
+
+
 def is_duration(column: str, kind: str) -> bool:
-    return column.endswith("_ns") and kind in ("int64", "float64")
+    return column.endswith("_ns") and column not in INSTANTS and kind in ("int64", "float64")
 
 
 def table_frame(name: str, cols: Columns) -> Any:

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 class TraceFrames:
     """Mixin: ``kernels_df()``, ``components_df()``, ``operators_df()``, ``modules_df()``, ``temporal_df()``,
-    ``idle_df()``, ``overlap_df()`` and ``events_df(rank)``. The class provides ``rank_analyses()`` (rank ->
-    TraceAnalysis) and ``event_tables`` (rank -> EventTable)."""
+    ``idle_df()``, ``overlap_df()``, ``utilization_df()``, ``trace_steps_df()`` and ``events_df(rank)``. The
+    class provides ``rank_analyses()`` (rank -> TraceAnalysis) and ``event_tables`` (rank -> EventTable)."""
 
     def rank_analyses(self) -> dict[int, TraceAnalysis]:
         raise NotImplementedError
@@ -64,6 +64,15 @@ class TraceFrames:
     def overlap_df(self) -> Any:
         """One row per rank with communication kernels: communication hidden under computation, exposed."""
         return self._trace_df("overlap")
+
+    def utilization_df(self) -> Any:
+        """One row per rank with GPU work: utilisation, estimated SM efficiency and achieved occupancy (%)."""
+        return self._trace_df("utilization")
+
+    def trace_steps_df(self) -> Any:
+        """One row per ProfilerStep and rank: start (trace clock), duration and its breakdown by category
+        (kernel, memcpy, memset, communication, runtime, dataloader, cpu, other; they add up to dur_ns)."""
+        return self._trace_df("trace_steps")
 
     def events_df(self, rank: int = 0) -> Any:
         """Every complete event of ``rank``'s trace, names decoded (see frames.events_frame)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stepscope.analyze.trace.steps import CATEGORIES
 from stepscope.model.tables import (
     ColumnTable,
     CommTable,
@@ -83,10 +84,16 @@ TABLE_SCHEMAS: dict[str, Schema] = {
              "other_ns": "int64", "idle_ns": "int64"},
     "overlap": {"rank": "int64", "communication_ns": "int64", "computation_ns": "int64", "overlap_ns": "int64",
                 "exposed_ns": "int64", "overlap_pct": "float64"},
+    "utilization": {"rank": "int64", "window_ns": "int64", "utilization_pct": "float64",
+                    "sm_efficiency_pct": "float64", "achieved_occupancy_pct": "float64",
+                    "covered_kernel_pct": "float64"},
+    "trace_steps": {"rank": "int64", "step": "int64", "start_ns": "int64", "dur_ns": "int64",
+                    **{f"{c}_ns": "int64" for c in CATEGORIES}},
 }
 """Every declared table, by export name. docs/reference.md lists what each column means."""
 
-TRACE_TABLES = ("components", "kernels", "operators", "modules", "temporal", "idle", "overlap")
+TRACE_TABLES = ("components", "kernels", "operators", "modules", "temporal", "idle", "overlap", "utilization",
+                "trace_steps")
 """Tables from the profiled window(s): written with no rows for a run without one."""
 
 
