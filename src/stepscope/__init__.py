@@ -9,10 +9,42 @@ zero-code hooks measure::
             with stepscope.region("forward"):
                 ...
             stepscope.log(loss=loss.item())
+
+and read stored runs and traces in a notebook (docs/api.md)::
+
+    run = stepscope.load("latest")          # a RunAnalysis with DataFrames: run.steps_df(), ...
+    traces = stepscope.load_traces("traces/")
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stepscope.collect.api import log, session, step, steps, watch
 from stepscope.collect.regions import region, timed
 
+if TYPE_CHECKING:
+    from stepscope.notebook import NotebookRun, TraceSet
+
 __version__ = "0.1.0"
-__all__ = ["log", "region", "session", "step", "steps", "timed", "watch"]
+__all__ = ["load", "load_traces", "log", "region", "session", "step", "steps", "timed", "watch"]
+
+
+def load(run: str | Path = "latest", store: str | Path | None = None, *, warmup: int | None = None) -> NotebookRun:
+    """A stored run, analysed on demand, with its tables as DataFrames (stepscope.notebook.NotebookRun).
+
+    ``run``: id, id prefix, name, ``latest`` or ``latest~N`` in ``store`` (default: the CLI's store), or
+    the path of a run directory or of a store. The analysis code is imported here, on first use, so
+    ``import stepscope`` stays light for the processes the zero-code hooks observe."""
+    from stepscope.notebook import load as load_run
+
+    return load_run(run, store, warmup=warmup)
+
+
+def load_traces(*paths: str | Path) -> TraceSet:
+    """Per-rank profiler traces (files, or folders of .json / .json.gz), each read and analysed once
+    (stepscope.notebook.TraceSet)."""
+    from stepscope.notebook import load_traces as load_set
+
+    return load_set(*paths)

@@ -8,7 +8,7 @@ never millions of Python objects. -1 (or NaN for float columns) means "not recor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar
@@ -35,6 +35,9 @@ class EventKind(IntEnum):
     SYNC = 8
     OTHER = 9
 
+
+EVENT_KIND_NAMES: tuple[str, ...] = tuple(k.name.lower() for k in EventKind)
+"""EventKind codes decoded (index = code): "cpu_op", "user_annotation", ..., "other"."""
 
 GPU_WORK_KINDS = (EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET)
 """Kinds that occupy a GPU stream (what HTA calls GPU kernels, cuda_sync excluded)."""
@@ -196,6 +199,11 @@ class EventTable(ColumnTable):
     def _copy_extra(self, new: Any) -> None:
         new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
         new.colls = self.colls
+
+    def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
+        """kind -> its EventKind name (lower case), name/cat/shape -> their strings, coll -> collective name."""
+        return {"kind": ("kind", EVENT_KIND_NAMES), "name": ("name", self.names), "cat": ("cat", self.cats),
+                "shape": ("shape", self.shapes), "coll": ("collective", tuple(c.name for c in self.colls))}
 
     @property
     def end_ns(self) -> Array:

@@ -101,9 +101,74 @@ class ColumnTable:
         names = list(self.cols)
         return [dict(zip(names, row, strict=True)) for row in zip(*(self.cols[n].tolist() for n in names), strict=True)]
 
+    def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
+        """Code columns and what they decode to: code column -> (decoded column name, its strings).
+
+        A code of -1 (or any code outside the strings) decodes to missing. Subclasses with
+        dictionary-encoded or enum columns list them here; :meth:`to_pandas` and :meth:`decoded` read it."""
+        return {}
+
+    def decoded(self, column: str) -> list[str | None]:
+        """One code column decoded, one string (None where not recorded) per row."""
+        _, strings = self.code_dictionaries()[column]
+        return decode_codes(self.cols[column], strings)
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame of the table: one column per declared column, in schema order, with code columns
+        decoded into categoricals (``path_code`` -> ``path``, ``phase`` 0/1 -> "train"/"validation"). Units stay
+        in the column names (``*_ns``: nanoseconds); NaN: not measured. Needs ``pip install 'stepscope[pandas]'``."""
+        pd = import_pandas()
+        dicts = self.code_dictionaries()
+        out: dict[str, Any] = {}
+        for name, arr in self.cols.items():
+            if name in dicts:
+                new, strings = dicts[name]
+                out[new] = categorical(pd, arr, strings)
+            else:
+                out[name] = arr
+        return pd.DataFrame(out, copy=False)
+
+
+PANDAS_HINT = "pip install 'stepscope[pandas]'"
+PANDAS_MISSING = f"DataFrames need pandas, which is not installed — {PANDAS_HINT}"
+
+
+def import_pandas() -> Any:
+    """pandas, or an ImportError whose one line says how to install it (pandas is an optional extra; the
+    notebook API turns this into a UserError)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(PANDAS_MISSING) from None
+    return pd
+
+
+def decode_codes(codes: Array, strings: Sequence[str]) -> list[str | None]:
+    """Codes into their strings; -1 (or a code outside ``strings``) becomes None."""
+    n = len(strings)
+    return [strings[c] if 0 <= c < n else None for c in np.asarray(codes).tolist()]
+
+
+def categorical(pd: Any, codes: Array, strings: Sequence[str]) -> Any:
+    """A pandas Categorical from codes into ``strings`` (duplicates merged; -1 or out of range: missing)."""
+    cats = list(dict.fromkeys(strings))
+    if len(cats) != len(strings):  # a dictionary with repeated strings: remap onto the distinct ones
+        where = {s: i for i, s in enumerate(cats)}
+        remap = np.asarray([where[s] for s in strings], dtype=np.int64)
+    else:
+        remap = np.arange(len(strings), dtype=np.int64)
+    c = np.asarray(codes, dtype=np.int64)
+    valid = (c >= 0) & (c < len(strings))
+    mapped = np.where(valid, remap[np.where(valid, c, 0)] if len(strings) else -1, -1)
+    return pd.Categorical.from_codes(mapped, categories=cats)
+
 
 def _nan() -> float:
     return float("nan")
+
+
+PHASE_NAMES: tuple[str, ...] = tuple(p.name.lower() for p in Phase)
+"""Phase codes decoded: index = code ("train", "validation")."""
 
 
 class StepTable(ColumnTable):
@@ -137,6 +202,9 @@ class StepTable(ColumnTable):
     def duration_ns(self) -> Array:
         return self.cols["end_ns"] - self.cols["start_ns"]
 
+    def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
+        return {"phase": ("phase", PHASE_NAMES)}
+
 
 class _DictTable(ColumnTable):
     """A table with one dictionary-encoded string column: ``<key>_code`` plus ``self.names``."""
@@ -168,6 +236,9 @@ class _DictTable(ColumnTable):
 
     def _copy_extra(self, new: Any) -> None:
         new.names = self.names
+
+    def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
+        return {f"{self.KEY}_code": (self.KEY, self.names)}
 
     def column_strings(self) -> list[str]:
         """The key column decoded, one string per row."""
@@ -256,6 +327,11 @@ class SampleTable:
 
     def __len__(self) -> int:
         return len(self.t_ns)
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame: ``t_ns`` then one float64 column per metric (NaN: absent). Needs pandas."""
+        pd = import_pandas()
+        return pd.DataFrame({"t_ns": self.t_ns, **self.columns}, copy=False)
 
     def gpu_indices(self) -> list[int]:
         out = sorted({int(k[3:].split("_", 1)[0]) for k in self.columns if k.startswith("gpu") and k[3:4].isdigit()})

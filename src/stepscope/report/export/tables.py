@@ -9,6 +9,7 @@ import numpy as np
 from stepscope.analyze.hostprof import stack_table
 from stepscope.analyze.summary import RunSummary
 from stepscope.model.tables import RunData
+from stepscope.report.export.schema import TRACE_TABLES, conform, empty
 
 Columns = dict[str, list[Any]]
 
@@ -22,7 +23,8 @@ def _clean(values: Any) -> list[Any]:
 
 
 def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
-    """Tables: steps, regions (instances), region_stats, samples, metrics, comm, system_stats, ranks.
+    """Tables: steps, regions (instances), region_stats, samples, metrics, comm, system_stats, ranks, each with
+    the columns declared in report/export/schema.py, and the trace tables (schema.TRACE_TABLES) with no rows.
 
     Every per-rank table has a ``rank`` column first; times are ns (Unix epoch for timestamps).
     """
@@ -51,6 +53,8 @@ def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
     out["region_stats"] = _region_stats(summary)
     out["system_stats"] = _system_stats(summary)
     out["ranks"] = _ranks(summary)
+    out = {name: conform(name, cols) for name, cols in out.items()}
+    out.update({name: empty(name) for name in TRACE_TABLES})  # filled by trace_tables() when a window was profiled
     if (stacks := stack_table(data))["rank"]:  # sampled stacks (--sample-stacks), see analyze/hostprof.py
         out["stacks"] = stacks
     return out

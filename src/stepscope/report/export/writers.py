@@ -48,15 +48,18 @@ def write_json(tables: dict[str, Columns], out: Path) -> list[Path]:
 
 
 def write_parquet(tables: dict[str, Columns], out: Path) -> list[Path]:
+    """One file per table, typed by its declared schema (report/export/schema.py): the same schema for
+    every run, timestamps as ``timestamp[ns, tz=UTC]``, unmeasured values null in their declared type."""
     try:
-        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise UserError("Parquet export needs pyarrow — pip install 'stepscope[parquet]'") from None
+    from stepscope.report.export.schema import arrow_table
+
     paths = []
     for name, cols in tables.items():
         p = out / f"{name}.parquet"
-        pq.write_table(pa.table({c: pa.array(v) for c, v in cols.items()}), p)
+        pq.write_table(arrow_table(name, cols), p)
         paths.append(p)
     return paths
 
