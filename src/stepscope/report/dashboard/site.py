@@ -88,13 +88,13 @@ def _asset(name: str) -> str:
 
 CSS = """#ss-tip{position:absolute;display:none;background:#1f2a3c;color:#fff;padding:6px 9px;border-radius:4px;
 font-size:12px;pointer-events:none;max-width:420px;z-index:10}.ss-links{display:flex;flex-wrap:wrap;gap:6px 14px;
-align-items:center}.ss-links select{padding:3px 6px}
+align-items:center}.ss-links select,.ss-filters select{padding:3px 6px;max-width:18em}
 .ss-filters input,.ss-filters select{margin:0 10px 6px 0;padding:4px 6px}
 .ss-btn{margin:0 6px 6px 0;padding:4px 10px;border:1px solid #a0aec0;background:#fff;border-radius:4px;cursor:pointer}
 .ss-btn[aria-pressed=true]{background:#2b6cb0;border-color:#2b6cb0;color:#fff;font-weight:600}
 .ss-toggles span{margin-right:6px;color:#4a5568}.ss-pager button{margin-right:6px}
 .ss-up{color:#c53030;font-weight:600}.ss-down{color:#2f855a;font-weight:600}
-.ss-table-wrap{overflow-x:auto}"""
+.ss-table-wrap{overflow-x:auto}.ss-steps td.mono,.ss-steps td.ss-nowrap{white-space:nowrap;word-break:normal}"""
 
 
 _SLUG_MAX = 100
@@ -302,7 +302,8 @@ def _step_row(site: Site, name: str, s: HistoryStep) -> str:
             f'<td class="text">{esc(when)}</td><td class="text">{esc(name)}</td>'
             f'<td class="text"><a href="{esc(history_file(name, s.metric))}">{esc(axis_title(s.metric))}</a></td>'
             f'<td class="text mono">{esc(s.short)}</td><td class="text">{esc(s.subject or "")}</td>'
-            f'<td class="{"ss-up" if worse else "ss-down"}">{esc(arrow + size)}</td><td class="text">{esc(word)}</td>'
+            f'<td class="ss-nowrap {"ss-up" if worse else "ss-down"}">{esc(arrow + size)}</td>'
+            f'<td class="text ss-nowrap">{esc(word)}</td>'
             f'<td>{c.baseline_n} → {c.candidate_n}</td><td class="text">{diff}</td></tr>')
 
 
@@ -316,7 +317,7 @@ def _steps_table(site: Site, rows: list[tuple[str, HistoryStep]], table_id: str,
     if not rows:
         return f'<p class="ss-note" id="{table_id}-empty">{esc(empty)}</p>'
     body = "".join(_step_row(site, n, s) for n, s in sorted(rows, key=lambda t: -t[1].time_s))
-    return (f'<div class="ss-table-wrap"><table class="ss-table" id="{table_id}"><thead>{STEP_HEAD}</thead>'
+    return (f'<div class="ss-table-wrap"><table class="ss-table ss-steps" id="{table_id}"><thead>{STEP_HEAD}</thead>'
             f'<tbody>{body}</tbody></table></div>')
 
 

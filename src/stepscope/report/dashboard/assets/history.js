@@ -4,7 +4,7 @@
   var D = ssDash, SVGNS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs) { var e = document.createElementNS(SVGNS, tag); for (var k in attrs) e.setAttribute(k, attrs[k]); return e; }
   /* round, distinct tick positions: time ticks at whole minutes / hours / days / months, integer ticks for commit order */
-  var SPANS = [60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 91 * 86400, 365 * 86400];
+  var SPANS = [60, 300, 900, 1800, 3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 3 * 86400, 4 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 61 * 86400, 91 * 86400, 182 * 86400, 365 * 86400];
   function timeTicks(lo, hi, n) {
     var step = SPANS.filter(function (s) { return (hi - lo) / s <= n; })[0] || SPANS[SPANS.length - 1], out = [];
     for (var t = Math.ceil(lo / step) * step; t <= hi; t += step) out.push(t);
