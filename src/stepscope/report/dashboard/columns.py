@@ -31,9 +31,13 @@ def dictionary(values: Sequence[Any]) -> tuple[list[int], list[Any]]:
     return codes, distinct
 
 
-def finite(values: Sequence[float | None]) -> list[float | None]:
-    """Floats with NaN / inf as None (JSON has neither)."""
-    return [v if v is not None and math.isfinite(v) else None for v in values]
+def finite(values: Sequence[float | None], *, digits: int | None = None) -> list[float | None]:
+    """Floats with NaN / inf as None (JSON has neither); with ``digits``, rounded to that many significant
+    digits (a 20-character float costs a page of 10,000 rows 200 kB more than a 6-digit one)."""
+    if digits is None:
+        return [v if v is not None and math.isfinite(v) else None for v in values]
+    fmt = f".{digits}g"
+    return [float(format(v, fmt)) if v is not None and math.isfinite(v) else None for v in values]
 
 
 def table(columns: Mapping[str, Sequence[Any]], *, encoded: Sequence[str] = ()) -> dict[str, Any]:

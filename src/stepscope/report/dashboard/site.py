@@ -198,16 +198,20 @@ def _default_name(site: Site) -> str | None:
 # ------------------------------------------------------------------------------------------------ pages
 
 
+LIST_DIGITS = 6
+"""Significant digits of the runs list's numbers (shown with 3; sorting needs a few more)."""
+
+
 def runs_table(site: Site, *, metrics: bool) -> dict[str, Any]:
     """The runs as one column table (see :mod:`columns`); with ``metrics``, a column per metric name too."""
     rs = site.runs
     cols: dict[str, list[Any]] = {
         "id": [r.id for r in rs], "name": [r.name for r in rs], "status": [r.status for r in rs],
-        "start": [r.start_s for r in rs], "branch": [r.branch for r in rs], "commit": [r.commit for r in rs],
+        "start": [round(r.start_s) for r in rs], "branch": [r.branch for r in rs], "commit": [r.commit for r in rs],
         "dirty": [int(r.dirty) for r in rs], "subject": [r.subject for r in rs], "params": [r.params for r in rs],
         "tags": [r.tags for r in rs], "report": [int(r.has_report) for r in rs],
-        "step": finite([r.metrics.get("step_time_median_s") for r in rs]),
-        "thr": finite([r.metrics.get("samples_per_s") for r in rs])}
+        "step": finite([r.metrics.get("step_time_median_s") for r in rs], digits=LIST_DIGITS),
+        "thr": finite([r.metrics.get("samples_per_s") for r in rs], digits=LIST_DIGITS)}
     encoded = ["name", "status", "branch", "commit", "subject", "params", "tags"]
     if metrics:
         cols |= {"group": [r.group for r in rs], "host": [r.host for r in rs]}
@@ -242,10 +246,13 @@ def history_doc(site: Site, name: str, h: MetricHistory, steps: tuple[HistorySte
     """The history page's data: points as columns, steps with their check."""
     reported = {r.id for r in site.runs if r.has_report}
     pts = h.points
-    cols: dict[str, list[Any]] = {"t": [p.time_s for p in pts], "v": finite([p.median for p in pts]),
-            "lo": finite([p.ci_low for p in pts]), "hi": finite([p.ci_high for p in pts]),
-            "rel": finite([p.relative for p in pts]), "rlo": finite([p.rel_low for p in pts]),
-            "rhi": finite([p.rel_high for p in pts]), "commit": [p.commit for p in pts],
+    def col(values: list[float | None]) -> list[float | None]:
+        return finite(values, digits=LIST_DIGITS)
+
+    cols: dict[str, list[Any]] = {"t": [p.time_s for p in pts], "v": col([p.median for p in pts]),
+            "lo": col([p.ci_low for p in pts]), "hi": col([p.ci_high for p in pts]),
+            "rel": col([p.relative for p in pts]), "rlo": col([p.rel_low for p in pts]),
+            "rhi": col([p.rel_high for p in pts]), "commit": [p.commit for p in pts],
             "subject": [p.subject for p in pts], "dirty": [int(p.dirty) for p in pts],
             "n": [len(p.values) for p in pts], "run": [p.representative_run for p in pts],
             "report": [int(p.representative_run in reported) for p in pts], "interval": [p.interval for p in pts]}

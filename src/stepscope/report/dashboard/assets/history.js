@@ -67,16 +67,21 @@
       var d = "";
       for (var j = 0; j < n; j++) if (!C.dirty[j]) d += (d ? "L" : "M") + X(xs[j]) + "," + Y(yv(j, "v"));
       s.appendChild(svg("path", { d: d, fill: "none", stroke: "#3182ce", "stroke-width": 1.5 }));
-      for (var k = 0; k < n; k++) (function (i) {
-        var cx = X(xs[i]);
-        if (yv(i, "lo") !== null) s.appendChild(svg("line", { x1: cx, x2: cx, y1: Y(yv(i, "lo")), y2: Y(yv(i, "hi")), stroke: "#90cdf4" }));
-        var c = svg("circle", { cx: cx, cy: Y(yv(i, "v")), r: n > 300 ? 2 : 4, fill: C.dirty[i] ? "#fff" : "#3182ce", stroke: "#2b6cb0", "class": "ss-point", "data-run": C.run[i], "data-commit": C.commit[i] || "" });
-        c.style.cursor = "pointer";
-        c.addEventListener("mousemove", function (ev) { showTip(ev, i); });
-        c.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-        c.addEventListener("click", function () { window.location.href = D.runHref(C.run[i], C.report[i], "../"); });
-        s.appendChild(c);
-      })(k);
+      var bars = "";
+      for (var k = 0; k < n; k++) {
+        if (yv(k, "lo") !== null) bars += "M" + X(xs[k]) + "," + Y(yv(k, "lo")) + "V" + Y(yv(k, "hi"));
+      }
+      if (bars) s.appendChild(svg("path", { d: bars, stroke: "#90cdf4", fill: "none", "class": "ss-interval" }));
+      var r = n > 300 ? 2 : 4;
+      for (var i = 0; i < n; i++) {
+        s.appendChild(svg("circle", { cx: X(xs[i]), cy: Y(yv(i, "v")), r: r, fill: C.dirty[i] ? "#fff" : "#3182ce", stroke: "#2b6cb0",
+          "class": "ss-point", "data-i": i, "data-run": C.run[i], "data-commit": C.commit[i] || "", style: "cursor:pointer" }));
+      }
+      /* one listener each for the whole chart (thousands of points) */
+      function point(ev) { var a = ev.target.getAttribute && ev.target.getAttribute("data-i"); return a === null || a === undefined ? -1 : +a; }
+      s.addEventListener("mousemove", function (ev) { var i = point(ev); if (i >= 0) showTip(ev, i); else tip.style.display = "none"; });
+      s.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+      s.addEventListener("click", function (ev) { var i = point(ev); if (i >= 0) window.location.href = D.runHref(C.run[i], C.report[i], "../"); });
       host.appendChild(s);
     }
     function showTip(ev, i) {
