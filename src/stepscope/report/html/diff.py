@@ -197,7 +197,7 @@ def metrics_section(d: RunDiff) -> Section | None:
         return None
     from stepscope.report import format as f
 
-    rows = [{"name": r.name, "kind": r.kind,
+    rows = [{"name": words(r.name) if r.kind == "system" else r.name, "kind": r.kind,
              "b": f.metric_value(r.name, r.baseline_mean) if r.kind == "system" else f.number(r.baseline_mean),
              "e": f.metric_value(r.name, r.experiment_mean) if r.kind == "system" else f.number(r.experiment_mean),
              "pb": f.metric_value(r.name, r.baseline_peak) if r.kind == "system" else f.number(r.baseline_peak),
@@ -217,7 +217,7 @@ CSS = """.ss-findings{margin:.5em 0 1em 1.2em}.ss-findings li{margin:.2em 0}
 #operators-table td.text:first-child,#kernels-table td.text:first-child,#components-table td.text:first-child{
 min-width:16em;max-width:30em;white-space:normal;overflow-wrap:anywhere;word-break:normal;
 font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-#operators-table td.text,#kernels-table td.text{min-width:7em}
+#operators-table td.text,#kernels-table td.text{min-width:7em;word-break:normal;overflow-wrap:anywhere}
 #operators-table,#kernels-table{width:auto;min-width:100%}"""
 
 JS = """(function(){document.querySelectorAll('script.ss-fullnames').forEach(function(s){
