@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from stepscope.analyze.diff import Finding, RunDiff, Verdict
 from stepscope.analyze.diff.series import TrendPair
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report.diff_terminal import HEADLINE_TEXT, VERDICT_TEXT, evidence, pct, signed, value
 from stepscope.report.html import Section, esc, json_for_script, kv_table, notice, paragraph, render_page, tiles
-from stepscope.report.html.charts import Axis, Series, shorten_names, words, xy_chart
+from stepscope.report.html.charts import Axis, Series, auto_window, shorten_names, words, xy_chart
 from stepscope.report.html.tables import Col, table
 
 BASE_COLOR, EXP_COLOR = "#4c78a8", "#e45756"
@@ -85,9 +87,11 @@ def _pair_chart(t: TrendPair, yunit: str = "", plot_id: str | None = None) -> st
     its run has values; only a gap in that run's own data breaks it)."""
     if t.baseline is None and t.experiment is None:
         return None
-    series = [Series(name, s.y, color=color, x=s.x)
-              for name, s, color in (("baseline", t.baseline, BASE_COLOR), ("experiment", t.experiment, EXP_COLOR))
-              if s is not None]
+    sides = [(name, s, color) for name, s, color in (("baseline", t.baseline, BASE_COLOR),
+                                                      ("experiment", t.experiment, EXP_COLOR)) if s is not None]
+    # both runs smoothed alike (or neither), so the two lines compare like with like
+    window = max(auto_window(np.asarray(s.y, dtype=float)) for _, s, _ in sides)
+    series = [Series(name, s.y, color=color, x=s.x, smooth=window) for name, s, color in sides]
     system = t.key.startswith("system.")
     title = words(t.title) if system else t.title
     ylabel = words(t.y_label) if system else t.y_label

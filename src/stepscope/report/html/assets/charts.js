@@ -84,7 +84,7 @@
   function niceStep(raw, integer) {
     if (!(raw > 0)) return 1;
     var p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
-    var step = (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+    var step = (m <= 1.4 ? 1 : m <= 3 ? 2 : m <= 7 ? 5 : 10) * p;
     return integer ? Math.max(1, Math.round(step)) : step;
   }
   function decimals(step) { return Math.max(0, Math.min(6, -Math.floor(Math.log10(step) + 1e-9))); }
