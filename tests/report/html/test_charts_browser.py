@@ -197,3 +197,25 @@ def test_spiky_throughput_is_a_median_line_with_round_human_ticks(browser: Any, 
     assert page.evaluate(OVERLAPS_JS) == []
     _zoom_and_reset(page, "tp")
     assert viewer.errors == [] and viewer.requests == [] and viewer.refused == []
+
+
+def test_scaling_page_log_axes_at_the_world_sizes(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The scaling page's log-log throughput chart: x ticks exactly at the world sizes, log y, the ±1 std
+    band and the ideal lines drawn, tooltips and zoom like every chart."""
+    from tests.cli.test_scaling import _study
+
+    store = tmp_path / "store"
+    _study(store, [(1, 100.0), (2, 100.0), (4, 125.0)])
+    out = tmp_path / "scaling.html"
+    assert main(["scaling", "--store", str(store), "--tag", "study=w", "--html", str(out)]) == 0
+    viewer = Viewer(browser, 1400)
+    page = viewer.open(out)
+    _common_checks(viewer, ("all",))
+    ticks = {c["id"]: c for c in page.evaluate(TICKS_JS)}
+    tp = ticks["plot-throughput-all"]
+    assert tp["x"] == ["1", "2", "4"] and tp["xtitle"] == "ranks (log scale)"
+    assert tp["ytitle"] == "throughput (samples/s, log scale)"
+    n = page.evaluate("() => window.stepscope.charts['plot-throughput-all'].series.length")
+    assert n == 1 + 4 + 2 * 2  # x, four lines, an upper and lower std series for each measured line
+    page.screenshot(path=str(screenshots_dir(tmp_path) / "scaling_1400.png"), full_page=True)
+    assert viewer.errors == [] and viewer.requests == [] and viewer.refused == []

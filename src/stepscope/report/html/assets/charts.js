@@ -114,6 +114,10 @@
     return (text ? text + " " : "") + "(" + sc.title + ")";
   }
 
+  function withLog(title, log) {
+    if (!log) return title;
+    return /\)$/.test(title) ? title.slice(0, -1) + ", log scale)" : title + " (log scale)";
+  }
   function tooltip(html, x, y) {
     if (!tip) { tip = document.createElement("div"); tip.id = "ss-tip"; document.body.appendChild(tip); }
     if (html === null) { tip.style.display = "none"; return; }
@@ -394,9 +398,9 @@
         var e = span("ss-tick ss-tick-y", t.text, {top: (top + py - 7) + "px"});
         e.style.right = (u2.width - left + TICK_LEN + GAP) + "px";
       });
-      span("ss-axis-title ss-axis-x", axisTitle(xa.title, xa.unit, st.scales[0] || scaleFor(xa.unit, 0)) + (xa.log ? " (log scale)" : ""),
+      span("ss-axis-title ss-axis-x", withLog(axisTitle(xa.title, xa.unit, st.scales[0] || scaleFor(xa.unit, 0)), xa.log),
            {left: left + "px", width: pw + "px", top: (top + ph + TICK_LEN + GAP + 16) + "px"});
-      var yt = span("ss-axis-title ss-axis-y", axisTitle(ya.title, ya.unit, st.scales[1] || scaleFor(ya.unit, 0)) + (ya.log ? " (log scale)" : ""), {});
+      var yt = span("ss-axis-title ss-axis-y", withLog(axisTitle(ya.title, ya.unit, st.scales[1] || scaleFor(ya.unit, 0)), ya.log), {});
       yt.style.width = ph + "px";
       yt.style.left = (2 + TITLE_H / 2 - ph / 2) + "px";
       yt.style.top = (top + ph / 2 - TITLE_H / 2) + "px";
