@@ -15,9 +15,10 @@ API (stable; the dashboard builds on it)
     line with the raw values faint behind it; the y range follows the median, so spikes are clipped.
     ``spread``: ± values shaded around the line (std). ``stacked``: stacked areas.
     ``shades``: ``Band(x0, x1, label)`` shaded x intervals; ``rules``: ``Mark(x, label)`` dashed verticals.
-``Axis(title, unit="", log=0, min=None, max=None, ticks_at_data=False)``
+``Axis(title, unit="", log=0, min=None, max=None, ticks_at_data=False, labels=None)``
     ``title`` in words (no unit: the chart adds the display unit it picks, "step time (ms)");
-    ``log``: 0 linear, 10 or 2 a log axis of that base; ``ticks_at_data``: x ticks at the data's x values.
+    ``log``: 0 linear, 10 or 2 a log axis of that base; ``ticks_at_data``: x ticks at the data's x values;
+    ``labels``: x is 0, 1, 2, ... and each integer has a name (commits in order): ticks say the names.
 ``bar_chart(title, categories, series, *, axis, stacked=False, chart_id=None, name_width=NAME_WIDTH)``
     Horizontal bars, one row per category: ``series`` is ``[Bars(name, values, color=)]``; category names
     are shortened (``shorten_names``: unique, middle ellipsis) with the full name and values on hover.
@@ -31,7 +32,9 @@ API (stable; the dashboard builds on it)
 
 Units (``Axis.unit``): ``ns`` ``ms`` ``s`` (durations and times: ticks in ns/µs/ms/s/min/h, whichever fits),
 ``bytes`` ``bytes/s`` (B, KiB, MiB, GiB), ``%`` (0–100), ``share`` (0–1 shown as %), ``""`` (a plain
-number, k/M/G ticks) or any other unit word (``samples/s``, ``W``), shown in the axis title.
+number, k/M/G ticks), ``date`` (x only: seconds since the epoch, ticks at whole minutes / hours / days /
+weeks / months in UTC, "2024-03-01" or "2024-03-01 12:00") or any other unit word (``samples/s``, ``W``),
+shown in the axis title.
 
 In the browser every drawn chart offers: round ticks in the chosen unit, axis titles in their own gutter
 (sized from the measured tick labels), a legend that hides / shows series, a tooltip with every series'
@@ -45,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -116,6 +119,9 @@ class Axis:
     min: float | None = None
     max: float | None = None
     ticks_at_data: bool = False
+    labels: Sequence[str] | None = None
+    """x only: a name for each integer x 0, 1, 2, ... (commits in order); ticks at those integers, each
+    labelled once, spaced so labels never touch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,7 @@ def _json_list(a: npt.NDArray[np.float64]) -> list[float | None]:
 def auto_window(y: npt.NDArray[np.float64]) -> int:
     """The rolling-median window for spiky values (0 when the values are not spiky or too few)."""
     fin = np.abs(y[np.isfinite(y)])
-    if len(fin) < 12:
+    if len(fin) < 40:
         return 0
     med = float(np.median(fin))
     if med <= 0 or float(np.percentile(fin, 99)) <= SPIKE_RATIO * med:
@@ -180,7 +186,7 @@ def figure(spec: dict[str, Any], title: str, chart_id: str | None) -> str:
 
 def _axis(a: Axis) -> dict[str, Any]:
     return {"title": a.title, "unit": a.unit, "log": a.log, "min": a.min, "max": a.max,
-            "ticksAtData": a.ticks_at_data}
+            "ticksAtData": a.ticks_at_data, "labels": list(a.labels) if a.labels is not None else None}
 
 
 def xy_chart(title: str, x: Values, series: Sequence[Series], *, x_axis: Axis, y_axis: Axis, stacked: bool = False,
@@ -293,26 +299,36 @@ def _middle(s: str, width: int, tail: int) -> str:
     return s[: width - tail - 1] + "…" + s[len(s) - tail:]
 
 
+def _end(s: str, width: int) -> str:
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
 def shorten_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
-    """Short forms of ``names`` (at most ``width`` characters): common namespaces and parameter lists
-    dropped, then a middle ellipsis that keeps the end, where templated kernels differ. Distinct names
-    stay distinct: where two short forms collide, more of the end is kept, then the row number added."""
+    """Short forms of ``names`` (at most ``width`` characters): a name that fits is kept; a longer one loses
+    ``void``, namespace qualifiers, its parameter list and nested template arguments, then is cut at the end,
+    or, where that makes two different names look alike, in the middle (keeping more of the end, where
+    templated kernels differ). Names still alike get their row number."""
     width = max(12, width)
     compact = [_compact(n, width) for n in names]
-    out = [_middle(c, width, width // 3) for c in compact]
-    for tail in (width // 2, (2 * width) // 3, width - 4):
-        seen: dict[str, int] = {}
-        for s in out:
-            seen[s] = seen.get(s, 0) + 1
-        if all(seen[s] == 1 or compact[i] == compact[out.index(s)] for i, s in enumerate(out)):
-            break
-        out = [_middle(c, width, tail) if seen[s] > 1 else s for c, s in zip(compact, out, strict=True)]
+    cuts: tuple[Callable[[str], str], ...] = (
+        lambda c: _end(c, width), lambda c: _middle(c, width, width // 3),
+        lambda c: _middle(c, width, width // 2), lambda c: _middle(c, width, (2 * width) // 3))
+    out: list[str | None] = [None] * len(names)
+    for cut in cuts:
+        cand = [cut(c) for c in compact]
+        owners: dict[str, set[str]] = {}
+        for c, k in zip(compact, cand, strict=True):
+            owners.setdefault(k, set()).add(c)
+        for i, k in enumerate(cand):
+            if out[i] is None and len(owners[k]) == 1:
+                out[i] = k
+    last = [o if o is not None else cuts[-1](c) for o, c in zip(out, compact, strict=True)]
     counts: dict[str, int] = {}
     final = []
-    for n, s in zip(names, out, strict=True):
+    for c, s in zip(compact, last, strict=True):
+        clash = any(t == s and d != c for d, t in zip(compact, last, strict=True))
         counts[s] = counts.get(s, 0) + 1
-        dup = sum(1 for m, t in zip(names, out, strict=True) if t == s and m != n) > 0
-        final.append(f"{s} #{counts[s]}" if dup and counts[s] > 1 else s)
+        final.append(f"{s} #{counts[s]}" if clash and counts[s] > 1 else s)
     return final
 
 
@@ -321,6 +337,8 @@ _WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^cpu_system_pct$"), "CPU, whole machine"),
     (re.compile(r"^rss_bytes$"), "resident memory, this process"),
     (re.compile(r"^mem_system_used_bytes$"), "memory used, whole machine"),
+    (re.compile(r"^mem_system_total_bytes$"), "memory installed, whole machine"),
+    (re.compile(r"^threads$"), "threads, this process"),
     (re.compile(r"^gpu(\d+)_util_pct$"), "GPU {0} utilisation"),
     (re.compile(r"^gpu(\d+)_mem_used_bytes$"), "GPU {0} memory used"),
     (re.compile(r"^gpu(\d+)_power_w$"), "GPU {0} power"),

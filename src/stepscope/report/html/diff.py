@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from stepscope.analyze.diff import Finding, RunDiff, Verdict
 from stepscope.analyze.diff.series import TrendPair
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report.diff_terminal import HEADLINE_TEXT, VERDICT_TEXT, evidence, pct, signed, value
 from stepscope.report.html import Section, esc, json_for_script, kv_table, notice, paragraph, render_page, tiles
-from stepscope.report.html.charts import Axis, Series, shorten_names, words, xy_chart
+from stepscope.report.html.charts import Axis, Series, auto_window, shorten_names, words, xy_chart
 from stepscope.report.html.tables import Col, table
 
 BASE_COLOR, EXP_COLOR = "#4c78a8", "#e45756"
@@ -85,9 +87,11 @@ def _pair_chart(t: TrendPair, yunit: str = "", plot_id: str | None = None) -> st
     its run has values; only a gap in that run's own data breaks it)."""
     if t.baseline is None and t.experiment is None:
         return None
-    series = [Series(name, s.y, color=color, x=s.x)
-              for name, s, color in (("baseline", t.baseline, BASE_COLOR), ("experiment", t.experiment, EXP_COLOR))
-              if s is not None]
+    sides = [(name, s, color) for name, s, color in (("baseline", t.baseline, BASE_COLOR),
+                                                      ("experiment", t.experiment, EXP_COLOR)) if s is not None]
+    # both runs smoothed alike (or neither), so the two lines compare like with like
+    window = max(auto_window(np.asarray(s.y, dtype=float)) for _, s, _ in sides)
+    series = [Series(name, s.y, color=color, x=s.x, smooth=window) for name, s, color in sides]
     system = t.key.startswith("system.")
     title = words(t.title) if system else t.title
     ylabel = words(t.y_label) if system else t.y_label
@@ -197,7 +201,7 @@ def metrics_section(d: RunDiff) -> Section | None:
         return None
     from stepscope.report import format as f
 
-    rows = [{"name": r.name, "kind": r.kind,
+    rows = [{"name": words(r.name) if r.kind == "system" else r.name, "kind": r.kind,
              "b": f.metric_value(r.name, r.baseline_mean) if r.kind == "system" else f.number(r.baseline_mean),
              "e": f.metric_value(r.name, r.experiment_mean) if r.kind == "system" else f.number(r.experiment_mean),
              "pb": f.metric_value(r.name, r.baseline_peak) if r.kind == "system" else f.number(r.baseline_peak),
@@ -217,7 +221,7 @@ CSS = """.ss-findings{margin:.5em 0 1em 1.2em}.ss-findings li{margin:.2em 0}
 #operators-table td.text:first-child,#kernels-table td.text:first-child,#components-table td.text:first-child{
 min-width:16em;max-width:30em;white-space:normal;overflow-wrap:anywhere;word-break:normal;
 font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-#operators-table td.text,#kernels-table td.text{min-width:7em}
+#operators-table td.text,#kernels-table td.text{min-width:7em;word-break:normal;overflow-wrap:anywhere}
 #operators-table,#kernels-table{width:auto;min-width:100%}"""
 
 JS = """(function(){document.querySelectorAll('script.ss-fullnames').forEach(function(s){

@@ -33,6 +33,7 @@
   /* {div, title: unit shown in the axis title, suffix: appended to each tick} for values up to maxAbs */
   function scaleFor(unit, maxAbs) {
     maxAbs = maxAbs || 0;
+    if (unit === "date") return {div: 1, title: "", suffix: ""};
     var toNs = unit === "ns" ? 1 : unit === "ms" ? 1e6 : unit === "s" ? 1e9 : 0;
     if (toNs) { var u = timeUnit(maxAbs * toNs); return {div: TIME_NS[u] / toNs, title: u, suffix: ""}; }
     if (unit === "bytes" || unit === "bytes/s") {
@@ -45,10 +46,36 @@
     var si = maxAbs >= 1e9 ? [1e9, "G"] : maxAbs >= 1e6 ? [1e6, "M"] : maxAbs >= 1e4 ? [1e3, "k"] : [1, ""];
     return {div: si[0], title: unit || "", suffix: si[1]};
   }
+  /* dates: x in seconds since the epoch, shown in UTC; ticks at whole minutes, hours, days, weeks, months */
+  var DATE_STEPS = [60, 300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800, 1209600];
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+  function dateText(t, step) {
+    var d = new Date(t * 1000), day = d.getUTCFullYear() + "-" + pad2(d.getUTCMonth() + 1) + "-" + pad2(d.getUTCDate());
+    if (step >= 2419200) return day.slice(0, 7);
+    if (step >= 86400) return day;
+    return day + " " + pad2(d.getUTCHours()) + ":" + pad2(d.getUTCMinutes());
+  }
+  function dateTicks(lo, hi, n) {
+    var span = Math.max(1, hi - lo), step = null, out = [];
+    for (var i = 0; i < DATE_STEPS.length; i++) if (span / DATE_STEPS[i] <= n) { step = DATE_STEPS[i]; break; }
+    if (step === null) {  /* months: the first of each k-th month */
+      var months = Math.max(1, Math.ceil(span / 2629800 / n)), d = new Date(lo * 1000);
+      var m = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+      while (m.getTime() / 1000 <= hi) {
+        out.push(m.getTime() / 1000);
+        m = new Date(Date.UTC(m.getUTCFullYear(), m.getUTCMonth() + months, 1));
+      }
+      return {values: out, step: 2419200 * months};
+    }
+    var base = step >= 604800 ? 345600 : 0;  /* weeks start on Monday (1970-01-05) */
+    for (var t = Math.ceil((lo - base) / step) * step + base; t <= hi; t += step) out.push(t);
+    return {values: out, step: step};
+  }
   function trim(s) { return s.indexOf(".") >= 0 ? s.replace(/0+$/, "").replace(/\.$/, "") : s; }
   /* a value with its unit, 3 significant digits: tooltips, bar ends, heat-map cells */
   function fmt(v, unit) {
     if (!finite(v)) return "—";
+    if (unit === "date") return dateText(v, 60) + " UTC";
     var sc = scaleFor(unit, Math.abs(v)), x = v / sc.div, a = Math.abs(x);
     var s = a === 0 ? "0" : a >= 100 ? x.toFixed(0) : a >= 10 ? trim(x.toFixed(1)) : trim(x.toFixed(2));
     if (unit === "%" || unit === "share") return s + "%";
@@ -57,7 +84,7 @@
   function niceStep(raw, integer) {
     if (!(raw > 0)) return 1;
     var p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
-    var step = (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+    var step = (m <= 1.4 ? 1 : m <= 3 ? 2 : m <= 7 ? 5 : 10) * p;
     return integer ? Math.max(1, Math.round(step)) : step;
   }
   function decimals(step) { return Math.max(0, Math.min(6, -Math.floor(Math.log10(step) + 1e-9))); }
@@ -87,6 +114,10 @@
     return (text ? text + " " : "") + "(" + sc.title + ")";
   }
 
+  function withLog(title, log) {
+    if (!log) return title;
+    return /\)$/.test(title) ? title.slice(0, -1) + ", log scale)" : title + " (log scale)";
+  }
   function tooltip(html, x, y) {
     if (!tip) { tip = document.createElement("div"); tip.id = "ss-tip"; document.body.appendChild(tip); }
     if (html === null) { tip.style.display = "none"; return; }
@@ -192,12 +223,20 @@
     }
     /* y range from the main lines in view: spikes of raw series behind a median are clipped, not scaled to */
     function visibleRange(u) {
-      var x0 = u && u.scales.x.min !== undefined && u.scales.x.min !== null ? u.scales.x.min : -Infinity;
-      var x1 = u && u.scales.x.max !== undefined && u.scales.x.max !== null ? u.scales.x.max : Infinity;
+      var x0 = st.xwin ? st.xwin[0] : -Infinity, x1 = st.xwin ? st.xwin[1] : Infinity;
       var lo = Infinity, hi = -Infinity;
       for (var i = 1; i < udata.length; i++) {
         var us = useries[i];
-        if (us.ssRaw || (u && u.series[i] && u.series[i].show === false)) continue;
+        if (u && u.series[i] && u.series[i].show === false) continue;
+        if (us.ssRaw) {
+          /* the raw values behind a median: their 90th percentile is in range (the ordinary scatter shows),
+             the spikes above it are clipped */
+          var seen = [];
+          for (var q = 0; q < xs.length; q++) if (xs[q] >= x0 && xs[q] <= x1 && finite(udata[i][q])) seen.push(udata[i][q]);
+          seen.sort(function (a, b) { return a - b; });
+          if (seen.length) hi = Math.max(hi, seen[Math.floor(0.9 * (seen.length - 1))]);
+          continue;
+        }
         var d = udata[i];
         for (var j = 0; j < xs.length; j++) {
           if (xs[j] < x0 || xs[j] > x1 || !finite(d[j])) continue;
@@ -219,18 +258,39 @@
     }
     var xFinite = xs.filter(finite), xmin = xFinite.length ? Math.min.apply(null, xFinite) : 0,
         xmax = xFinite.length ? Math.max.apply(null, xFinite) : 1;
-    function xRange(u, lo, hi) {
-      if (!(hi > lo)) { return xa.log ? [lo / 2, hi * 2] : [lo - 1, hi + 1]; }
-      if (xa.log) { return [lo / 1.15, hi * 1.15]; }
-      return [lo, hi];
+    function fullX() {
+      if (!(xmax > xmin)) return xa.log ? [xmin / 2, xmax * 2] : [xmin - 1, xmax + 1];
+      return xa.log ? [xmin / 1.15, xmax * 1.15] : [xmin, xmax];
     }
-    var st = {ticks: [[], []], scales: [null, null]};
+    /* uPlot asks this before ranging y: the window it returns is the one y is ranged over */
+    function xRange(u, lo, hi) {
+      var r = lo === null || lo === undefined || (lo <= xmin && hi >= xmax) ? fullX() : [lo, hi];
+      st.xwin = r;
+      return r;
+    }
+    var st = {ticks: [[], []], scales: [null, null], xwin: null};
     function axisTicks(u, axisIdx, lo, hi) {
       var ax = axisIdx === 0 ? xa : ya, horizontal = axisIdx === 0;
       var sc = scaleFor(ax.unit, Math.max(Math.abs(lo), Math.abs(hi)));
       var plotPx = horizontal ? u.bbox.width / uPlot.pxRatio : u.bbox.height / uPlot.pxRatio;
       var vals, step = 0;
-      if (horizontal && ax.ticksAtData) {
+      if (horizontal && ax.labels) {
+        var lw = 0;
+        ax.labels.forEach(function (l) { lw = Math.max(lw, measure(String(l))); });
+        var every = Math.max(1, Math.ceil((hi - lo + 1) / Math.max(1, Math.floor(plotPx / (lw + 16)))));
+        every = niceStep(every, true);
+        vals = [];
+        for (var c = Math.ceil(lo / every) * every; c <= hi; c += every) if (c >= 0 && c < ax.labels.length) vals.push(c);
+        st.ticks[0] = vals.map(function (v) { return {v: v, text: String(ax.labels[v])}; });
+        st.scales[0] = scaleFor("", 0);
+        return vals;
+      } else if (horizontal && ax.unit === "date") {
+        var dw = measure("2024-03-01 12:00") + 20;
+        var dt = dateTicks(lo, hi, Math.max(2, Math.floor(plotPx / dw)));
+        st.ticks[0] = dt.values.map(function (v) { return {v: v, text: dateText(v, dt.step)}; });
+        st.scales[0] = scaleFor("date", 0);
+        return dt.values;
+      } else if (horizontal && ax.ticksAtData) {
         vals = xFinite.filter(function (v, i, a) { return a.indexOf(v) === i; });
       } else if (ax.log) {
         vals = logTicks(lo, hi, ax.log === 2 ? 2 : 10, Math.max(2, Math.floor(plotPx / (horizontal ? 60 : 24))));
@@ -287,7 +347,7 @@
     reset.addEventListener("click", function () { u.setScale("x", {min: xmin, max: xmax}); });
     fig.insertBefore(reset, holder);
     function updateReset(u2) {
-      var r = xRange(u2, xmin, xmax), zoomed = u2.scales.x.min > r[0] + 1e-9 * Math.abs(r[0] || 1) ||
+      var r = fullX(), zoomed = u2.scales.x.min > r[0] + 1e-9 * Math.abs(r[0] || 1) ||
                                             u2.scales.x.max < r[1] - 1e-9 * Math.abs(r[1] || 1);
       reset.hidden = !zoomed;
     }
@@ -338,9 +398,9 @@
         var e = span("ss-tick ss-tick-y", t.text, {top: (top + py - 7) + "px"});
         e.style.right = (u2.width - left + TICK_LEN + GAP) + "px";
       });
-      span("ss-axis-title ss-axis-x", axisTitle(xa.title, xa.unit, st.scales[0] || scaleFor(xa.unit, 0)) + (xa.log ? " (log scale)" : ""),
+      span("ss-axis-title ss-axis-x", withLog(axisTitle(xa.title, xa.unit, st.scales[0] || scaleFor(xa.unit, 0)), xa.log),
            {left: left + "px", width: pw + "px", top: (top + ph + TICK_LEN + GAP + 16) + "px"});
-      var yt = span("ss-axis-title ss-axis-y", axisTitle(ya.title, ya.unit, st.scales[1] || scaleFor(ya.unit, 0)) + (ya.log ? " (log scale)" : ""), {});
+      var yt = span("ss-axis-title ss-axis-y", withLog(axisTitle(ya.title, ya.unit, st.scales[1] || scaleFor(ya.unit, 0)), ya.log), {});
       yt.style.width = ph + "px";
       yt.style.left = (2 + TITLE_H / 2 - ph / 2) + "px";
       yt.style.top = (top + ph / 2 - TITLE_H / 2) + "px";
@@ -349,7 +409,9 @@
       var i = u2.cursor.idx;
       if (i === null || i === undefined || u2.cursor.left < 0) { tooltip(null); return; }
       var sx = st.scales[0] || scaleFor(xa.unit, 0);
-      var h = "<b>" + escText((xa.title || "x") + " " + (xa.unit ? fmt(xs[i], xa.unit) : tickLabel(xs[i], sx, 0))) + "</b>";
+      var xText = xa.labels ? String(xa.labels[xs[i]] !== undefined ? xa.labels[xs[i]] : xs[i])
+                  : xa.unit ? fmt(xs[i], xa.unit) : tickLabel(xs[i], sx, 0);
+      var h = "<b>" + escText((xa.title || "x") + " " + xText) + "</b>";
       ser.forEach(function (s, k) {
         var v = raw[k][i];
         var line = escText(s.label) + ": " + escText(fmt(v, ya.unit));
