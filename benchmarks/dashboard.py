@@ -106,7 +106,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     pages = (("runs list", "index.html", "#ss-runs-table tbody tr"),
-             ("history", "history/step_time_median_s@nightly.html", "circle.ss-point"),
+             ("history", "history/step_time_median_s@nightly.html", ".ss-tick-x"),
              ("regressions", "regressions.html", "#ss-regressions tbody tr"),
              ("compare", "compare.html", "#cmp-a option"),
              ("run", "run.html#r0000001", "#run-name"))

@@ -264,6 +264,45 @@ def history_doc(site: Site, name: str, h: MetricHistory, steps: tuple[HistorySte
                        "kind": s.kind.value, "change": list(s.change) if s.change else None} for s in mine]}
 
 
+CHART_UNITS = {"samples_per_s": "samples/s", "tokens_per_s": "tokens/s", "energy_per_step_j": "J"}
+
+
+def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, relative: bool) -> str:
+    """One view of the history, drawn by the chart module: x = commit dates or commits in order, y = absolute
+    (the metric's unit) or relative to the baseline; the interval as two faint lines, steps as rules."""
+    from stepscope.report.html.charts import Axis, Mark, xy_chart
+    from stepscope.report.html.charts import Series as ChartSeries
+
+    pts = h.points
+    x = [p.time_s for p in pts] if by_date else list(range(len(pts)))
+    vals = [(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high) for p in pts]
+    clean = [None if p.dirty else v[0] for p, v in zip(pts, vals, strict=True)]
+    series = [ChartSeries("median of the commit's runs", clean, smooth=0, points=len(pts) <= 200),
+              ChartSeries("95% interval, low", [v[1] for v in vals], color="#90cdf4", dash=True, smooth=0),
+              ChartSeries("95% interval, high", [v[2] for v in vals], color="#90cdf4", dash=True, smooth=0)]
+    if any(p.dirty for p in pts):
+        series.append(ChartSeries("dirty tree (not the commit's code)", [v[0] if p.dirty else None
+                                                                          for p, v in zip(pts, vals, strict=True)],
+                                  color="#dd6b20", smooth=0, points=True))
+    rules = []
+    for st in steps:
+        mid = (x[st.last_good] + x[st.first_bad]) / 2
+        ch = st.change
+        size = f"{ch[0] * 100:+.1f}% " if ch else ""
+        color = "#a0aec0" if st.kind is StepKind.NOT_CONFIRMED else "#c53030"
+        rules.append(Mark(mid, f"{size}{st.kind.value.replace('_', ' ')}", color=color))
+    x_axis = Axis("commit date (UTC)", unit="date") if by_date else \
+        Axis("commit, oldest first", labels=[p.short for p in pts])
+    all_y = [v for t in vals for v in t if v is not None]
+    pad = (max(all_y) - min(all_y)) * 0.08 if all_y else 0.0
+    y_min = (min(all_y) - pad) if all_y else None
+    y_axis = Axis("relative to the baseline commit", unit="×", min=y_min) if relative else \
+        Axis(LABELS.get(h.metric, h.metric), unit=CHART_UNITS.get(h.metric, unit(h.metric)), min=y_min)
+    ident = f"ss-h-{'date' if by_date else 'order'}-{'rel' if relative else 'abs'}"
+    return xy_chart(f"{axis_title(h.metric)}", x, series, x_axis=x_axis, y_axis=y_axis, rules=rules, height=340,
+                    chart_id=ident)
+
+
 def history_page(site: Site, view: NameView, h: MetricHistory) -> str:
     toggles = ('<div class="ss-toggles"><span>x axis:</span><button class="ss-btn" id="x-date" aria-pressed="true">'
                'commit date</button><button class="ss-btn" id="x-commit" aria-pressed="false">commit order</button>'
@@ -271,13 +310,22 @@ def history_page(site: Site, view: NameView, h: MetricHistory) -> str:
                '</button><button class="ss-btn" id="y-abs" aria-pressed="false">absolute</button></div>')
     direction = "lower is better" if h.lower_is_better else "higher is better"
     note = (f"{direction}; baseline {h.baseline[:10] if h.baseline else '—'} = 1.0; median of each commit's runs "
-            "with its 95% interval; red marks: detected steps confirmed as regressions (grey: not confirmed); "
-            "open circles are dirty trees")
+            "with its 95% interval; dashed rules mark detected steps (red: confirmed regression or improvement, grey: "
+            "not confirmed); drag to zoom, double-click to reset; click a point to open its run")
     extra = ""
     if h.no_commit is not None:
         extra = (f'<p class="ss-note">{len(h.no_commit.values)} run(s) outside a git work tree are not on this '
                  'axis.</p>')
-    body = (toggles + '<div id="ss-chart"></div><div id="ss-tip"></div>' + extra
+    mine = tuple(s for s in view.steps if s.metric == h.metric)
+    views = "".join(f'<template data-view="{"date" if d else "commit"}-{"rel" if r else "abs"}">'
+                    f'{_chart(h, mine, by_date=d, relative=r)}</template>'
+                    for d in (True, False) for r in (True, False) if h.points and (not r or h.baseline))
+    listed = "".join(
+        f'<li class="ss-step" data-kind="{esc(st.kind.value)}" data-commit="{esc(st.commit or "")}">'
+        f'{esc(_pct(st.change[0]) if st.change else "")} at <span class="mono">{esc(st.short)}</span> '
+        f'{esc(st.subject or "")} — {esc(st.kind.value.replace("_", " "))}</li>' for st in mine)
+    body = (toggles + '<div id="ss-chart"></div><p class="ss-note" id="ss-point-info">&nbsp;</p>' + views
+            + (f'<p>Detected steps:</p><ul id="ss-steps">{listed}</ul>' if listed else "") + extra
             + json_script(history_doc(site, view.name, h, view.steps), element_id="ss-history"))
     return _page(site, f"{axis_title(h.metric)} — {view.name} — history",
                  [Section("history", f"{axis_title(h.metric)} · runs named {view.name}", body, note=note)],
