@@ -70,6 +70,7 @@ def time_page(page: Any, url: str, ready: str, repeat: int) -> tuple[float, floa
     metric: what the load costs on a machine whose cores are not shared)."""
     walls, cpus = [], []
     for _ in range(repeat):
+        page.goto("about:blank")  # a cold load each time (a hash-only change would not reload)
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
         c0, t = process_time(cdp), time.perf_counter()

@@ -143,9 +143,22 @@ LABELS = {"step_time_median_s": "step time (median)", "samples_per_s": "throughp
 UNIT_WORDS = {"s": "s", "bytes": "bytes", "share": "share of step", "%": "%", "": ""}
 
 
+def label(metric: str) -> str:
+    """A metric in words: 'step time (median)', "region 'work' (median)", 'trace: comm share'."""
+    if metric in LABELS:
+        return LABELS[metric]
+    if metric.startswith("region.") and metric.endswith(".p50_s"):
+        return f"region '{metric[len('region.'):-len('.p50_s')]}' (median)"
+    if metric.startswith("trace."):
+        return "trace: " + metric[len("trace."):].replace("_", " ")
+    if metric.startswith("metric."):
+        return "logged: " + metric[len("metric."):]
+    return metric
+
+
 def axis_title(metric: str) -> str:
-    """A metric in words with its unit, for axis titles and legends: 'step time (median) [s]'."""
-    base = LABELS.get(metric, metric)
+    """A metric in words with its unit, for page titles and links: 'step time (median) [s]'."""
+    base = label(metric)
     u = {"samples_per_s": "samples/s", "tokens_per_s": "tokens/s", "energy_per_step_j": "J"}.get(metric) \
         or UNIT_WORDS.get(unit(metric), "")
     return f"{base} [{u}]" if u else base
@@ -156,7 +169,8 @@ def axis_title(metric: str) -> str:
 
 def _nav_data(site: Site) -> dict[str, Any]:
     return {"names": [{"name": v.name, "runs": v.runs,
-                       "metrics": [[h.metric, history_file(v.name, h.metric)] for h in v.histories]}
+                       "metrics": [[h.metric, history_file(v.name, h.metric), label(h.metric)]
+                                   for h in v.histories]}
                       for v in site.names]}
 
 
@@ -176,7 +190,7 @@ def _links(site: Site, prefix: str, name: str | None, active: str) -> str:
     metrics = "" if view is None else "".join(
         f'<a href="{prefix}{esc(history_file(view.name, h.metric))}" data-metric="{esc(h.metric)}"'
         + (' aria-current="page"' if active == "history:" + h.metric else "")
-        + f'>{esc(LABELS.get(h.metric, h.metric))}</a>' for h in view.histories)
+        + f'>{esc(label(h.metric))}</a>' for h in view.histories)
     return (f'<nav class="ss-links" id="ss-dash-nav" data-prefix="{esc(prefix)}">{" ".join(items)}</nav>'
             f'<p class="ss-links" id="ss-metric-links">history: {metrics or "(no tracked metric)"}</p>')
 
@@ -275,7 +289,10 @@ def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, r
 
     pts = h.points
     x = [p.time_s for p in pts] if by_date else list(range(len(pts)))
-    vals = [(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high) for p in pts]
+    cols = list(zip(*[(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high)
+                      for p in pts], strict=True))
+    short = [finite(list(c), digits=LIST_DIGITS) for c in cols] if cols else [[], [], []]
+    vals = list(zip(*short, strict=True))  # 6 significant digits: a 2,000-commit page stays small
     clean = [None if p.dirty else v[0] for p, v in zip(pts, vals, strict=True)]
     series = [ChartSeries("median of the commit's runs", clean, smooth=0, points=len(pts) <= 200),
               ChartSeries("95% interval, low", [v[1] for v in vals], color="#90cdf4", dash=True, smooth=0),
@@ -297,7 +314,7 @@ def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, r
     pad = (max(all_y) - min(all_y)) * 0.08 if all_y else 0.0
     y_min = (min(all_y) - pad) if all_y else None
     y_axis = Axis("relative to the baseline commit", unit="×", min=y_min) if relative else \
-        Axis(LABELS.get(h.metric, h.metric), unit=CHART_UNITS.get(h.metric, unit(h.metric)), min=y_min)
+        Axis(label(h.metric), unit=CHART_UNITS.get(h.metric, unit(h.metric)), min=y_min)
     ident = f"ss-h-{'date' if by_date else 'order'}-{'rel' if relative else 'abs'}"
     return xy_chart(f"{axis_title(h.metric)}", x, series, x_axis=x_axis, y_axis=y_axis, rules=rules, height=340,
                     chart_id=ident)

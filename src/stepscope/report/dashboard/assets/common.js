@@ -34,7 +34,7 @@ var ssDash = (function () {
         return;
       }
       links.textContent = "history: ";
-      v.metrics.forEach(function (m) { links.appendChild(el("a", { href: prefix + m[1], "data-metric": m[0] }, m[0])); links.appendChild(document.createTextNode(" ")); });
+      v.metrics.forEach(function (m) { links.appendChild(el("a", { href: prefix + m[1], "data-metric": m[0] }, m[2] || m[0])); links.appendChild(document.createTextNode(" ")); });
       if (!v.metrics.length) links.appendChild(document.createTextNode("(no tracked metric)"));
       nameHandlers.forEach(function (f) { f(v.name); });
     });
