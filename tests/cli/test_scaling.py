@@ -35,7 +35,7 @@ def test_scaling_json_terminal_and_html(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "weak scaling" in out and "0.80" in out
     page = html.read_text()
-    assert page.count("<svg") == 2 and "total ideal" in page and "ranks (log)" in page
+    assert page.count('data-kind="xy"') == 2 and "total ideal" in page and '"log":2' in page  # log x: ranks
     assert "<script src" not in page and "<link" not in page  # offline: nothing loaded from elsewhere
 
 

@@ -129,22 +129,10 @@ def resolve_baseline(ref: str, points: list[RunPoint], cwd: Path) -> str:
 
 
 def site_from_store(store: Store, *, name: str | None = None, report_ids: set[str] | None = None) -> Any:
-    """The dashboard's Site: every run (newest first) and the tracked metrics' histories of runs named
-    ``name`` (default: the newest run's name). ``report_ids``: runs that will have a full report page."""
-    from stepscope.analyze.history import metric_history, tracked_metrics
-    from stepscope.report.dashboard import DashRun, Site
+    """The dashboard's Site (moved: see :func:`stepscope.cli.dashboarddata.build_site`)."""
+    from stepscope.cli.dashboarddata import build_site
 
-    rows = store.index.runs()
-    metrics = store.index.metrics()
-    runs = tuple(DashRun(id=r.id, name=r.name, status=r.status, start_s=r.start_ns / 1e9, commit=r.git_commit,
-                         branch=r.git_branch, dirty=bool(r.git_dirty), subject=r.git_subject, group=r.grp,
-                         host=r.host, params=r.params, tags=r.tags, metrics=metrics.get(r.id, {}),
-                         has_report=r.id in (report_ids or set())) for r in rows)
-    name = default_name(store, name)
-    points = [point_from_row(r, metrics.get(r.id, {})) for r in reversed(rows) if r.name == name]
-    histories = tuple(metric_history(points, m) for m in tracked_metrics(points))
-    return Site(runs=runs, histories=histories,
-                note=f"{len(runs)} runs · history of runs named {name!r}" if name else "no runs yet")
+    return build_site(store, name=name, report_ids=report_ids)
 
 
 def render_diff_page(store: Store, base_id: str, exp_id: str) -> str | None:

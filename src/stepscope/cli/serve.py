@@ -73,7 +73,8 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
     (``open_store()`` gives a Store; one per request, as index connections belong to their thread).
     It answers only requests whose Host names the address the server is bound to (or ``extra_hosts``),
     closes connections idle for ``idle_timeout_s``, and never follows a link out of the store."""
-    from stepscope.cli.historydata import render_diff_page, render_report, site_from_store
+    from stepscope.cli.dashboarddata import build_site
+    from stepscope.cli.historydata import render_diff_page, render_report
     from stepscope.report.dashboard import pages
 
     extra = tuple(extra_hosts)
@@ -102,7 +103,7 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
                     html = render_report(store, run_id)
                     return (200, html.encode()) if html else (404, b"no report for this run")
                 ids = set(store.index.run_ids())
-                site = replace(site_from_store(store, name=name, report_ids=ids), live_diffs=True)
+                site = replace(build_site(store, name=name, report_ids=ids), live_diffs=True)
                 render = pages(site).get(path)
                 return (200, render().encode()) if render else (404, b"not found")
             finally:

@@ -57,10 +57,10 @@ def test_plot_specs_embed_the_data() -> None:
     html = line_chart("t", [0, 1, 2], [Series("a", [1, None, 3])], xlabel="step", ylabel="time", yunit="ns",
                       stacked=True, bands=[Band(0, 1, "warm-up")])
     spec = json.loads(re.search(r'class="ss-spec">(.*?)</script>', html).group(1))  # type: ignore[union-attr]
-    assert spec["kind"] == "line" and spec["series"][0]["y"] == [1, None, 3] and spec["stacked"] is True
-    assert spec["bands"] == [{"color": None, "label": "warm-up", "x0": 0, "x1": 1}]
+    assert spec["kind"] == "xy" and spec["series"][0]["y"] == [1, None, 3] and spec["stacked"] is True
+    assert spec["shades"] == [{"color": None, "label": "warm-up", "x0": 0, "x1": 1}]
     bar = bar_chart("b", ["k"], [("s", [2.0])], ylabel="time", yunit="ns")
-    assert '"kind":"bar"' in bar
+    assert '"kind":"bars"' in bar
     hm = heatmap("h", ["0"], ["0"], [[math.nan]], xlabel="r", ylabel="r")
     assert '"values":[[null]]' in hm
 

@@ -1,7 +1,7 @@
 """The HTML base shared by every stepscope page (run report, diff page, dashboard, scaling page, flame
 graph): one self-contained HTML string per page, CSS and JS inlined, no network, every user string
-escaped, data embedded as safe JSON, plots drawn by a small bundled SVG renderer (assets/stepscope.js,
-our own code, no third-party licence).
+escaped, data embedded as safe JSON, charts drawn by the one chart module (charts.py; in the browser
+assets/charts.js with the vendored uPlot, MIT, assets/LICENSE-uPlot.txt).
 
 API (import from ``stepscope.report.html``):
 
@@ -22,8 +22,10 @@ Page layout
     ``tiles([(label, value, hint|None)])``      headline-number cards.
     ``kv_table([(key, value)])``, ``notice(msg, level="info"|"warn"|"bad")``, ``heading(text)``,
     ``paragraph(text)``, ``details(summary, body_html, open_=False)``, ``grid(*blocks_html)``.
-Plots (each returns a <figure class="ss-plot"> with its spec as JSON; drawn on load as SVG, with axis
-labels with units, a legend for several series and hover tooltips)
+Plots (each returns a <figure class="ss-plot"> with its spec as JSON; drawn on load by charts.js: round
+ticks in human units, axis titles with the unit, legend, tooltips, drag-to-zoom with reset). These keep
+their old signatures; new code calls ``stepscope.report.html.charts`` (``xy_chart``, ``bar_chart``,
+``heat_map``, ``Axis``, ``Series``, ``Bars``; see its docstring) directly.
     ``line_chart(title, x, [Series(name, y, color=, dash=, area=)], xlabel=, ylabel=, xunit=, yunit=,
                  stacked=False, bands=[Band(x0, x1, label)], marks=[Mark(x, label)], ymin=, ymax=, height=)``
                                                 lines, or stacked areas with ``stacked=True``; bands
@@ -31,7 +33,7 @@ labels with units, a legend for several series and hover tooltips)
     ``bar_chart(title, categories, [(name, values)], ylabel=, yunit=, stacked=False)``
                                                 horizontal bars (several series grouped or stacked).
     ``heatmap(title, xlabels, ylabels, values[row][col], xlabel=, ylabel=, unit=, vmin=, vmax=)``
-    Units: ``ns s ms bytes bytes/s % share ""`` or any suffix string (see plots.py).
+    Units: ``ns s ms bytes bytes/s % share ""`` or any unit word (see charts.py).
 Tables
     ``Col(key, label, unit="", hint=None)``      unit: ns, bytes, bytes/s, share, %, count, "" or text.
     ``table(columns, rows, table_id=, filter_box=None, tree=False, caption=None) -> str``
@@ -42,7 +44,8 @@ Tables
                                                 their parent when sorted.
 
 Page-specific JS can call ``window.stepscope.drawAll()`` after inserting new ``figure.ss-plot``
-elements, ``window.stepscope.initTables()`` after inserting tables, and ``window.stepscope.fmt(v, unit)``.
+elements, ``window.stepscope.initTables()`` after inserting tables, and ``window.stepscope.fmt(v, unit)``;
+``window.stepscope.charts[figure id]`` is each drawn x-y chart's uPlot instance.
 A page that needs its own script passes it as ``extra_js`` (it must not contain ``</script``).
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from stepscope.analyze.commmatrix import CommMatrix
 from stepscope.report.html import Section
-from stepscope.report.html.plots import heatmap
+from stepscope.report.html.charts import heat_map
 from stepscope.report.html.tables import Col, table
 
 
@@ -13,10 +13,10 @@ def comm_matrix_section(m: CommMatrix | None) -> Section | None:
     if m is None:
         return None
     labels = [str(r) for r in m.ranks]
-    body = heatmap("Bytes, row sends to column", labels, labels, [list(r) for r in m.bytes], xlabel="to rank",
-                   ylabel="from rank", unit="bytes")
-    body += heatmap("Time in calls, row's time with column", labels, labels,
-                    [[v / 1e9 for v in r] for r in m.time_ns], xlabel="peer rank", ylabel="rank", unit="s")
+    body = heat_map("Bytes, row sends to column", labels, labels, [list(r) for r in m.bytes], x_title="to rank",
+                    y_title="from rank", unit="bytes", chart_id="plot-comm-bytes")
+    body += heat_map("Time in calls, row's time with column", labels, labels, [list(r) for r in m.time_ns],
+                     x_title="peer rank", y_title="rank", unit="ns", chart_id="plot-comm-time")
     rows = [{"pair": f"{p.src} → {p.dst}", "bytes": p.bytes, "p2p": p.p2p_bytes, "coll": p.collective_bytes,
              "time": p.time_ns, "calls": p.calls} for p in m.busiest]
     body += table([Col("pair", "pair", "text"), Col("bytes", "bytes", "bytes"), Col("p2p", "point-to-point", "bytes"),

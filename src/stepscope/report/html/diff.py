@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from stepscope.analyze.diff import Finding, RunDiff, Verdict
 from stepscope.analyze.diff.series import TrendPair
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report.diff_terminal import HEADLINE_TEXT, VERDICT_TEXT, evidence, pct, signed, value
-from stepscope.report.html import Section, esc, kv_table, notice, paragraph, render_page, tiles
-from stepscope.report.html.plots import Series, line_chart
+from stepscope.report.html import Section, esc, json_for_script, kv_table, notice, paragraph, render_page, tiles
+from stepscope.report.html.charts import Axis, Series, auto_window, shorten_names, words, xy_chart
 from stepscope.report.html.tables import Col, table
 
 BASE_COLOR, EXP_COLOR = "#4c78a8", "#e45756"
@@ -81,15 +83,19 @@ def overview_section(d: RunDiff) -> Section:
 
 
 def _pair_chart(t: TrendPair, yunit: str = "", plot_id: str | None = None) -> str | None:
+    """Both runs on one shared x axis, each series on its own x values (so each line is continuous where
+    its run has values; only a gap in that run's own data breaks it)."""
     if t.baseline is None and t.experiment is None:
         return None
-    xs = sorted({*(t.baseline.x if t.baseline else ()), *(t.experiment.x if t.experiment else ())})
-    series = []
-    for name, s, color in (("baseline", t.baseline, BASE_COLOR), ("experiment", t.experiment, EXP_COLOR)):
-        if s is not None:
-            by_x = dict(zip(s.x, s.y, strict=True))
-            series.append(Series(name, [by_x.get(x) for x in xs], color=color))
-    return line_chart(t.title, xs, series, xlabel=t.x_label, ylabel=t.y_label, yunit=yunit, plot_id=plot_id)
+    sides = [(name, s, color) for name, s, color in (("baseline", t.baseline, BASE_COLOR),
+                                                      ("experiment", t.experiment, EXP_COLOR)) if s is not None]
+    # both runs smoothed alike (or neither), so the two lines compare like with like
+    window = max(auto_window(np.asarray(s.y, dtype=float)) for _, s, _ in sides)
+    series = [Series(name, s.y, color=color, x=s.x, smooth=window) for name, s, color in sides]
+    system = t.key.startswith("system.")
+    title = words(t.title) if system else t.title
+    ylabel = words(t.y_label) if system else t.y_label
+    return xy_chart(title, [], series, x_axis=Axis(t.x_label), y_axis=Axis(ylabel, yunit), chart_id=plot_id)
 
 
 def trends_section(d: RunDiff) -> Section | None:
@@ -97,7 +103,8 @@ def trends_section(d: RunDiff) -> Section | None:
     charts = [_pair_chart(by_key[k], plot_id=f"plot-{k.replace('_', '-')}") for k in ("cumulative_time", "step_time")
               if k in by_key]
     charts += [_pair_chart(t) for t in d.trends if t.key.startswith("logged.")]
-    charts += [_pair_chart(t, yunit=_sys_unit(t.key)) for t in d.trends
+    charts += [_pair_chart(t, yunit=_sys_unit(t.key), plot_id="plot-" + t.key.replace(".", "-").replace("_", "-"))
+               for t in d.trends
                if t.key in ("system.cpu_process_pct", "system.rss_bytes") or t.key.endswith("_util_pct")]
     got = [c for c in charts if c]
     if not got:
@@ -140,10 +147,21 @@ def _delta_cols(device: bool, ops: bool) -> list[Col]:
 
 
 def _delta_rows(rows: Sequence[DeltaRow]) -> list[dict[str, Any]]:
-    return [{"name": r.name, "component": r.component, "module": r.module or "—", "cb": r.calls_baseline,
+    short = shorten_names([r.name for r in rows], NAME_WIDTH)
+    return [{"name": n, "component": r.component, "module": r.module or "—", "cb": r.calls_baseline,
              "ce": r.calls_experiment, "sb": r.self_baseline, "se": r.self_experiment, "tb": r.total_baseline,
              "te": r.total_experiment, "db": r.device_baseline, "de": r.device_experiment, "delta": r.delta,
-             "pct": r.delta_pct, "where": r.presence} for r in rows]
+             "pct": r.delta_pct, "where": r.presence} for n, r in zip(short, rows, strict=True)]
+
+
+NAME_WIDTH = 48
+"""Characters an operator or kernel name keeps in the tables (the full name is on hover)."""
+
+
+def _full_names(table_id: str, rows: Sequence[DeltaRow]) -> str:
+    """The full names of a table's rows, in row order, for the hover titles (see JS)."""
+    return (f'<script type="application/json" class="ss-fullnames" data-table="{esc(table_id)}">'
+            f"{json_for_script([r.name for r in rows])}</script>")
 
 
 def trace_sections(td: TraceDiff) -> list[Section]:
@@ -166,12 +184,14 @@ def trace_sections(td: TraceDiff) -> list[Section]:
     if td.operators:
         ops_device = td.operators[0].sort_key == "device"
         out.append(Section("operators", "Operators", table(_delta_cols(ops_device, True), _delta_rows(td.operators),
-                                                           table_id="operators-table", filter_box=True),
+                                                           table_id="operators-table", filter_box=True)
+                           + _full_names("operators-table", td.operators),
                            note=f"{unit}; delta of {'device' if ops_device else 'self CPU'} time; type a component "
                                 "or module name in the filter box"))
     if td.kernels:
         out.append(Section("kernels", "Kernels", table(_delta_cols(True, False), _delta_rows(td.kernels),
-                                                       table_id="kernels-table", filter_box=True),
+                                                       table_id="kernels-table", filter_box=True)
+                           + _full_names("kernels-table", td.kernels),
                            note=f"GPU time {unit}; type a component in the filter box"))
     return out
 
@@ -181,7 +201,7 @@ def metrics_section(d: RunDiff) -> Section | None:
         return None
     from stepscope.report import format as f
 
-    rows = [{"name": r.name, "kind": r.kind,
+    rows = [{"name": words(r.name) if r.kind == "system" else r.name, "kind": r.kind,
              "b": f.metric_value(r.name, r.baseline_mean) if r.kind == "system" else f.number(r.baseline_mean),
              "e": f.metric_value(r.name, r.experiment_mean) if r.kind == "system" else f.number(r.experiment_mean),
              "pb": f.metric_value(r.name, r.baseline_peak) if r.kind == "system" else f.number(r.baseline_peak),
@@ -196,7 +216,23 @@ def metrics_section(d: RunDiff) -> Section | None:
 
 CSS = """.ss-findings{margin:.5em 0 1em 1.2em}.ss-findings li{margin:.2em 0}
 .ss-verdict{padding:0 .4em;border-radius:3px;font-size:.85em}.ss-verdict.slower{background:#fdd;color:#900}
-.ss-verdict.faster{background:#dfd;color:#060}.ss-verdict.no_significant_change{background:#eee;color:#555}"""
+.ss-verdict.faster{background:#dfd;color:#060}.ss-verdict.no_significant_change{background:#eee;color:#555}
+.ss-verdict.inconclusive{background:#fefcbf;color:#744210}
+#operators-table td.text:first-child,#kernels-table td.text:first-child,#components-table td.text:first-child{
+min-width:16em;max-width:30em;white-space:normal;overflow-wrap:anywhere;word-break:normal;
+font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+#operators-table td.text,#kernels-table td.text{min-width:7em;word-break:normal;overflow-wrap:anywhere}
+#operators-table,#kernels-table{width:auto;min-width:100%}"""
+
+JS = """(function(){document.querySelectorAll('script.ss-fullnames').forEach(function(s){
+var t=document.getElementById(s.getAttribute('data-table'));if(!t)return;var names=JSON.parse(s.textContent);
+Array.prototype.forEach.call(t.tBodies[0].rows,function(r,i){var c=r.cells[0];if(c&&names[i]!==undefined){
+c.title=names[i];c.setAttribute('data-full',names[i]);}});});})();"""
+
+BADGE = {Verdict.SLOWER: ("slower", "verdict-slower"), Verdict.FASTER: ("faster", "verdict-faster"),
+         Verdict.NO_SIGNIFICANT_CHANGE: ("no change", "verdict-no-change"),
+         Verdict.INCONCLUSIVE: ("inconclusive", "verdict-inconclusive")}
+"""The diff page's header badge: the step-time verdict in its own words and colours (never run states)."""
 
 
 def render_diff(d: RunDiff) -> str:
@@ -212,8 +248,7 @@ def render_diff(d: RunDiff) -> str:
     title = f"stepscope diff: {b.run_id or b.label} vs {e.run_id or e.label}"
     sub = f"baseline {b.label} ({b.kind}) · experiment {e.label} ({e.kind})"
     head = next((x for x in d.findings if x.kind == "step_time"), None)
-    badge = None if head is None or head.verdict is None else \
-        {Verdict.SLOWER: "failed", Verdict.FASTER: "completed", Verdict.NO_SIGNIFICANT_CHANGE: "running",
-         Verdict.INCONCLUSIVE: "running"}[head.verdict]
+    badge, badge_class = (None, None) if head is None or head.verdict is None else BADGE[head.verdict]
     return render_page(title, [s for s in sections if s is not None], subtitle=sub, badge=badge,
-                       footer="stepscope diff — schema stepscope.diff/1", extra_css=CSS)
+                       badge_class=badge_class, footer="stepscope diff — schema stepscope.diff/1", extra_css=CSS,
+                       extra_js=JS)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from stepscope.report.html.charts import chart_css, chart_script
 from stepscope.report.html.escape import esc
 
 
@@ -29,24 +30,26 @@ def asset(name: str) -> str:
 
 
 def render_page(title: str, sections: Sequence[Section], *, subtitle: str = "", badge: str | None = None,
-                footer: str = "", extra_css: str = "", extra_js: str = "") -> str:
+                footer: str = "", extra_css: str = "", extra_js: str = "", badge_class: str | None = None) -> str:
     """The whole document. ``title``, ``subtitle``, ``badge`` and ``footer`` are plain text (escaped here);
-    ``badge`` also picks the badge's colour class (completed / failed / incomplete / running).
-    ``extra_css`` / ``extra_js`` are trusted page-specific assets appended after the base ones."""
+    ``badge`` also picks the badge's colour class (completed / failed / incomplete / running) unless
+    ``badge_class`` names another (``verdict-faster``, ``verdict-slower``, ``verdict-no-change``,
+    ``verdict-inconclusive``). ``extra_css`` / ``extra_js`` are trusted page-specific assets appended after
+    the base ones. The charts' script (uPlot and charts.js) and CSS are always inlined."""
     nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
     body = "".join(
         f'<section class="ss-section" id="{esc(s.id)}"><h2>{esc(s.title)}</h2>'
         + (f'<p class="ss-note">{esc(s.note)}</p>' if s.note else "") + s.body + "</section>"
         for s in sections
     )
-    badge_html = f' <span class="ss-badge {esc(badge)}">{esc(badge)}</span>' if badge else ""
-    js = asset("stepscope.js") + "\n" + extra_js
+    badge_html = f' <span class="ss-badge {esc(badge_class or badge)}">{esc(badge)}</span>' if badge else ""
+    js = chart_script() + "\n" + asset("stepscope.js") + "\n" + extra_js
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{esc(title)}</title><style>{asset('stepscope.css')}{extra_css}</style></head><body>"
+        f"<title>{esc(title)}</title><style>{chart_css()}{asset('stepscope.css')}{extra_css}</style></head><body>"
         f'<header class="ss-head"><h1>{esc(title)}{badge_html}</h1>'
         + (f'<div class="ss-sub">{esc(subtitle)}</div>' if subtitle else "")
         + f'</header><nav class="ss-nav">{nav}</nav><main>{body}</main>'

@@ -1,0 +1,53 @@
+"""The dashboard's Site from the store (used by `dashboard build` and `serve`): every run, and for every run
+name its tracked metrics' histories with their detected steps checked."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from stepscope.analyze.history import RunPoint, metric_history, tracked_metrics
+from stepscope.analyze.historysteps import THRESHOLD, StepKind, history_steps
+from stepscope.cli.historydata import default_name, point_from_row
+from stepscope.report.dashboard.site import DashRun, NameView, Site
+
+if TYPE_CHECKING:
+    from stepscope.store import Store
+
+
+def name_view(name: str, points: list[RunPoint], *, threshold: float) -> NameView:
+    """One run name's histories (oldest run first in ``points``) and their checked steps."""
+    histories = tuple(metric_history(points, m) for m in tracked_metrics(points))
+    steps = tuple(s for h in histories for s in history_steps(h, threshold=threshold))
+    return NameView(name=name, runs=len(points), histories=histories, steps=steps)
+
+
+def build_site(store: Store, *, name: str | None = None, report_ids: set[str] | None = None,
+               threshold: float = THRESHOLD) -> Site:
+    """Every run (newest first) and a view per run name; ``name`` (checked; default: the newest run's) comes
+    first and is what the pages show by default. ``report_ids``: runs that will have a full report page."""
+    rows = store.index.runs()
+    metrics = store.index.metrics()
+    reported = report_ids or set()
+    runs = tuple(DashRun(id=r.id, name=r.name, status=r.status, start_s=r.start_ns / 1e9, commit=r.git_commit,
+                         branch=r.git_branch, dirty=bool(r.git_dirty), subject=r.git_subject, group=r.grp,
+                         host=r.host, params=r.params, tags=r.tags, metrics=metrics.get(r.id, {}),
+                         has_report=r.id in reported) for r in rows)
+    first = default_name(store, name)
+    by_name: dict[str, list[RunPoint]] = {}
+    for r in reversed(rows):
+        by_name.setdefault(r.name, []).append(point_from_row(r, metrics.get(r.id, {})))
+    order = sorted(by_name, key=lambda n: (n != first, n))
+    views = tuple(name_view(n, by_name[n], threshold=threshold) for n in order)
+    counts = Counter(r.name for r in rows)
+    note = (f"{len(runs)} runs · {len(counts)} run name(s) · showing {first!r} first" if first else "no runs yet")
+    return Site(runs=runs, names=views, note=note, threshold=threshold)
+
+
+def diff_pairs(site: Site, limit: int = 50) -> list[tuple[str, str]]:
+    """(last good run, first changed run) around each confirmed step (regressions and improvements), newest
+    first, at most ``limit``: the diff pages a static build renders."""
+    steps = sorted((s for v in site.names for s in v.steps if s.kind is not StepKind.NOT_CONFIRMED),
+                   key=lambda s: -s.time_s)
+    pairs = dict.fromkeys((s.last_good_run, s.first_bad_run) for s in steps)
+    return list(pairs)[:limit]
