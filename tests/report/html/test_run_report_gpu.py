@@ -18,6 +18,7 @@ import pytest
 
 from stepscope.app import RunAnalysis
 from stepscope.report import format as f
+from stepscope.report.html.gpu_sections import BAR_LABEL_LIMIT
 from stepscope.report.html.names import LIMIT
 from stepscope.report.html.run_report import render_run_report
 from tests.conftest import PY, SCRIPTS, TRACES, load, stepscope_cmd
@@ -167,6 +168,14 @@ def test_v100_every_gpu_section_with_trace_analyze_figures(v100_store: Path) -> 
     assert len(set(shown)) == len(shown) and max(map(len, shown)) <= LIMIT
     vec = [s for s, k in zip(shown, kernels) if "vectorized_elementwise_kernel" in k["key"]]
     assert len(vec) >= 3 and len(set(vec)) == len(vec)  # the rows that used to look identical
+
+    spec = re.search(r'id="plot-kernels-r0"><figcaption>.*?</figcaption><script type="application/json" '
+                     r'class="ss-spec">(.*?)</script>', html)
+    assert spec is not None
+    bars = json.loads(spec.group(1))
+    labels = bars["categories"]
+    assert len(labels) == 15 and len(set(labels)) == 15 and max(map(len, labels)) <= BAR_LABEL_LIMIT
+    assert bars["series"][0]["values"] == [k["sum_ns"] for k in kernels[:15]]
 
     copies = {row[0]: row for row in t["copies-r0"][1:]}
     for c in j["copies"]:
@@ -331,3 +340,16 @@ def test_rank_selector_and_flame_zoom_and_search_in_chromium(two_rank_store: Pat
     assert page.text_content('.ss-flamebar[data-for="flame-r0"] span') == f"{hits} matching frame" + (
         "" if hits == 1 else "s")
     assert op.errors == [] and op.requests == []
+
+
+def test_shortened_names_keep_their_full_name_escaped_on_hover() -> None:
+    from stepscope.report.html.names import short_names
+    from stepscope.report.html.tables import Col, table
+
+    hostile = "void evil_kernel<\"><script>alert(1)</script>, " + "x" * 80 + ">(int)"
+    names = [hostile, hostile.replace("alert(1)", "alert(2)")]
+    shorts = short_names(names)
+    assert len(set(shorts)) == 2 and all(len(s) <= LIMIT for s in shorts)
+    html = table([Col("name", "kernel", "text", title_key="full")],
+                 [{"name": s, "full": n} for s, n in zip(shorts, names)])
+    assert "<script>" not in html and html.count('title="void evil_kernel&lt;&quot;&gt;&lt;script&gt;') == 2

@@ -147,5 +147,5 @@ def flamegraph_section(data: RunData, *, rank: int | None = None) -> Section | N
                         "(for flamegraph.pl, speedscope, inferno)") + "</p>")
         blocks[p.rank] = note + flamegraph_html(stacks, graph_id=f"flame-r{p.rank}") + export
     return Section("flamegraph", "Flame graph (Python host time)", per_rank("flame", blocks),
-                   note=f"top levels are the stepscope region ({NO_REGION} outside any) and the step phase. Hover a "
+                   note=f"top levels are the stepscope region ('{NO_REGION}' outside any) and the step phase. Hover a "
                         "frame for its samples, click it to zoom in (reset zoom to go back), search to highlight.")

@@ -23,6 +23,8 @@ from stepscope.report.html.plots import bar_chart
 from stepscope.report.html.tables import Col, table
 
 TOP_KERNEL_BARS = 15
+BAR_LABEL_LIMIT = 46
+"""Bar labels are shortened further than table names (the chart leaves them less room)."""
 MAX_OPERATOR_ROWS = 200
 MAX_KERNEL_ROWS = 300
 
@@ -42,7 +44,8 @@ RANK_JS = """
 })();
 """
 RANK_CSS = (".ss-rankbar{margin:6px 0 10px;font-size:13px}.ss-rankbar select{margin-left:6px;padding:2px 6px}"
-            ".ss-rank-block[hidden]{display:none}")
+            ".ss-rank-block[hidden]{display:none}"
+            "#kernels table.ss-table td.text{word-break:normal;overflow-wrap:normal}")
 
 
 def pct(v: float | None) -> str:
@@ -229,7 +232,8 @@ def kernels_html(a: TraceAnalysis) -> str:
     ks = a.kernels.by_kernel[:MAX_KERNEL_ROWS]
     shorts = short_names([k.key for k in ks])
     top = list(range(min(TOP_KERNEL_BARS, len(ks))))
-    chart = bar_chart(f"Top {len(top)} kernels by total time", [shorts[i] for i in top],
+    labels = short_names([ks[i].key for i in top], BAR_LABEL_LIMIT)
+    chart = bar_chart(f"Top {len(top)} kernels by total time", labels,
                       [("total time", [ks[i].sum_ns for i in top])], ylabel="total time", yunit="ns",
                       plot_id=f"plot-kernels-r{a.rank}")
     rows = [{"name": shorts[i], "full": k.key, "component": k.component, "count": k.count, "sum": k.sum_ns,

@@ -6,9 +6,9 @@ A CUDA kernel name such as ``void at::native::vectorized_elementwise_kernel<4, a
 parameter list go, then namespace qualifiers, then template arguments nested two levels deep (the first
 level, which tells the ``vectorized_elementwise_kernel`` variants apart, stays), then the argument lists of
 functions named inside template arguments, then all template arguments of a
-long kernel name (``name<…>``), and last the middle is cut (``head…tail``). Names
-that still come out equal within one list get a ``#2``, ``#3`` suffix in list order, so no two rows look
-the same.
+kernel whose own name is long (``name<…>``), and last the middle is cut (``head…tail``). Names
+that come out equal within one list are shortened again keeping two levels of template arguments
+(middle cut), and any still equal get a ``#2``, ``#3`` suffix in list order, so no two rows look the same.
 """
 
 from __future__ import annotations
@@ -60,15 +60,17 @@ def _collapse(name: str, keep_depth: int) -> str:
     return "".join(out)
 
 
-def short_name(name: str, limit: int = LIMIT) -> str:
-    """One name shortened to at most ``limit`` characters (unchanged when it already fits)."""
+def short_name(name: str, limit: int = LIMIT, *, drop_templates: bool = True) -> str:
+    """One name shortened to at most ``limit`` characters (unchanged when it already fits).
+    ``drop_templates=False`` keeps two levels of template arguments and cuts the middle instead (the second
+    try for names whose short forms collide: their difference is often a type two levels down)."""
     if len(name) <= limit:
         return name
     s = name[5:] if name.startswith("void ") else name
     s = _drop_params(s)
     s = _LAMBDA.sub(r"λ#\1", s)
     s = _QUALIFIER.sub("", s).replace("> >", ">>").strip()
-    for keep in (2, 1):
+    for keep in (2, 1) if drop_templates else (2,):
         if len(s) <= limit:
             break
         s = _collapse(s, keep)
@@ -79,7 +81,7 @@ def short_name(name: str, limit: int = LIMIT) -> str:
     if len(s) <= limit:
         return s
     suffix = ""
-    if "<" in s:
+    if drop_templates and "<" in s and s.index("<") >= limit // 2:  # a long name of its own: its template arguments go
         s, suffix = s[: s.index("<")], "<…>"
         if len(s) + len(suffix) <= limit:
             return s + suffix
@@ -89,15 +91,19 @@ def short_name(name: str, limit: int = LIMIT) -> str:
 
 
 def short_names(names: Sequence[str], limit: int = LIMIT) -> list[str]:
-    """Each name shortened; shortened names that collide get ``#2``, ``#3``… (the first keeps its name)."""
+    """Each name shortened; names whose short forms collide are shortened again keeping their template
+    arguments (middle cut), and any still equal get ``#2``, ``#3``… (the first keeps its name)."""
     shorts = [short_name(n, limit) for n in names]
+    clashes = {s for s, c in Counter(shorts).items() if c > 1}
+    shorts = [short_name(n, limit, drop_templates=False) if s in clashes else s for s, n in zip(shorts, names)]
     clashes = {s for s, c in Counter(shorts).items() if c > 1}
     seen: Counter[str] = Counter()
     out = []
     for s, n in zip(shorts, names):
         if s in clashes and s != n:
             seen[s] += 1
-            out.append(s if seen[s] == 1 else f"{s} #{seen[s]}")
+            tag = f" #{seen[s]}"
+            out.append(s if seen[s] == 1 else short_name(n, limit - len(tag), drop_templates=False) + tag)
         else:
             out.append(s)
     return out
