@@ -353,3 +353,17 @@ def test_shortened_names_keep_their_full_name_escaped_on_hover() -> None:
     html = table([Col("name", "kernel", "text", title_key="full")],
                  [{"name": s, "full": n} for s, n in zip(shorts, names)])
     assert "<script>" not in html and html.count('title="void evil_kernel&lt;&quot;&gt;&lt;script&gt;') == 2
+
+
+def test_profiled_run_shows_its_module_tree(profiled_store: Path) -> None:
+    html = _report(profiled_store)
+    run_dir = next((profiled_store / "runs").iterdir())
+    mods = _analyze_json(run_dir / "artifacts" / "traces" / "rank0.json.gz")[0]["modules"]
+    assert mods, "the profiled window records nn.Module calls (with_stack)"
+    rows = _tables(html)["modules-r0"][1:]
+    assert [r[0].lstrip("▾▸") for r in rows] == [m["path"][-1] for m in mods]
+    assert [r[1:] for r in rows] == [[f"{m['calls']:,}", f.duration_ns(m["cpu_ns"]), f.duration_ns(m["device_ns"])]
+                                     for m in mods]
+    for m in mods:  # children under their parent
+        parent = "/".join(m["path"][:-1])
+        assert f'data-id="{"/".join(m["path"])}" data-parent="{parent}"' in html
