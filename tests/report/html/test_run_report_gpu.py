@@ -12,7 +12,6 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 
@@ -246,6 +245,7 @@ def test_flame_graph_of_the_sampled_stacks(stacks_store: Path) -> None:
     data = load(stacks_store)
     html = render_run_report(RunAnalysis(data))
     assert '<section class="ss-section" id="flamegraph">' in html and '<a href="#flamegraph">' in html
+    assert len(html.encode()) < 1_500_000
     assert 'placeholder="search frames"' in html and ">reset zoom</button>" in html
     # the root frames' widths are their share of the samples, summed here from the stored rows
     rows = stack_rows(data.rank(0))
@@ -260,9 +260,9 @@ def test_flame_graph_of_the_sampled_stacks(stacks_store: Path) -> None:
             assert m is not None, region
             assert float(m.group(1)) == pytest.approx(100 * n / total, abs=1e-3)
     # the embedded collapsed export holds every sample
-    link = re.search(r'download="stacks-rank0-context.collapsed" href="data:text/plain;charset=utf-8,([^"]*)"', html)
-    assert link is not None
-    text = unquote(link.group(1))
+    link = re.search(r'<script type="application/json" id="flame-r0-collapsed">(.*?)</script>', html)
+    assert link is not None and 'data-name="stacks-rank0-context.collapsed"' in html
+    text = json.loads(link.group(1))
     assert sum(int(line.rsplit(" ", 1)[1]) for line in text.splitlines()) == total
     assert "--format collapsed" in html
 
@@ -339,6 +339,13 @@ def test_rank_selector_and_flame_zoom_and_search_in_chromium(two_rank_store: Pat
     assert hits == expected > 0
     assert page.text_content('.ss-flamebar[data-for="flame-r0"] span') == f"{hits} matching frame" + (
         "" if hits == 1 else "s")
+    # the collapsed stacks download as a file, every sample in it
+    with page.expect_download() as dl:
+        page.click('button.ss-flame-dl[data-src="flame-r0-collapsed"]')
+    assert dl.value.suggested_filename == "stacks-rank0-context.collapsed"
+    saved = Path(dl.value.path()).read_text(encoding="utf-8")
+    assert saved.splitlines()[0].startswith("region:") and all(
+        line.rsplit(" ", 1)[1].isdigit() for line in saved.splitlines())
     assert op.errors == [] and op.requests == []
 
 

@@ -6,7 +6,8 @@ samples, hover shows the function, its samples and share. Each block carries its
 click a frame to widen it to the full width (its ancestors stay above it, full width; a click on one of
 them zooms out to it), "reset" shows the whole graph again; the search box highlights the frames whose
 name contains the text. Frames narrower than MIN_SHARE are left out (their samples stay in the parent's
-width). One block per rank with stack samples, behind the report's rank selector.
+width). One block per rank with stack samples, behind the report's rank selector, each with a button that
+saves its collapsed stacks (embedded as JSON) and the export command for all ranks and workers.
 
 Call it as ``flamegraph_section(data)`` (RunData) or ``flamegraph_html(stacks)`` with collapsed stacks.
 """
@@ -14,20 +15,19 @@ Call it as ``flamegraph_section(data)`` (RunData) or ``flamegraph_html(stacks)``
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from stepscope.analyze.hostprof import NO_REGION, collapsed, host_profile, stack_rows
 from stepscope.model.tables import RunData
-from stepscope.report.html.escape import esc
+from stepscope.report.html.escape import esc, json_script
 from stepscope.report.html.gpu_sections import per_rank
 from stepscope.report.html.page import Section, notice, paragraph
 
 MIN_SHARE = 0.001
 MAX_DEPTH = 48
-MAX_BLOCKS = 4000
-"""Blocks drawn at most per graph (the widest first), so the page stays small."""
-MAX_EMBEDDED_EXPORT = 200_000
-"""Collapsed-stack text up to this many characters is embedded as a download link."""
+MAX_BLOCKS = 2000
+"""Blocks drawn at most per graph (the widest first; about 250 bytes each), so the page stays small."""
+MAX_EMBEDDED_EXPORT = 250_000
+"""The collapsed stacks are embedded (with a download button) when their text is at most this long."""
 ROW_PX = 18
 CSS = (".ss-flame{position:relative;font:11px monospace;overflow:hidden;border:1px solid #ddd}"
        ".ss-flame .ss-fr{position:absolute;height:17px;overflow:hidden;white-space:nowrap;box-sizing:border-box;"
@@ -49,6 +49,16 @@ FLAME_JS = """
     });
     fg.setAttribute("data-zoom", d0 > 0 || w0 < 1 ? "1" : "0");
   }
+  document.querySelectorAll("button.ss-flame-dl").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var src = document.getElementById(btn.getAttribute("data-src"));
+      var url = URL.createObjectURL(new Blob([JSON.parse(src.textContent)], {type: "text/plain"}));
+      var a = document.createElement("a");
+      a.href = url; a.download = btn.getAttribute("data-name");
+      document.body.appendChild(a); a.click(); a.remove();
+      setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+    });
+  });
   document.querySelectorAll(".ss-flame").forEach(function (fg) {
     fg.addEventListener("click", function (ev) {
       var b = ev.target.closest(".ss-fr");
@@ -122,12 +132,14 @@ def flamegraph_html(stacks: dict[str, int], *, graph_id: str = "flame") -> str:
             + "".join(blocks) + "</div>")
 
 
-def _export_link(stacks: dict[str, int], rank: int) -> str:
+def _export_button(stacks: dict[str, int], rank: int, graph_id: str) -> str:
+    """A button that saves the collapsed stacks (embedded as JSON) as ``stacks-rank<R>-context.collapsed``."""
     text = "".join(f"{k} {v}\n" for k, v in sorted(stacks.items()))
     if len(text) > MAX_EMBEDDED_EXPORT:
         return ""
-    return (f'<a download="stacks-rank{rank}-context.collapsed" '
-            f'href="data:text/plain;charset=utf-8,{esc(quote(text))}">download these collapsed stacks</a> · ')
+    return (json_script(text, element_id=f"{graph_id}-collapsed")
+            + f'<button type="button" class="ss-flame-dl" data-src="{esc(graph_id)}-collapsed" '
+              f'data-name="stacks-rank{rank}-context.collapsed">download these collapsed stacks</button> ')
 
 
 def flamegraph_section(data: RunData, *, rank: int | None = None) -> Section | None:
@@ -142,7 +154,7 @@ def flamegraph_section(data: RunData, *, rank: int | None = None) -> Section | N
         stacks = collapsed(stack_rows(data.rank(p.rank)), with_context=True)
         note = paragraph(f"rank {p.rank}, main thread: {p.samples:,} Python stack samples at {p.hz:g} Hz "
                          f"({p.dropped:,} dropped).")
-        export = ('<p class="ss-note">' + _export_link(stacks, p.rank)
+        export = ('<p class="ss-note">' + _export_button(stacks, p.rank, f"flame-r{p.rank}")
                   + esc(f"all ranks and DataLoader workers: stepscope export {data.run.id} --format collapsed "
                         "(for flamegraph.pl, speedscope, inferno)") + "</p>")
         blocks[p.rank] = note + flamegraph_html(stacks, graph_id=f"flame-r{p.rank}") + export
