@@ -1,5 +1,6 @@
-"""The HTML run report: overview (what ran, headline numbers, recommendations), speed, time, system,
-memory, kernels and operators, model, logged metrics. Renders a RunSummary, the Advice and the run's
+"""The HTML run report: overview (what ran, headline numbers, recommendations), speed, time, flame graph
+(when stacks were sampled), system, memory, GPU and operators (every trace-engine figure per rank, with a
+rank selector), model, logged metrics. Renders a RunSummary, the Advice and the run's
 records; every number is computed in analyze/ (per-step series are only read off the step table)."""
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.app import RunAnalysis
 from stepscope.model.tables import RankData, StepTable
 from stepscope.report import format as f
+from stepscope.report.html.flamegraph import CSS as FLAME_CSS
+from stepscope.report.html.flamegraph import FLAME_JS, flamegraph_section
+from stepscope.report.html.gpu_sections import RANK_CSS, RANK_JS
 from stepscope.report.html.page import Section, heading, kv_table, notice, paragraph, render_page, tiles
 from stepscope.report.html.plots import Band, Series, line_chart
 from stepscope.report.html.run_sections import (
@@ -52,14 +56,18 @@ def render_run_report(ra: RunAnalysis) -> str:
                 note="Step time is CPU wall clock between step boundaries unless noted; warm-up steps are shaded "
                      "and excluded from statistics."),
         Section("time", "Time", time_section(summary)),
+        *([flame] if (flame := flamegraph_section(data)) is not None else []),
         Section("system", "System", system_section(data, summary)),
         Section("memory", "Memory", memory_section(summary, traces or {})),
-        Section("kernels", "Kernels and operators", kernels_section(advice, traces or {}, trace_problems)),
+        Section("kernels", "GPU and operators", kernels_section(advice, ra.trace_analyses, trace_problems),
+                note="From each rank's profiled window (torch.profiler trace), the figures of stepscope trace analyze; "
+                     "times are totals over the window unless noted."),
         Section("model", "Model", model_section(summary)),
         Section("metrics", "User metrics", metrics_section(data)),
     ]
     when = datetime.fromtimestamp(run.start_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return render_page(f"{run.name} — stepscope run {run.id}", sections, badge=run.status.value,
+                       extra_css=RANK_CSS + FLAME_CSS, extra_js=RANK_JS + FLAME_JS,
                        subtitle=f"started {when} · duration {f.duration_ns(run.duration_ns)} · "
                                 f"world size {run.world_size}",
                        footer=f"stepscope {run.software.stepscope} · self-contained report, no network access")

@@ -1,4 +1,5 @@
-"""Sections of the HTML run report after speed: time, system, memory, kernels, model, user metrics."""
+"""Sections of the HTML run report after speed: time, system, memory, kernels (gpu_sections.py), model,
+user metrics."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from stepscope.analyze.advisor import Advice
-from stepscope.analyze.advisor.tracefacts import top_names, trace_facts
 from stepscope.analyze.summary import RunSummary
-from stepscope.model.events import EventKind, EventTable
+from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.model.events import EventTable
 from stepscope.model.tables import RunData
 from stepscope.report import format as f
-from stepscope.report.html.page import grid, heading, notice, paragraph, tiles
-from stepscope.report.html.plots import Mark, Series, bar_chart, line_chart
+from stepscope.report.html.gpu_sections import gpu_section
+from stepscope.report.html.page import grid, heading, paragraph
+from stepscope.report.html.plots import Mark, Series, line_chart
 from stepscope.report.html.tables import Col, table
 
 SYSTEM_PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -105,49 +107,9 @@ def memory_section(s: RunSummary, traces: Mapping[int, EventTable]) -> str:
     return out
 
 
-def kernels_section(advice: Advice, traces: Mapping[int, EventTable], problems: Sequence[str]) -> str:
-    parts = [notice(p, "warn") for p in problems]
-    if not traces:
-        no_steps = any("no training step was seen" in n for n in advice.notes)
-        parts.append(paragraph("No profiled window, and no training step was seen: a window records steps, so "
-                               "mark them first (stepscope.step() or stepscope.steps(loader))." if no_steps else
-                               "No profiled window in this run: record one with stepscope run --profile-steps N "
-                               "to see kernels, operators, GPU idle time and overlap."))
-        return "".join(parts)
-    for rank, t in sorted(traces.items()):
-        fa = trace_facts(t)
-        parts.append(heading(f"Rank {rank}: {fa.profiled_steps} profiled step(s)"
-                             + (f" on {fa.device_name}" if fa.device_name else "")))
-        per = fa.profiled_steps
-        if fa.kernels:
-            parts.append(tiles([
-                ("GPU busy per step", f.duration_ns(fa.gpu_busy_ns / per), None),
-                ("GPU idle", f.share(fa.gpu_idle_share), "of the window's GPU span"),
-                ("kernels per step", f"{fa.kernels / per:,.0f}", f"median {f.duration_ns(fa.kernel_median_ns)}"),
-                ("communication", f.duration_ns(fa.comm_ns / per), f"overlapped {f.share(fa.comm_overlap_share)}"),
-                ("fp32 GEMM per step", f.duration_ns(fa.fp32_gemm_ns / per), None),
-            ]))
-        else:
-            parts.append(paragraph("No GPU activity in this window (CPU-only): operators below."))
-        kern = top_names(t, EventKind.KERNEL, limit=15)
-        ops = top_names(t, EventKind.CPU_OP, limit=15)
-        cols = [Col("name", "name", "text"), Col("count", "count", "count"), Col("total", "total", "ns"),
-                Col("mean", "mean", "ns"), Col("share", "share", "share")]
-        blocks = []
-        if kern:
-            blocks.append(bar_chart("Top kernels by total time", [k.name for k in kern],
-                                    [("total time", [k.total_ns for k in kern])], ylabel="total time", yunit="ns",
-                                    plot_id=f"plot-kernels-{rank}"))
-        if ops:
-            blocks.append(table(cols, [{"name": o.name, "count": o.count, "total": o.total_ns, "mean": o.mean_ns,
-                                        "share": o.share} for o in ops], table_id=f"ops-{rank}",
-                                caption="top CPU operators (inclusive time; nested operators overlap)"))
-        if blocks:
-            parts.append(grid(*blocks))
-        if kern:
-            parts.append(table(cols, [{"name": k.name, "count": k.count, "total": k.total_ns, "mean": k.mean_ns,
-                                       "share": k.share} for k in kern], table_id=f"kernels-{rank}"))
-    return "".join(parts)
+def kernels_section(advice: Advice, analyses: Mapping[int, TraceAnalysis], problems: Sequence[str]) -> str:
+    """The GPU and operator section (gpu_sections.py): every trace-engine figure per rank, or why there is none."""
+    return gpu_section(analyses, problems, advice)
 
 
 def model_section(s: RunSummary) -> str:

@@ -23,6 +23,7 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "bytes/s": lambda v: f.DASH if v is None else f.nbytes(v) + "/s",
     "share": f.share,
     "%": lambda v: f.DASH if v is None or not math.isfinite(v) else f"{v:.1f}%",
+    "GB/s": lambda v: f.DASH if v is None or not math.isfinite(v) else f"{v:,.1f} GB/s",
     "count": lambda v: f.DASH if v is None else f"{int(v):,}",
     "": f.number,
 }
@@ -38,11 +39,15 @@ class Col:
     unit: str = ""
     hint: str | None = None
     """Header tooltip (plain text)."""
+    title_key: str | None = None
+    """Text columns: the row's value under this key becomes the cell's hover text (a full name behind a
+    shortened one)."""
 
 
-def _cell(col: Col, value: Any) -> str:
+def _cell(col: Col, value: Any, title: Any = None) -> str:
     if col.unit == "text":
-        return f'<td class="text">{esc(value if value is not None else f.DASH)}</td>'
+        tip = f' title="{esc(title)}"' if title is not None and title != value else ""
+        return f'<td class="text"{tip}>{esc(value if value is not None else f.DASH)}</td>'
     num = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     shown = FORMATS.get(col.unit, f.number)(num) if num is not None else f.DASH
     sort = "" if num is None or not math.isfinite(num) else repr(float(num))
@@ -60,7 +65,7 @@ def table(columns: Sequence[Col], rows: Sequence[Mapping[str, Any]], *, table_id
     ids = {str(r.get("_id")) for r in rows} if tree else set()
     body = []
     for r in rows:
-        cells = [_cell(c, r.get(c.key)) for c in columns]
+        cells = [_cell(c, r.get(c.key), r.get(c.title_key) if c.title_key else None) for c in columns]
         attrs = ""
         if tree:
             rid = str(r.get("_id", ""))
@@ -70,7 +75,9 @@ def table(columns: Sequence[Col], rows: Sequence[Mapping[str, Any]], *, table_id
                       else '<span class="ss-toggle"></span>')
             pad = 14 * int(r.get("_depth", 0))
             first = esc(r.get(columns[0].key))
-            cells[0] = f'<td class="text" style="padding-left:{pad + 6}px">{toggle}{first}</td>'
+            tkey = columns[0].title_key
+            tip = f' title="{esc(r.get(tkey))}"' if tkey and r.get(tkey) is not None else ""
+            cells[0] = f'<td class="text"{tip} style="padding-left:{pad + 6}px">{toggle}{first}</td>'
             attrs = f' data-id="{esc(rid)}" data-parent="{esc(parent)}"'
         body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
     tid = table_id or "ss-t" + hashlib.sha1((heads + "".join(body)).encode()).hexdigest()[:10]
