@@ -171,6 +171,8 @@ def test_spiky_throughput_is_a_median_line_with_round_human_ticks(browser: Any, 
                     x_axis=Axis("time since first step", "s"), y_axis=Axis("throughput", "samples/s"), chart_id="tp")
     body += xy_chart("Memory", np.arange(600) * 0.3, [Series("rss_bytes", mem), Series("zero", np.zeros(600))],
                      x_axis=Axis("time", "s"), y_axis=Axis("memory", "bytes"), chart_id="mem")
+    body += xy_chart("All zero", np.arange(50), [Series("disk write", np.zeros(50))], x_axis=Axis("time", "s"),
+                     y_axis=Axis("throughput", "bytes/s"), chart_id="zeros")  # once drew duplicate ticks
     day0 = 1_709_294_400  # 2024-03-01T12:00Z, one run a day
     body += xy_chart("By date", day0 + 86_400 * np.arange(10), [Series("step time", np.full(10, 2.5e7))],
                      x_axis=Axis("run date (UTC)", "date"), y_axis=Axis("step time", "ns"), chart_id="dates")
@@ -190,6 +192,8 @@ def test_spiky_throughput_is_a_median_line_with_round_human_ticks(browser: Any, 
     mem_ticks = next(c for c in ticks if c["id"] == "mem")
     assert mem_ticks["ytitle"] == "memory (MiB)" and "resident memory, this process" in \
         page.locator("#mem .ss-legend").inner_text()
+    zeros = next(c for c in ticks if c["id"] == "zeros")["y"]
+    assert zeros[0] == "0" and len(zeros) >= 2 and len(set(zeros)) == len(zeros)
     dates = next(c for c in ticks if c["id"] == "dates")["x"]
     assert len(dates) >= 3 and len(set(dates)) == len(dates) and dates[0].startswith("2024-03-0")
     commits = next(c for c in ticks if c["id"] == "commits")["x"]

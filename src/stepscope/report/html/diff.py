@@ -94,7 +94,7 @@ def _pair_chart(t: TrendPair, yunit: str = "", plot_id: str | None = None) -> st
     series = [Series(name, s.y, color=color, x=s.x, smooth=window) for name, s, color in sides]
     system = t.key.startswith("system.")
     title = words(t.title) if system else t.title
-    ylabel = words(t.y_label) if system else t.y_label
+    ylabel = _sys_axis(t.key) if system else t.y_label
     return xy_chart(title, [], series, x_axis=Axis(t.x_label), y_axis=Axis(ylabel, yunit), chart_id=plot_id)
 
 
@@ -112,6 +112,12 @@ def trends_section(d: RunDiff) -> Section | None:
     return Section("trends", "Trends", "".join(got),
                    note="rank 0; every step shown (warm-up and profiled steps included); a divergence of the "
                         "cumulative lines marks where the runs part")
+
+
+def _sys_axis(key: str) -> str:
+    """A short y-axis title for a system metric (the chart's title names it in full, in words)."""
+    return ("CPU" if "cpu" in key else "utilisation" if key.endswith("_util_pct") else
+            "memory" if key.endswith("_bytes") else words(key.removeprefix("system.")))
 
 
 def _sys_unit(key: str) -> str:
@@ -218,6 +224,8 @@ CSS = """.ss-findings{margin:.5em 0 1em 1.2em}.ss-findings li{margin:.2em 0}
 .ss-verdict{padding:0 .4em;border-radius:3px;font-size:.85em}.ss-verdict.slower{background:#fdd;color:#900}
 .ss-verdict.faster{background:#dfd;color:#060}.ss-verdict.no_significant_change{background:#eee;color:#555}
 .ss-verdict.inconclusive{background:#fefcbf;color:#744210}
+table.ss-table td.text{word-break:normal;overflow-wrap:normal}
+table.ss-table td.text:first-child{overflow-wrap:anywhere}
 #operators-table td.text:first-child,#kernels-table td.text:first-child,#components-table td.text:first-child{
 min-width:16em;max-width:30em;white-space:normal;overflow-wrap:anywhere;word-break:normal;
 font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
