@@ -52,11 +52,12 @@ def auto_skip(batches_per_epoch: int | None) -> int:
 
 @contextmanager
 def quiet_kineto() -> Iterator[None]:
-    """Kineto's own log lines off while the profiler starts or steps (it reads ``KINETO_LOG_LEVEL`` once,
-    when the schedule first starts tracing): otherwise each window prints ``USDT: ... profiler_start`` and
-    ``profiler_stop`` on the training's stderr. Level 6 is above every Kineto severity (USDT is 5, above
-    ERROR), so Kineto's errors are silenced too. A level the user set is kept, and the variable is removed again at once, so the
-    training's own subprocesses never see it."""
+    """Kineto's own log lines off while the profiler starts or steps.
+
+    Kineto reads ``KINETO_LOG_LEVEL`` once, when the schedule first starts tracing; without it each window
+    prints ``USDT: ... profiler_start`` and ``profiler_stop`` on the training's stderr. Level 6 is above
+    every Kineto severity (USDT is 5, above ERROR), so Kineto's errors are silenced too. A level the user
+    set is kept, and the variable is removed again at once: the training's subprocesses never see it."""
     if KINETO_LOG_LEVEL in os.environ:
         yield
         return
