@@ -13,7 +13,8 @@ from stepscope.store.index import RunRow
 
 
 class LsCommand:
-    """List stored runs, newest first, with their headline numbers."""
+    """List stored runs, newest first, with their headline numbers. On a narrow terminal run ids and
+    status words stay whole: the name is shortened, then columns are left out (named below the table)."""
 
     name = "ls"
     help = "list stored runs"

@@ -315,7 +315,9 @@ class ServeCommand:
     501). Binds to 127.0.0.1 unless --host says otherwise, and then warns: the pages show commands, paths
     and host names, with no authentication. Requests must name the bound address in their Host header
     (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
-    at once. Links inside a run directory that leave the store are never followed. Ctrl-C stops it."""
+    at once. Links inside a run directory that leave the store are never followed. Running runs are marked
+    in the runs list and their report pages show live figures, refreshed every 3 s without a reload
+    (/live/status.json, /live/runs/ID.json). Ctrl-C stops it."""
 
     name = "serve"
     help = "serve the dashboard live from the store on 127.0.0.1"
