@@ -24,7 +24,7 @@ def test_top_on_a_finished_run_shows_the_final_state(observed: Callable[..., Res
         row = next(line for line in res.out.splitlines() if line.lstrip().startswith("0 │"))
         assert row.split("│")[1].strip() == "12"  # rank 0's 12 steps
         assert "—" in row.split("│")[-1]  # no straggler in a one-rank run
-        assert "phases" in res.out and "forward" in res.out and "Recommendations" in res.out
+        assert "phases" in res.out and "forward" in res.out and "advice so far" in res.out
     bad = cli("top", "--interval", "0")
     assert bad.rc != 0 and bad.err.count("\n") == 1 and "--interval" in bad.err
     missing = cli("top", "nosuchrun")

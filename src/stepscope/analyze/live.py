@@ -51,7 +51,8 @@ class LiveRank:
     since_last_step_s: float | None
     """Seconds from the end of the last recorded step to ``now`` (records arrive every flush, ~2 s)."""
     straggler: str | None
-    """Why the rank is flagged ("slow: ..." or "behind: ..."), None when it is not."""
+    """Why the rank is flagged, None when it is not: "slow: +E ms Rx" (E: excess useful time per step over
+    the others' median, R: the ratio) or "behind: S/O" (its steps S, the others' median O)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +96,14 @@ def _flag(r: int, steps: dict[int, int], useful: dict[int, float], step_med: flo
     counts = float(np.median([steps[o] for o in others]))
     lag = counts - steps[r]
     if lag >= LAG_MIN_STEPS and lag >= LAG_SHARE * counts:
-        return f"behind: {steps[r]} vs {counts:g} steps"
+        return f"behind: {steps[r]}/{counts:g}"
     ready = [o for o in others if steps[o] >= MIN_STEPS and o in useful]
     if steps[r] < MIN_STEPS or r not in useful or not ready or not step_med:
         return None
     ref = float(np.median([useful[o] for o in ready]))
     excess = useful[r] - ref
     if useful[r] > STRAGGLER_RATIO * ref and excess >= STRAGGLER_MIN_SHARE * step_med:
-        return f"slow: +{excess / 1e6:.1f} ms/step ({useful[r] / ref:.1f}x)"
+        return f"slow: +{excess / 1e6:.0f} ms {useful[r] / ref:.1f}x"
     return None
 
 

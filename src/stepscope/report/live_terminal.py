@@ -12,9 +12,10 @@ from stepscope.analyze.live import STRAGGLER_RATIO, LiveState
 from stepscope.analyze.summary import RunSummary
 from stepscope.model.run import RunStatus
 from stepscope.report import format as f
-from stepscope.report.advice import advice_view
+from stepscope.report.advice import saving_text
 from stepscope.report.terminal import STATUS_STYLE
 
+LIVE_FINDINGS = 3
 SYSTEM_SHOWN = ("cpu_system_pct", "cpu_process_pct", "rss_bytes")
 """Sampled metrics shown besides every GPU's utilisation and memory."""
 
@@ -80,8 +81,9 @@ def _system(summary: RunSummary) -> RenderableType:
 
 
 def _ranks(state: LiveState) -> Table:
-    t = Table(title="ranks (recent: last 10 steps)", title_justify="left", show_edge=False, pad_edge=False)
-    for c in ("rank", "steps", "last step", "recent median", "useful median", "since last", "straggler"):
+    t = Table(title="ranks (median of the last 10 steps: step time, useful time = step - comm)",
+              title_justify="left", show_edge=False, pad_edge=False)
+    for c in ("rank", "steps", "last step", "step", "useful", "since", "straggler"):
         t.add_column(c, justify="left" if c == "straggler" else "right", no_wrap=c != "straggler")
     for r in state.ranks:
         flag = Text(r.straggler, style="bold red") if r.straggler else Text("—", style="green")
@@ -99,5 +101,18 @@ def live_view(state: LiveState, summary: RunSummary, advice: Advice, *, elapsed_
     if state.stragglers:
         parts.append(Text(f"straggler: rank {', '.join(map(str, state.stragglers))} (useful time > "
                           f"{STRAGGLER_RATIO:g}x the others' median, or behind in steps)", style="bold red"))
-    parts.append(advice_view(advice, limit=3, detail=False))
+    parts.append(_advice(advice, summary.run.id))
     return Group(*parts)
+
+
+def _advice(advice: Advice, run_id: str) -> RenderableType:
+    """One line per finding (the first LIVE_FINDINGS), most valuable first."""
+    if not advice.findings:
+        return Text(f"advice so far: no rule fired ({len(advice.checked)} checked)", style="green")
+    lines = [Text("advice so far:", style="bold")]
+    for i, finding in enumerate(advice.findings[:LIVE_FINDINGS]):
+        line = Text(f"{i + 1}. {finding.title}", style="yellow")
+        line.append(f" — {saving_text(finding)}", style="cyan")
+        lines.append(line)
+    lines.append(Text(f"details: stepscope advise {run_id}", style="dim"))
+    return Group(*lines)
