@@ -12,12 +12,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
+from stepscope.store import Store
 from stepscope.store.tail import RunTail
+
+if TYPE_CHECKING:
+    from stepscope.report.dashboard import Site
 
 IDLE_TIMEOUT_S = 10.0
 """A connection that sends nothing for this long is closed (half-open connections do not pile up)."""
@@ -181,7 +185,7 @@ def with_live(html: str, run_id: str | None) -> str:
     return html[:at] + tail + html[at:] if at >= 0 else html + tail
 
 
-def live_statuses(store: Any, site: Any) -> Any:
+def live_statuses(store: Store, site: Site) -> Site:
     """The site with the status of each run the index still calls running checked against its run
     directory (a killed launcher never updated the index): see Store.rows."""
     now = {r.id: r.status for r in store.rows()}
@@ -197,10 +201,10 @@ class LiveRuns:
         self._lock = threading.Lock()
 
     @staticmethod
-    def running_ids(store: Any) -> set[str]:
+    def running_ids(store: Store) -> set[str]:
         return {r.id for r in store.rows() if r.status == "running"}
 
-    def answer(self, store: Any, path: str) -> tuple[int, bytes]:
+    def answer(self, store: Store, path: str) -> tuple[int, bytes]:
         if path == "live/status.json":  # running runs, and those that ended lately (a page turns them final)
             import time
 
