@@ -44,6 +44,7 @@ COMMANDS: list[str] = [
     "stepscope.cli.imports:ImportCommand",
     "stepscope.cli.rm:RmCommand",
     "stepscope.cli.store:StoreCommand",
+    "stepscope.cli.top:TopCommand",
 ]
 """module:Class of every subcommand, in the order `stepscope --help` lists them."""
 

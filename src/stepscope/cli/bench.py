@@ -12,6 +12,7 @@ from typing import Any
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, command_from, options_from
 from stepscope.errors import UserError
+from stepscope.report.progress import progress
 
 
 class BenchCommand:
@@ -68,20 +69,22 @@ def run_repeats(args: argparse.Namespace) -> int:
                           {"command": command, "repeat": args.repeat, "warmup_runs": args.warmup_runs})
     out = console(file=sys.stderr)
     run_ids: list[str] = []
-    for i in range(args.warmup_runs + args.repeat):
-        warm = i < args.warmup_runs
-        result = launch(store, command, name=args.name, params=params, tags=tags, options=options,
-                        group=None if warm else group)
-        if result.exit_code != 0:
-            out.print(f"[red]bench: run {result.run_id} failed with exit code {result.exit_code}; stopping[/]")
-            return int(result.exit_code)
-        if warm:
-            store.remove(result.run_id)
-            out.print(f"bench: warm-up run {i + 1}/{args.warmup_runs} done (discarded)")
-            continue
-        finish_run(store, result.run_id, print_summary=False)
-        run_ids.append(result.run_id)
-        out.print(f"bench: run {len(run_ids)}/{args.repeat} → {result.run_id}")
+    with progress(args.warmup_runs + args.repeat, "bench runs") as bar:
+        for i in range(args.warmup_runs + args.repeat):
+            warm = i < args.warmup_runs
+            result = launch(store, command, name=args.name, params=params, tags=tags, options=options,
+                            group=None if warm else group)
+            bar.advance(note=result.run_id)
+            if result.exit_code != 0:
+                out.print(f"[red]bench: run {result.run_id} failed with exit code {result.exit_code}; stopping[/]")
+                return int(result.exit_code)
+            if warm:
+                store.remove(result.run_id)
+                out.print(f"bench: warm-up run {i + 1}/{args.warmup_runs} done (discarded)")
+                continue
+            finish_run(store, result.run_id, print_summary=False)
+            run_ids.append(result.run_id)
+            out.print(f"bench: run {len(run_ids)}/{args.repeat} → {result.run_id}")
     points = [p for p in load_points(store) if p.run_id in run_ids]
     rows = [(m, p) for m in tracked_metrics(points) if (p := pooled(points, m, key=group)) is not None]
     if args.json:
@@ -139,15 +142,18 @@ def run_ab(args: argparse.Namespace) -> int:
             store.remove(result.run_id)
         out.print(f"bench: warm-up pair {i + 1}/{args.warmup_runs} done (discarded)")
     ids: dict[str, list[str]] = {"A": [""] * args.repeat, "B": [""] * args.repeat}
-    for pair, side in ab_order(args.repeat):
-        result = launch(store, commands[side], name=args.name, params=params,
-                        tags={**tags, "ab": side, "ab_pair": str(pair)}, options=options, group=group)
-        if result.exit_code != 0:
-            out.print(f"[red]bench: run {result.run_id} ({side}) failed with exit code {result.exit_code}; stopping[/]")
-            return int(result.exit_code)
-        finish_run(store, result.run_id, print_summary=False)
-        ids[side][pair] = result.run_id
-        out.print(f"bench: pair {pair + 1}/{args.repeat} {side} → {result.run_id}")
+    with progress(2 * args.repeat, "bench A/B runs") as bar:
+        for pair, side in ab_order(args.repeat):
+            result = launch(store, commands[side], name=args.name, params=params,
+                            tags={**tags, "ab": side, "ab_pair": str(pair)}, options=options, group=group)
+            bar.advance(note=f"{side} {result.run_id}")
+            if result.exit_code != 0:
+                out.print(f"[red]bench: run {result.run_id} ({side}) failed with exit code {result.exit_code}; "
+                          "stopping[/]")
+                return int(result.exit_code)
+            finish_run(store, result.run_id, print_summary=False)
+            ids[side][pair] = result.run_id
+            out.print(f"bench: pair {pair + 1}/{args.repeat} {side} → {result.run_id}")
     return report_ab(store, group, ids, args)
 
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
-from rich.table import Table
-
-from stepscope.cli.common import add_store_args, ensure_metrics, print_json, store_from
+from stepscope.cli.common import add_store_args, ensure_metrics, parse_pairs, print_json, store_from
 from stepscope.report import format as f
-from stepscope.report.terminal import STATUS_STYLE, console
+from stepscope.report.runs_list import RunLine, runs_view
+from stepscope.report.terminal import console
+from stepscope.store.index import RunRow
 
 
 class LsCommand:
-    """List stored runs, newest first, with their headline numbers."""
+    """List stored runs, newest first, with their headline numbers. On a narrow terminal run ids and
+    status words stay whole: the name is shortened, then columns are left out (named below the table)."""
 
     name = "ls"
     help = "list stored runs"
@@ -26,8 +27,6 @@ class LsCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.cli.common import parse_pairs
-
         store = store_from(args)
         rows = store.rows()
         if args.name:
@@ -42,22 +41,22 @@ class LsCommand:
             print_json([{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "metrics": metrics.get(r.id, {})}
                         for r in rows])
             return 0
-        t = Table(show_edge=False, pad_edge=False)
-        for c in ("id", "name", "status", "started", "duration", "ranks", "steps", "step p50", "samples/s", "commit"):
-            t.add_column(c, justify="left" if c in ("id", "name", "status", "started", "commit") else "right",
-                         no_wrap=True, overflow="ellipsis" if c == "name" else "fold")
-        for r in rows:
-            m = metrics.get(r.id, {})
-            started = datetime.fromtimestamp(r.start_ns / 1e9).strftime("%Y-%m-%d %H:%M")
-            dur = (r.end_ns - r.start_ns) if r.end_ns else None
-            p50 = m.get("step_time_median_s")
-            t.add_row(r.id, r.name, f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]", started, f.duration_ns(dur),
-                      str(r.world_size), f.number(m.get("steps")), f.duration_ns(p50 * 1e9 if p50 else None),
-                      f.rate(m.get("samples_per_s"), "").replace(" /s", ""),
-                      (r.git_commit or "")[:8] + ("*" if r.git_dirty else ""))
+        lines = [run_line(r, metrics.get(r.id, {})) for r in rows]
         out = console()
         if not rows:
             out.print(f"no runs in {store.root}")
         else:
-            out.print(t)
+            out.print(runs_view(lines, width=out.width))
         return 0
+
+
+def run_line(r: RunRow, metrics: dict[str, float | None]) -> RunLine:
+    """The `ls` cells of an index row and its indexed metrics."""
+    p50 = metrics.get("step_time_median_s")
+    return RunLine(
+        id=r.id, name=r.name, status=r.status,
+        started=datetime.fromtimestamp(r.start_ns / 1e9).strftime("%Y-%m-%d %H:%M"),
+        duration=f.duration_ns(r.end_ns - r.start_ns if r.end_ns else None), ranks=str(r.world_size),
+        steps=f.number(metrics.get("steps")), step_p50=f.duration_ns(p50 * 1e9 if p50 else None),
+        samples_per_s=f.rate(metrics.get("samples_per_s"), "").replace(" /s", ""),
+        commit=(r.git_commit or "")[:8] + ("*" if r.git_dirty else ""))

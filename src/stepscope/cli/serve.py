@@ -7,20 +7,37 @@ import ipaddress
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
+from stepscope.store import Store
+from stepscope.store.tail import RunTail
+
+if TYPE_CHECKING:
+    from stepscope.report.dashboard import Site
 
 IDLE_TIMEOUT_S = 10.0
 """A connection that sends nothing for this long is closed (half-open connections do not pile up)."""
 MAX_CONNECTIONS = 32
 """Connections served at once; more get a 503 at once instead of a thread each."""
 _WILDCARDS = ("0.0.0.0", "::", "")
+LIVE_POLL_MS = 3000
+"""How often a served page asks for a running run's figures."""
+MAX_LIVE_RUNS = 8
+"""Running runs whose record files are followed at once (the least recently asked is dropped)."""
+RECENTLY_ENDED_S = 600.0
+"""/live/status.json also lists runs that ended this recently, so an open page shows how they ended."""
+LIVE_LOCK_TIMEOUT_S = 10.0
+"""A live request that cannot start within this (others computing) gets 503."""
+_CSP_FROM = "default-src 'none';"
+_CSP_TO = "default-src 'none'; connect-src 'self';"
 
 
 def is_loopback(host: str) -> bool:
@@ -78,6 +95,7 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
     from stepscope.report.dashboard import pages
 
     extra = tuple(extra_hosts)
+    live = LiveRuns()
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "stepscope"
@@ -87,6 +105,8 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
             path = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
             store = open_store()
             try:
+                if path.startswith("live/"):
+                    return live.answer(store, path)
                 if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
                     a, _, b = path[len("diffs/"):-len(".html")].partition("--")
                     ids = set(store.index.run_ids())
@@ -101,11 +121,14 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
                     if store.links_leaving(run_id):
                         return 403, b"this run has links leaving the store: not served"
                     html = render_report(store, run_id)
-                    return (200, html.encode()) if html else (404, b"no report for this run")
+                    running = run_id in live.running_ids(store)
+                    return (200, with_live(html, run_id if running else None).encode()) if html else (
+                        404, b"no report for this run")
                 ids = set(store.index.run_ids())
-                site = replace(build_site(store, name=name, report_ids=ids), live_diffs=True)
+                site = live_statuses(store, replace(build_site(store, name=name, report_ids=ids),
+                                                    live_diffs=True))
                 render = pages(site).get(path)
-                return (200, render().encode()) if render else (404, b"not found")
+                return (200, with_live(render(), None).encode()) if render else (404, b"not found")
             finally:
                 store.close()
 
@@ -131,7 +154,10 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
                     status, body = 500, b"internal error: this page could not be rendered"
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8" if status == 200 else "text/plain")
+                ctype = "text/html; charset=utf-8" if status == 200 else "text/plain"
+                if status == 200 and urlsplit(self.path).path.startswith("/live/"):
+                    ctype = "application/json"
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
                 self.send_header("X-Content-Type-Options", "nosniff")
@@ -145,6 +171,107 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
             pass
 
     return Handler
+
+
+def with_live(html: str, run_id: str | None) -> str:
+    """A served page with the live script (report/dashboard/assets/live.js) and a CSP that lets it ask this
+    server (connect-src 'self'; everything else as strict as the written page)."""
+    from stepscope.report.html.escape import json_script
+
+    asset = (Path(__file__).resolve().parents[1] / "report" / "dashboard" / "assets" / "live.js").read_text()
+    tail = (json_script({"run": run_id, "poll_ms": LIVE_POLL_MS}, element_id="ss-live")
+            + f"<script>{asset}</script>")
+    html = html.replace(_CSP_FROM, _CSP_TO, 1)
+    at = html.rfind("</body>")
+    return html[:at] + tail + html[at:] if at >= 0 else html + tail
+
+
+def live_statuses(store: Store, site: Site) -> Site:
+    """The site with the status of each run the index still calls running checked against its run
+    directory (a killed launcher never updated the index): see Store.rows."""
+    now = {r.id: r.status for r in store.rows()}
+    return replace(site, runs=tuple(replace(r, status=now.get(r.id, r.status)) for r in site.runs))
+
+
+class LiveRuns:
+    """The live figures of running runs, read incrementally (store/tail.py) and computed one request at a
+    time: at most MAX_LIVE_RUNS runs followed, the least recently asked dropped first."""
+
+    def __init__(self) -> None:
+        self._tails: OrderedDict[str, RunTail] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def running_ids(store: Store) -> set[str]:
+        return {r.id for r in store.rows() if r.status == "running"}
+
+    def answer(self, store: Store, path: str) -> tuple[int, bytes]:
+        if path == "live/status.json":  # running runs, and those that ended lately (a page turns them final)
+            import time
+
+            recent = time.time_ns() - int(RECENTLY_ENDED_S * 1e9)
+            return 200, _json({"runs": {r.id: r.status for r in store.rows()
+                                        if r.status == "running" or (r.end_ns or 0) >= recent}})
+        if not (path.startswith("live/runs/") and path.endswith(".json")):
+            return 404, b"not found"
+        run_id = path[len("live/runs/"):-len(".json")]
+        if run_id not in store.index.run_ids():
+            return 404, b"no such run"
+        run_dir = store.run_path(run_id)
+        if not self._lock.acquire(timeout=LIVE_LOCK_TIMEOUT_S):
+            return 503, b"busy: try again"
+        try:
+            tail = self._tails.pop(run_id, None) or RunTail(run_dir)
+            self._tails[run_id] = tail
+            while len(self._tails) > MAX_LIVE_RUNS:
+                self._tails.popitem(last=False)
+            return 200, _json(live_figures(tail))
+        finally:
+            self._lock.release()
+
+
+def live_figures(tail: RunTail) -> dict[str, Any]:
+    """What a page shows of a running run: analyze/live.py's figures, the summary's headline and the
+    advisor's findings on the records read so far (the same functions as `stepscope top`)."""
+    import time
+
+    from stepscope.analyze.advisor import advise
+    from stepscope.analyze.live import live_state
+    from stepscope.analyze.summary import summarize_run
+    from stepscope.app.runtraces import advisor_input
+
+    data = tail.poll()
+    summary = summarize_run(data)
+    state = live_state(data, now_ns=data.run.end_ns or time.time_ns())
+    h = summary.headline
+    return {
+        "id": data.run.id, "status": data.run.status.value, "steps": state.steps,
+        "recent_steps": state.recent_steps, "recent_steps_per_s": state.recent_steps_per_s,
+        "last_step_ns": state.last_step_ns, "recent_step_median_ns": state.recent_step_median_ns,
+        "run_step_median_ns": h.step_time_median_ns, "samples_per_s": h.samples_per_s,
+        "data_wait_share": h.data_wait_share,
+        "ranks": [{"rank": r.rank, "steps": r.steps, "recent_step_median_ns": r.recent_step_median_ns,
+                   "recent_useful_median_ns": r.recent_useful_median_ns, "straggler": r.straggler}
+                  for r in state.ranks],
+        "stragglers": [{"rank": r.rank, "why": r.straggler} for r in state.ranks if r.straggler],
+        "findings": [f.title for f in advise(advisor_input(summary, None)).findings],
+    }
+
+
+def _json(doc: Any) -> bytes:
+    import json
+    import math
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    return json.dumps(clean(doc), sort_keys=True).encode()
 
 
 class DashboardServer(ThreadingHTTPServer):
@@ -193,7 +320,9 @@ class ServeCommand:
     501). Binds to 127.0.0.1 unless --host says otherwise, and then warns: the pages show commands, paths
     and host names, with no authentication. Requests must name the bound address in their Host header
     (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
-    at once. Links inside a run directory that leave the store are never followed. Ctrl-C stops it."""
+    at once. Links inside a run directory that leave the store are never followed. Running runs are marked
+    in the runs list and their report pages show live figures, refreshed every 3 s without a reload
+    (/live/status.json, /live/runs/ID.json). Ctrl-C stops it."""
 
     name = "serve"
     help = "serve the dashboard live from the store on 127.0.0.1"

@@ -24,8 +24,10 @@ A run that ends before its window is complete says so in a note.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from stepscope.store.rundir import ARTIFACTS
 AUTO_SKIP = -1
 """``profile_skip`` value meaning: place the window after the automatic warm-up (see the module docstring)."""
 MIN_SKIP = 3
+KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
 MAX_AUTO_WARMUP = 10
 """analyze.steps.MAX_AUTO_WARMUP (collect may not import analyze; a test keeps the two equal)."""
 
@@ -45,6 +48,24 @@ def auto_skip(batches_per_epoch: int | None) -> int:
     if not batches_per_epoch:
         return MAX_AUTO_WARMUP
     return min(MAX_AUTO_WARMUP, max(MIN_SKIP, -(-batches_per_epoch // 10)))
+
+
+@contextmanager
+def quiet_kineto() -> Iterator[None]:
+    """Kineto's own log lines off while the profiler starts or steps.
+
+    Kineto reads ``KINETO_LOG_LEVEL`` once, when the schedule first starts tracing; without it each window
+    prints ``USDT: ... profiler_start`` and ``profiler_stop`` on the training's stderr. Level 6 is above
+    every Kineto severity (USDT is 5, above ERROR), so Kineto's errors are silenced too. A level the user
+    set is kept, and the variable is removed again at once: the training's subprocesses never see it."""
+    if KINETO_LOG_LEVEL in os.environ:
+        yield
+        return
+    os.environ[KINETO_LOG_LEVEL] = "6"
+    try:
+        yield
+    finally:
+        os.environ.pop(KINETO_LOG_LEVEL, None)
 
 
 class Action(Enum):
@@ -143,7 +164,8 @@ class ProfilerWindow:
             return
         t0 = time.perf_counter()
         self.saving = self.schedule(n - 1) is Action.RECORD_AND_SAVE
-        self.prof.step()  # the profiler now acts for step n (and writes the trace after the window)
+        with quiet_kineto():
+            self.prof.step()  # the profiler now acts for step n (and writes the trace after the window)
         if self.schedule(n) is Action.DONE or self.saving:
             self._stop()
             # the trace was written at this boundary: its cost is in step n, which begins here
@@ -160,7 +182,8 @@ class ProfilerWindow:
         self.prof = p.profile(activities=acts, schedule=lambda k: self._torch_action(k + offset),
                               on_trace_ready=self._save, record_shapes=o.profile_shapes,
                               profile_memory=o.profile_memory, with_stack=True)
-        self.prof.start()
+        with quiet_kineto():
+            self.prof.start()
 
     def _save(self, prof: Any) -> None:
         stream = self.session.stream

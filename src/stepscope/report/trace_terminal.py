@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -13,6 +15,54 @@ from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
 from stepscope.traces.components import ComponentRules, Explanation
+
+TEXT_MIN = 12
+"""Columns a text column (a kernel or operator name) keeps at least; it wraps within them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A column of a :class:`NumericTable`: ``numeric`` cells never wrap (right-aligned); ``drop`` > 0 is
+    the order in which it is left out when the table does not fit (highest first), 0 never."""
+
+    header: str
+    numeric: bool = True
+    drop: int = 0
+
+
+class NumericTable:
+    """A table whose numbers are never split over lines nor cut: when the terminal is too narrow for every
+    column, optional columns are left out (highest ``drop`` first) and a line says which."""
+
+    def __init__(self, title: str, cols: Sequence[Col], rows: Sequence[Sequence[str | Text]]) -> None:
+        self.title, self.cols, self.rows = title, list(cols), [list(r) for r in rows]
+
+    def _needed(self, keep: list[int]) -> int:
+        def w(i: int) -> int:
+            c = self.cols[i]
+            if not c.numeric:
+                return TEXT_MIN
+            return max([cell_len(c.header), *(cell_len(str(r[i])) for r in self.rows)])
+        return sum(w(i) for i in keep) + 3 * len(keep) + 1
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        keep = list(range(len(self.cols)))
+        for level in sorted({c.drop for c in self.cols if c.drop}, reverse=True):
+            if self._needed(keep) <= options.max_width:
+                break
+            keep = [i for i in keep if self.cols[i].drop != level]
+        t = Table(title=self.title, title_justify="left")
+        for i in keep:
+            c = self.cols[i]
+            t.add_column(c.header, justify="right" if c.numeric else "left", no_wrap=c.numeric,
+                         overflow="ellipsis" if c.numeric else "fold", min_width=None if c.numeric else TEXT_MIN)
+        for r in self.rows:
+            t.add_row(*(r[i] for i in keep))
+        yield t
+        hidden = [c.header for i, c in enumerate(self.cols) if i not in keep]
+        if hidden:
+            yield Text(f"(not shown at {options.max_width} columns: {', '.join(hidden)} — widen the terminal "
+                       "or use --json)", style="dim")
 
 
 def _us(ns: float | None) -> str:
@@ -25,9 +75,9 @@ def _pct(p: float | None) -> str:
 
 def summary_view(a: TraceAnalysis) -> RenderableType:
     t = Table(title=f"rank {a.rank} — {a.path}", show_header=True, title_justify="left")
-    t.add_column("figure")
-    t.add_column("µs", justify="right")
-    t.add_column("%", justify="right")
+    t.add_column("figure", overflow="fold")
+    t.add_column("µs", justify="right", no_wrap=True)
+    t.add_column("%", justify="right", no_wrap=True)
     if a.temporal:
         tp = a.temporal.to_dict()
         for k in ("idle", "compute", "non_compute", "communication", "memory"):
@@ -55,34 +105,31 @@ def _median(x: object) -> float:
     return float(np.median(x))  # type: ignore[call-overload]
 
 
-def kernel_view(rows: Iterable[KernelStats], *, top: int, title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    for col, just in (("name", "left"), ("component", "left"), ("count", "right"), ("sum µs", "right"),
-                      ("mean µs", "right"), ("min µs", "right"), ("max µs", "right"), ("std µs", "right"),
-                      ("%", "right")):
-        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
-    for s in list(rows)[:top]:
-        t.add_row(Text(s.key), s.component, f"{s.count:,}", _us(s.sum_ns), _us(s.mean_ns), _us(s.min_ns),
-                  _us(s.max_ns), _us(s.std_ns), _pct(s.pct))
-    return t
+def kernel_view(rows: Iterable[KernelStats], *, top: int, title: str) -> NumericTable:
+    cols = [Col("name", numeric=False), Col("component", numeric=False, drop=5), Col("count", drop=2),
+            Col("sum µs"), Col("mean µs", drop=1), Col("min µs", drop=3), Col("max µs", drop=3),
+            Col("std µs", drop=4), Col("%")]
+    body: list[list[str | Text]] = [
+        [Text(s.key), s.component, f"{s.count:,}", _us(s.sum_ns), _us(s.mean_ns), _us(s.min_ns), _us(s.max_ns),
+         _us(s.std_ns), _pct(s.pct)] for s in list(rows)[:top]]
+    if body and all(str(r[0]) == r[1] for r in body):  # rows by component: the name is the component
+        cols, body = cols[:1] + cols[2:], [r[:1] + r[2:] for r in body]
+    return NumericTable(title, cols, body)
 
 
-def ops_view(rows: Iterable[OpStats], *, top: int) -> Table:
-    t = Table(title="CPU operators", title_justify="left")
-    for col in ("operator", "component", "calls", "CPU total µs", "CPU self µs", "GPU total µs", "GPU self µs",
-                "input shapes"):
-        t.add_column(col, justify="left" if col in ("operator", "component", "input shapes") else "right",
-                     overflow="fold")
-    for o in list(rows)[:top]:
-        t.add_row(Text(o.name), o.component, f"{o.calls:,}", _us(o.cpu_total_ns), _us(o.cpu_self_ns),
-                  _us(o.device_total_ns), _us(o.device_self_ns), Text(", ".join(o.shapes[:2])))
-    return t
+def ops_view(rows: Iterable[OpStats], *, top: int) -> NumericTable:
+    cols = [Col("operator", numeric=False), Col("component", numeric=False, drop=5), Col("calls", drop=1),
+            Col("CPU total µs"), Col("CPU self µs", drop=2), Col("GPU total µs"), Col("GPU self µs", drop=2),
+            Col("input shapes", numeric=False, drop=6)]
+    body: list[list[str | Text]] = [[Text(o.name), o.component, f"{o.calls:,}", _us(o.cpu_total_ns), _us(o.cpu_self_ns),
+             _us(o.device_total_ns), _us(o.device_self_ns), Text(", ".join(o.shapes[:2]))] for o in list(rows)[:top]]
+    return NumericTable("CPU operators", cols, body)
 
 
 def traceset_view(s: TraceSetAnalysis) -> RenderableType:
     t = Table(title="ranks side by side", title_justify="left")
     for col in ("rank", "median step µs", "GPU idle %", "compute %", "comm µs", "overlap %"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=col != "rank")
     for a in s.ranks:
         tp = a.temporal.to_dict() if a.temporal else {}
         t.add_row(str(a.rank) + (" (slowest)" if a.rank == s.slowest_rank and len(s.ranks) > 1 else ""),

@@ -321,94 +321,129 @@ def read_rank_file(path: Path) -> RankData:
         raise StoreFormatError(f"{path.name}: unreadable ({e.strerror or e})") from None
     if not raw.strip():
         raise StoreFormatError(f"{path.name}: empty — the process could not write its records (disk full?)")
-    lines = raw.split(b"\n")
-    header: dict[str, Any] | None = None
-    stream: RankStream | None = None
-    batches: dict[str, list[Any]] = defaultdict(list)
-    extra: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    notes: list[str] = []
-    damaged: list[str] = []
-    model: dict[str, Any] | None = None
-    end: dict[str, Any] | None = None
-    last = len(lines) - 1  # the text after the last newline: a partial line of a killed process
-    for i, line in enumerate(lines):
+    parser = RankFileParser(path)
+    parser.feed(raw.split(b"\n"), partial_last=True)
+    return parser.rank_data()
+
+
+class RankFileParser:
+    """The records of one rank file, parsed line by line as they come (whole file or appended chunks: see
+    store/tail.py); :meth:`rank_data` gives the RankData of the lines fed so far."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines_fed = 0
+        self._header: dict[str, Any] | None = None
+        self._stream: RankStream | None = None
+        self._batches: dict[str, list[Any]] = defaultdict(list)
+        self._extra: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._notes: list[str] = []
+        self._damaged: list[str] = []
+        self._model: dict[str, Any] | None = None
+        self._end: dict[str, Any] | None = None
+
+    @property
+    def has_header(self) -> bool:
+        return self._stream is not None
+
+    def feed(self, lines: list[bytes], *, partial_last: bool = False) -> None:
+        """Parse the next ``lines`` (without their newlines). ``partial_last``: the last one is the text
+        after the file's last newline, a partial line of a killed process, dropped silently if not JSON."""
+        last = len(lines) - 1
+        for j, line in enumerate(lines):
+            self.lines_fed += 1
+            self._line(self.lines_fed, line, partial=partial_last and j == last)
+
+    def _line(self, number: int, line: bytes, *, partial: bool) -> None:
         if not line.strip():
-            continue
+            return
         try:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError:
-            if i != last:
-                damaged.append(f"line {i + 1}: not JSON")
-            continue
+            if not partial:
+                self._damaged.append(f"line {number}: not JSON")
+            return
         try:
-            if not isinstance(rec, dict) or not isinstance(rec.get("kind"), str):
-                raise DamagedRecord("not a record (no kind)")
-            kind = rec["kind"]
-            if kind == "stream":
-                if header is not None:
-                    raise DamagedRecord("a second stream header")
-                version = rec.get("version", 0)
-                if not _is_int(version):
-                    raise DamagedRecord("stream header with a damaged version")
-                if version > RECORDS_VERSION:
-                    raise StoreFormatError(f"{path}: record format {version} is newer than this stepscope"
-                                           " — upgrade stepscope")
-                h = {k: v for k, v in rec.items() if k not in ("kind", "version")}
-                stream = _stream(h)
-                header = h
-            elif header is None:
-                raise DamagedRecord(f"a {kind!r} record before the stream header")
-            elif kind in COLUMNAR_KINDS:
-                batches[kind].append(_check_batch(kind, rec.get("cols")))
-            elif kind == "model":
-                if not isinstance(rec.get("summary"), (dict, type(None))):
-                    raise DamagedRecord("model record without a summary")
-                model = model or rec.get("summary")
-                extra["model"].append(rec)
-            elif kind == "note":
-                notes.append(str(rec.get("text", ""))[:2000])
-            elif kind == "end":
-                if not _opt(rec.get("end_ns"), _is_int) or not _opt(rec.get("reason"), _is_str):
-                    raise DamagedRecord("end record with a damaged field")
-                end = rec
-            elif kind == "stream_update":
-                updated = {**header, **{k: v for k, v in rec.items() if k != "kind"}}
-                stream = _stream(updated)
-                header = updated
-            elif kind == "step_device":
-                if not _is_int(rec.get("index")) or not all(
-                        _opt(rec.get(c), lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                             and abs(v) < 1e30)
-                        for c in _DEVICE_COLS):
-                    raise DamagedRecord("step_device record with a damaged field")
-                extra["step_device"].append(rec)
-            else:
-                extra[kind].append(rec)
+            self._record(rec)
         except StoreFormatError:
             raise
         except _BAD as e:
-            damaged.append(f"line {i + 1}: {e}"[:200])
-    if header is None or stream is None:
-        why = f" ({damaged[0]})" if damaged else ""
-        raise StoreFormatError(f"{path.name}: no readable stream header{why} — not a stepscope record file,"
-                               " or damaged")
-    if end is not None:
-        stream = replace(stream, end_ns=end.get("end_ns"), exit_reason=end.get("reason"))
-    if damaged:
-        shown = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
-        notes.append(f"{path.name}: {len(damaged)} damaged record line(s) skipped — {shown}")
-    steps = _merge_step_device(_concat("steps", batches["steps"]), extra.pop("step_device", []))
-    return RankData(
-        stream=stream,
-        steps=steps,
-        regions=_concat("regions", batches["regions"]),
-        samples=_concat("samples", batches["samples"]),
-        metrics=_concat("metrics", batches["metrics"]),
-        comm=_concat("comm", batches["comm"]),
-        model=model,
-        notes=tuple(notes),
-        extra=dict(extra),
-    )
+            self._damaged.append(f"line {number}: {e}"[:200])
+
+    def _record(self, rec: Any) -> None:
+        if not isinstance(rec, dict) or not isinstance(rec.get("kind"), str):
+            raise DamagedRecord("not a record (no kind)")
+        kind = rec["kind"]
+        header = self._header
+        if kind == "stream":
+            if header is not None:
+                raise DamagedRecord("a second stream header")
+            version = rec.get("version", 0)
+            if not _is_int(version):
+                raise DamagedRecord("stream header with a damaged version")
+            if version > RECORDS_VERSION:
+                raise StoreFormatError(f"{self.path}: record format {version} is newer than this stepscope"
+                                       " — upgrade stepscope")
+            h = {k: v for k, v in rec.items() if k not in ("kind", "version")}
+            self._stream = _stream(h)
+            self._header = h
+        elif header is None:
+            raise DamagedRecord(f"a {kind!r} record before the stream header")
+        elif kind in COLUMNAR_KINDS:
+            self._batches[kind].append(_check_batch(kind, rec.get("cols")))
+        elif kind == "model":
+            if not isinstance(rec.get("summary"), (dict, type(None))):
+                raise DamagedRecord("model record without a summary")
+            self._model = self._model or rec.get("summary")
+            self._extra["model"].append(rec)
+        elif kind == "note":
+            self._notes.append(str(rec.get("text", ""))[:2000])
+        elif kind == "end":
+            if not _opt(rec.get("end_ns"), _is_int) or not _opt(rec.get("reason"), _is_str):
+                raise DamagedRecord("end record with a damaged field")
+            self._end = rec
+        elif kind == "stream_update":
+            updated = {**header, **{k: v for k, v in rec.items() if k != "kind"}}
+            self._stream = _stream(updated)
+            self._header = updated
+        elif kind == "step_device":
+            if not _is_int(rec.get("index")) or not all(
+                    _opt(rec.get(c), lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                         and abs(v) < 1e30)
+                    for c in _DEVICE_COLS):
+                raise DamagedRecord("step_device record with a damaged field")
+            self._extra["step_device"].append(rec)
+        else:
+            self._extra[kind].append(rec)
+
+    def rank_data(self) -> RankData:
+        """The RankData of the lines fed so far (StoreFormatError while no stream header was read)."""
+        stream = self._stream
+        if self._header is None or stream is None:
+            why = f" ({self._damaged[0]})" if self._damaged else ""
+            raise StoreFormatError(f"{self.path.name}: no readable stream header{why} — not a stepscope record"
+                                   " file, or damaged")
+        end = self._end
+        if end is not None:
+            stream = replace(stream, end_ns=end.get("end_ns"), exit_reason=end.get("reason"))
+        notes = list(self._notes)
+        damaged = self._damaged
+        if damaged:
+            shown = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            notes.append(f"{self.path.name}: {len(damaged)} damaged record line(s) skipped — {shown}")
+        extra = {k: list(v) for k, v in self._extra.items() if k != "step_device"}
+        steps = _merge_step_device(_concat("steps", self._batches["steps"]), self._extra.get("step_device", []))
+        return RankData(
+            stream=stream,
+            steps=steps,
+            regions=_concat("regions", self._batches["regions"]),
+            samples=_concat("samples", self._batches["samples"]),
+            metrics=_concat("metrics", self._batches["metrics"]),
+            comm=_concat("comm", self._batches["comm"]),
+            model=self._model,
+            notes=tuple(notes),
+            extra=extra,
+        )
 
 
 _DEVICE_COLS = ("device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes")
@@ -532,7 +567,14 @@ def read_run(run_dir: Path) -> RunData:
                 if "newer than this stepscope" in str(e):
                     raise
                 problems.append(f"record file skipped: {e}")
-    ranks.sort(key=lambda r: (r.stream.rank, r.stream.start_ns))
+    return assemble_run(run_dir, run, end, ranks, problems)
+
+
+def assemble_run(run_dir: Path, run: Run, end: dict[str, Any] | None, ranks: list[RankData],
+                 problems: list[str]) -> RunData:
+    """The RunData of a manifest, an end record and the rank files read (by :func:`read_run`, or as they
+    grow by store/tail.py): ranks in order, status derived, world size and artifacts filled in."""
+    ranks = sorted(ranks, key=lambda r: (r.stream.rank, r.stream.start_ns))
     streams = [r.stream for r in ranks]
     status, end_ns, exit_code = derive_status(run, end, streams)
     extra = {**run.extra, "record_problems": problems} if problems else run.extra
