@@ -54,6 +54,10 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     p = Path(path)
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
+    from stepscope.traces.xla import is_xla_trace, read_xla_trace
+
+    if is_xla_trace(p):  # a TensorFlow / JAX profile (XPlane or its trace-viewer JSON)
+        return read_xla_trace(p, rank=rank)
     builder = ChunkColumns()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cycle collector only costs time here
