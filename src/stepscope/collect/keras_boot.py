@@ -21,6 +21,13 @@ def _install_tensorflow(session: Session) -> None:
     from stepscope.collect.tensorflow_hooks import install_tensorflow_hooks
 
     install_tensorflow_hooks(session)
+    _install_profile_window(session)
+
+
+def _install_profile_window(session: Session) -> None:
+    from stepscope.collect.window import install_framework_window
+
+    install_framework_window(session)
 
 
 def _install_keras(session: Session) -> None:
@@ -40,6 +47,7 @@ def _install_jax(session: Session) -> None:
             session.record("framework", name="jax", **jax_info())
 
     session.closers.insert(0, record)
+    _install_profile_window(session)
 
 
 def _guarded(session: Session, name: str, install: Callable[[Session], None]) -> None:

@@ -47,12 +47,13 @@ XLA_TF_RULES: tuple[tuple[str, str], ...] = (
     (r"^(loop_|input_)?(\w+_)?fusion([._]\d+)*$|^wrapped_", "elementwise"),
     (r"^(sum|mean|max|min|prod|argmax|argmin|all|any|l2loss|biasaddgrad)$", "reduction"),
     (r"^(biasadd(v1)?|addv2|addn|sub|mul|realdiv|div|neg|square|squareddifference|sqrt|rsqrt|exp|log|cast"
-     r"|select(v2)?|tile|transpose|reshape|concatv2|pack|fill|zeroslike|oneslike|relugrad|sigmoidgrad|tanhgrad)$",
+     r"|select(v2)?|tile|transpose|reshape|concatv2|pack|fill|zeroslike|oneslike|relugrad|sigmoidgrad|tanhgrad|pow|stridedslice|slice|gatherv2|bitcast)$",
      "elementwise"),
 )
 """XLA and TensorFlow names, tried before the rules below (docs/traces.md, "TensorFlow and JAX profiles")."""
 
-DEFAULT_RULES: tuple[tuple[str, str], ...] = XLA_TF_RULES + (
+DEFAULT_RULES: tuple[tuple[str, str], ...] = (
+    *XLA_TF_RULES,
     # Communication first: NCCL kernels are named ncclKernel_* (NCCL < 2.19) and ncclDevKernel_* (newer);
     # RCCL keeps the nccl prefix; operator-level names cover c10d / gloo.
     (r"nccl|rccl|gloo|^c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all",

@@ -17,7 +17,8 @@ The trace-viewer JSON has no Kineto categories. Each event gets the kind the tra
   (``XLA Ops``, ``XLA Modules``, ``TensorFlow Ops``, ``Steps``, ...) repeat that time per op and are kept as
   device annotations, never counted twice. On a CPU-only profile the ops the runtime executes on its
   thread pools (events with an ``hlo_op`` argument: XLA ops; with a ``long_name``: TensorFlow op kernels)
-  are the device work of device 0 (the CPU), one stream per thread; an op that contains another such op
+  are the device work of device 0 (the CPU), one stream per thread, except tf.data's ``Iterator::*`` stages
+  (input pipeline work, host operators); an op that contains another such op
   on its thread is a host operator instead (so no time counts twice);
 - ``$file.py:N func`` events are Python functions, everything else on the host a host operator;
   zero-length ``ThreadpoolListener::*`` marks are dropped.
@@ -46,6 +47,8 @@ _DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU|XPU|[A-Z_]+):(\d+)")
 _STREAM_LINE = re.compile(r"^stream\b", re.I)
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 _CHUNK = 200_000
+_INPUT_PIPELINE = "Iterator::"
+"""tf.data's pipeline stages (``Iterator::ParallelMapV2``): input work on tf.data's threads, host operators."""
 
 
 def is_xla_trace(path: Path) -> bool:
@@ -55,9 +58,7 @@ def is_xla_trace(path: Path) -> bool:
         return True
     if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
         return False
-    if name.endswith((TRACE_VIEWER_SUFFIX, ".trace.json")):
-        return True
-    return False
+    return name.endswith((TRACE_VIEWER_SUFFIX, ".trace.json"))
 
 
 def profile_files(folder: Path) -> list[Path] | None:
@@ -160,7 +161,8 @@ def kineto_events(events: Sequence[Any]) -> list[dict[str, Any]]:
         name = str(e.get("name", ""))
         if name.startswith("ThreadpoolListener::"):
             continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        raw_args = e.get("args")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         pid, tid = e.get("pid"), e.get("tid")
         ev = {"ph": "X", "ts": e.get("ts"), "dur": e.get("dur", 0), "pid": pid, "tid": tid, "name": name,
               "args": {}}
@@ -176,7 +178,7 @@ def kineto_events(events: Sequence[Any]) -> list[dict[str, Any]]:
             ev["cat"] = "user_annotation"
         elif name.startswith("$"):
             ev["cat"] = "python_function"
-        elif not devices and ("hlo_op" in args or "long_name" in args):
+        elif not devices and ("hlo_op" in args or "long_name" in args) and not name.startswith(_INPUT_PIPELINE):
             ev["cat"] = "kernel"
             ev["args"] = {"device": 0, "stream": _int(tid)}
             host_ops.append(ev)
