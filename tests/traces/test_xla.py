@@ -91,6 +91,14 @@ def test_kineto_events_gpu_planes() -> None:
                    ("Relu", "cpu_op", None)]  # with a GPU plane, host TF ops are launches, not device work
 
 
+def test_kineto_events_device_plane_without_streams() -> None:
+    meta = [{"ph": "M", "pid": 3, "name": "process_name", "args": {"name": "/device:TPU:0"}},
+            {"ph": "M", "pid": 3, "tid": 1, "name": "thread_name", "args": {"name": "XLA Ops"}},
+            {"ph": "M", "pid": 3, "tid": 2, "name": "thread_name", "args": {"name": "XLA Modules"}}]
+    out = kineto_events([*meta, _ev("fusion.1", 0, 5, 1, pid=3), _ev("jit_step", 0, 9, 2, pid=3)])
+    assert [(e["name"], e["cat"]) for e in out] == [("fusion.1", "kernel"), ("jit_step", "gpu_user_annotation")]
+
+
 def test_kineto_events_cpu_only_containers_and_our_steps() -> None:
     out = kineto_events([
         _ev("train", 0, 100, 5, step_num="0"), _ev(STEP_ANNOTATION, 1, 90, 5, step_num="12"),

@@ -15,7 +15,8 @@ The trace-viewer JSON has no Kineto categories. Each event gets the kind the tra
 - device work: on a profile with accelerator planes (``/device:GPU:0``, ...), the events of their
   ``Stream #...`` lines (kernels; ``Memcpy*`` / ``Memset*`` names are copies / sets); the derived lines
   (``XLA Ops``, ``XLA Modules``, ``TensorFlow Ops``, ``Steps``, ...) repeat that time per op and are kept as
-  device annotations, never counted twice. On a CPU-only profile the ops the runtime executes on its
+  device annotations, never counted twice. A device plane without stream lines (a TPU's) has its work on
+  its ``XLA Ops`` line: those events are its device work. On a CPU-only profile the ops the runtime executes on its
   thread pools (events with an ``hlo_op`` argument: XLA ops; with a ``long_name``: TensorFlow op kernels)
   are the device work of device 0 (the CPU), one stream per thread, except tf.data's ``Iterator::*`` stages
   (input pipeline work, host operators); an op that contains another such op
@@ -47,6 +48,8 @@ _DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU|XPU|[A-Z_]+):(\d+)")
 _STREAM_LINE = re.compile(r"^stream\b", re.I)
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 _CHUNK = 200_000
+_OPS_LINE = "XLA Ops"
+"""The per-op line of a device plane: the device work itself on a plane without stream lines (TPU)."""
 _INPUT_PIPELINE = "Iterator::"
 """tf.data's pipeline stages (``Iterator::ParallelMapV2``): input work on tf.data's threads, host operators."""
 
@@ -154,6 +157,7 @@ def kineto_events(events: Sequence[Any]) -> list[dict[str, Any]]:
         elif ph == "X":
             complete.append(e)
     devices = {pid: int(m.group(2)) for pid, name in procs.items() if (m := _DEVICE_PLANE.match(name))}
+    with_streams = {pid for (pid, _), name in threads.items() if pid in devices and _STREAM_LINE.match(name)}
     ours = any(e.get("name") == STEP_ANNOTATION for e in complete)
     out: list[dict[str, Any]] = []
     host_ops: list[dict[str, Any]] = []
@@ -167,7 +171,8 @@ def kineto_events(events: Sequence[Any]) -> list[dict[str, Any]]:
         ev = {"ph": "X", "ts": e.get("ts"), "dur": e.get("dur", 0), "pid": pid, "tid": tid, "name": name,
               "args": {}}
         if pid in devices:
-            if _STREAM_LINE.match(threads.get((pid, tid), "")):
+            line = threads.get((pid, tid), "")
+            if _STREAM_LINE.match(line) or (pid not in with_streams and line == _OPS_LINE):
                 ev["cat"] = _device_cat(name)
                 ev["args"] = {"device": devices[pid], "stream": _int(tid)}
             else:
