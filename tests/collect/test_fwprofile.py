@@ -82,3 +82,16 @@ def test_keras_tensorflow_profile_window(tmp_path: Path) -> None:
     components = {k["component"] for k in r0["kernels"]["by_component"]}
     assert "gemm" in components  # the Dense layers' MatMul ops
     assert np.isfinite(r0["steps"]["median_ns"])
+
+
+def test_run_ending_inside_the_jax_window_keeps_the_profile(tmp_path: Path) -> None:
+    store, data = _run(tmp_path, str(SCRIPTS / "jax_profiled.py"), "6",
+                       opts=("--profile-steps", "5", "--profile-skip", "1"))
+    rank = data.ranks[0]
+    assert len(rank.steps) == 6
+    (win,) = rank.extra["profile_window"]
+    assert win["first_step"] == 3 and win["carried_step"] is None  # stopped at exit, not at a boundary
+    out = _trace_steps(store, data)
+    # steps 3, 4 and 5 ran inside the window; the annotation opened when the loop asked for a 7th item is dropped
+    assert [s["step"] for s in out["ranks"][0]["steps"]["steps"]] == [3, 4, 5]
+    assert "ended after 6 steps, before its profiler window (steps 3-7) was complete" in " ".join(rank.notes)

@@ -42,9 +42,12 @@ def trace_path(run_dir: Path, rank: int) -> Path:
     return run_dir / ARTIFACTS / "traces" / f"rank{rank}{TRACE_VIEWER_SUFFIX}"
 
 
-def choose_framework() -> str | None:
-    """``jax`` where the steps run on JAX (Keras' JAX backend, or JAX without TensorFlow), ``tensorflow``
-    where TensorFlow is imported, else None. Reads only already imported modules."""
+def choose_framework(step_source: str | None = None) -> str | None:
+    """The framework the steps run on: ``jax`` on Keras' JAX backend, or where the stepscope API marks the
+    steps and JAX has run (a JAX loop that uses tf.data imports TensorFlow too; TensorFlow imports Keras, which
+    imports JAX without running it); ``tensorflow`` where
+    Keras (TensorFlow backend) or TensorFlow marks them or TensorFlow is imported; ``jax`` where only JAX is;
+    None on Keras' PyTorch backend or without either. Reads only already imported modules."""
     keras = sys.modules.get("keras")
     backend = None
     if keras is not None:
@@ -52,11 +55,23 @@ def choose_framework() -> str | None:
             backend = keras.backend.backend()
         except Exception:
             backend = None
-    if backend == "jax" or ("jax" in sys.modules and "tensorflow" not in sys.modules and backend is None):
+    has_jax, has_tf = "jax" in sys.modules, "tensorflow" in sys.modules
+    if backend == "jax" or (step_source == "api" and _jax_used()):
         return "jax"
-    if "tensorflow" in sys.modules and backend in (None, "tensorflow"):
+    if has_tf and backend in (None, "tensorflow"):
         return "tensorflow"
+    if has_jax and backend is None:
+        return "jax"
     return None
+
+
+def _jax_used() -> bool:
+    """JAX has initialised a backend (a JAX array was made): not only imported, as Keras imports it."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    try:
+        return bool(bridge is not None and bridge._backends)
+    except Exception:
+        return False
 
 
 class _Profiler:
@@ -142,7 +157,7 @@ class FrameworkWindow:
             self.annotation.__enter__()
 
     def _start(self) -> None:
-        framework = choose_framework()
+        framework = choose_framework(self.session.step_source)
         if framework is None or getattr(self.session, "_profile_window", None) == "torch":
             self.done = True
             return
@@ -191,8 +206,11 @@ class FrameworkWindow:
                                    f"(steps {self.first}-{self.last}) was complete: the profile covers "
                                    f"{max(0, n - self.first)} of {self.last - self.first + 1} steps; choose an "
                                    "earlier window with --profile-skip")
-            self._end_annotation()
+            # the open annotation is of a step that never ended (it began at the last boundary): not exited, so
+            # not recorded; held until the profiler has stopped (its destructor would record it)
+            unfinished, self.annotation = self.annotation, None
             self._stop_and_save(None)
+            del unfinished
         else:
             self.session.warn_once("profile-window", f"the run ended after {n} steps, before its profiler window "
                                    f"(steps {self.first}-{self.last}) began: no profile; choose an earlier window "

@@ -57,7 +57,7 @@ def _describe_at_exit(session: Session) -> None:
             from stepscope.collect.keras_hooks import framework_info
 
             info = framework_info()
-            info["name"] = choose_framework() or info["name"]
+            info["name"] = choose_framework(session.step_source) or info["name"]
             session.record("framework", **info)
 
     session.closers.insert(0, record)
