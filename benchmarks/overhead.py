@@ -8,7 +8,10 @@ the zero-code hooks on a tiny step, where it can be resolved.
 
 Targets: stepscope's always-on collection < 1% of a 10 ms step; a region enter/exit < 3 µs.
 
-    python benchmarks/overhead.py [--rounds 5] [--steps 300]
+With TensorFlow and Keras installed, the same interleaved pairs for a Keras ``fit`` (benchmarks/_keras_loop.py,
+~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed.
+
+    python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
 """
 
 from __future__ import annotations
@@ -24,17 +27,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LOOP = HERE / "_loop.py"
+KERAS_LOOP = HERE / "_keras_loop.py"
+KERAS_MODES = ("keras-bare", "keras-stepscope")
+"""Keras fit (TensorFlow backend, ~10 ms steps on one thread) bare and under `stepscope run` (zero-code hooks)."""
 
 
 def run_mode(mode: str, steps: int, hidden: int, store: str) -> float:
     base = [sys.executable, str(LOOP), "--steps", str(steps), "--hidden", str(hidden)]
+    if mode in KERAS_MODES:
+        base = [sys.executable, str(KERAS_LOOP), "--steps", str(steps), "--hidden", str(hidden)]
+        mode = "stepscope" if mode == "keras-stepscope" else "bare-keras"
     if mode == "stepscope":
         cmd = [sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--", *base]
+    elif mode == "bare-keras":
+        cmd = base
     else:
         cmd = [*base, "--mode", mode]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in out.splitlines() if ln.startswith("{")][-1]
     return float(json.loads(line)["median_step_ns"])
+
+
+def have_tensorflow() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorflow") is not None and importlib.util.find_spec("keras") is not None
 
 
 def have_lightning() -> bool:
@@ -67,19 +84,39 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--hidden", type=int, default=1024, help="hidden size: 1024 gives ~10 ms steps on one thread")
+    p.add_argument("--keras-steps", type=int, default=150, help="steps of the Keras fit (TensorFlow pairs)")
+    p.add_argument("--only-keras", action="store_true", help="only the Keras / TensorFlow pairs")
+    p.add_argument("--no-keras", action="store_true", help="leave out the Keras / TensorFlow pairs")
     args = p.parse_args()
-    modes = ["bare", "stepscope", "torch-profiler"] + (["lightning-simple"] if have_lightning() else [])
+    keras_modes = list(KERAS_MODES) if have_tensorflow() and not args.no_keras else []
+    modes = [] if args.only_keras else (
+        ["bare", "stepscope", "torch-profiler"] + (["lightning-simple"] if have_lightning() else []))
     tiny_modes = ["bare", "stepscope"]
     results: dict[str, list[float]] = {m: [] for m in modes}
     tiny: dict[str, list[float]] = {m: [] for m in tiny_modes}
+    keras: dict[str, list[float]] = {m: [] for m in keras_modes}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for m in modes:
                 results[m].append(run_mode(m, args.steps, args.hidden, tmp))
+            for m in keras_modes:  # the pair runs back to back in every round: drift hits both alike
+                keras[m].append(run_mode(m, args.keras_steps, args.hidden, tmp))
+            if args.only_keras:
+                print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+                continue
             for m in tiny_modes:
                 tiny[m].append(run_mode(m, 1000, 16, tmp))
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-        region_ns, null_ns = region_cost_ns(tmp)
+        region_ns, null_ns = region_cost_ns(tmp) if not args.only_keras else (0.0, 0.0)
+    if keras_modes:
+        kb = statistics.median(keras["keras-bare"])
+        ks = statistics.median(keras["keras-stepscope"])
+        ratios = [s / b for s, b in zip(keras["keras-stepscope"], keras["keras-bare"], strict=True)]
+        print(f"\nKeras fit (TensorFlow, {args.keras_steps} steps, one thread), {args.rounds} interleaved pairs: "
+              f"bare {kb / 1e6:.3f} ms, stepscope {ks / 1e6:.3f} ms per step; paired ratio median "
+              f"{statistics.median(ratios):.4f} (range {min(ratios):.4f}-{max(ratios):.4f}; target < 1.01)")
+    if args.only_keras:
+        return
     print(f"\nmedian step time over {args.rounds} interleaved rounds ({args.steps} steps each, warm-up excluded);"
           "\nratios are paired: each round's mode over the same round's bare loop, median and range over rounds")
     print(f"{'mode':<20}{'step':>12}{'vs bare':>10}{'range':>20}")

@@ -88,6 +88,8 @@ class RunSummary:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     flops: FlopsSummary | None = None
     """FLOPs per step, achieved FLOP/s and MFU (analyze/flops.py); None when not measured or given."""
+    framework: dict[str, Any] | None = None
+    """Rank 0's ``framework`` record (Keras / TensorFlow / JAX versions, backend, thread pools, devices)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -225,7 +227,9 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
     models = tuple(rec["summary"] for r in data.ranks[:1] for rec in r.extra.get("model", []) if rec.get("summary"))
     return RunSummary(run=data.run, headline=headline(ranks), ranks=tuple(ranks), models=models,
                       artifacts=data.artifacts, warnings=tuple(warnings),
-                      flops=flops_summary(data, [r.steps for r in ranks]))
+                      flops=flops_summary(data, [r.steps for r in ranks]),
+                      framework=next((dict(rec) for r in data.ranks[:1] for rec in r.extra.get("framework", [])),
+                                     None))
 
 
 def index_metrics(summary: RunSummary) -> dict[str, float]:

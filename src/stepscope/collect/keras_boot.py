@@ -21,6 +21,14 @@ def _install_tensorflow(session: Session) -> None:
     from stepscope.collect.tensorflow_hooks import install_tensorflow_hooks
 
     install_tensorflow_hooks(session)
+    _describe_at_exit(session)
+    _install_profile_window(session)
+
+
+def _install_profile_window(session: Session) -> None:
+    from stepscope.collect.window import install_framework_window
+
+    install_framework_window(session)
 
 
 def _install_keras(session: Session) -> None:
@@ -30,14 +38,27 @@ def _install_keras(session: Session) -> None:
 
 
 def _install_jax(session: Session) -> None:
-    """JAX has no step to hook (steps come from the API): its versions and devices are recorded at exit, where
-    Keras did not record its own framework record (Keras on any backend imports JAX where it is installed)."""
+    """JAX has no step to hook (steps come from the API): its versions and devices are recorded at exit."""
+    _describe_at_exit(session)
+    _install_profile_window(session)
+
+
+def _describe_at_exit(session: Session) -> None:
+    """At exit, where Keras did not record the ``framework`` record at a step (steps from the API, or a
+    TensorFlow loop without a Keras optimizer): record it then, named after the framework the steps ran on
+    (Keras on any backend imports JAX where it is installed, and TensorFlow imports Keras)."""
+    if getattr(session, "_framework_at_exit", False):
+        return
+    session._framework_at_exit = True  # type: ignore[attr-defined]
 
     def record() -> None:
         if session.active and not getattr(session, "_keras_described", False):
-            from stepscope.collect.jax_info import jax_info
+            from stepscope.collect.fwprofile import choose_framework
+            from stepscope.collect.keras_hooks import framework_info
 
-            session.record("framework", name="jax", **jax_info())
+            info = framework_info()
+            info["name"] = choose_framework(session.step_source) or info["name"]
+            session.record("framework", **info)
 
     session.closers.insert(0, record)
 

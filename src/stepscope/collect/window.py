@@ -223,6 +223,18 @@ class ProfilerWindow:
 
 
 def install_window(session: Session) -> None:
+    session._profile_window = "torch"  # type: ignore[attr-defined]
     window = ProfilerWindow(session)
     session.extras.append(window.on_step)
     session.closers.append(window.close)
+
+
+def install_framework_window(session: Session) -> None:
+    """TensorFlow / Keras and JAX runs: the framework's own profiler (collect/fwprofile.py), once per session and
+    never beside torch.profiler's window."""
+    if session.options.profile_steps <= 0 or getattr(session, "_profile_window", None) is not None:
+        return
+    from stepscope.collect.fwprofile import install_framework_window as install
+
+    session._profile_window = "framework"  # type: ignore[attr-defined]
+    install(session)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -53,10 +54,28 @@ def header(s: RunSummary) -> RenderableType:
     torch = next((st.software for st in r.streams if st.software and st.software.torch), sw)
     lines.append(f"\nsoftware: python {sw.python}, torch {torch.torch or '—'}"
                  + (f", CUDA {torch.cuda}" if torch.cuda else "") + f", stepscope {sw.stepscope}")
+    if s.framework:
+        lines.append(f"\nframework: {framework_line(s.framework)}")
     if r.params or r.tags:
         kv = [f"{k}={v}" for k, v in sorted(r.params.items())] + [f"#{k}={v}" for k, v in sorted(r.tags.items())]
         lines.append("\nparams/tags: " + " ".join(kv))
     return lines
+
+
+def framework_line(fw: dict[str, Any]) -> str:
+    """One line of the ``framework`` record: versions, backend, TensorFlow's thread pools, devices."""
+    parts = [f"{k} {fw[k]}" for k in ("tensorflow", "keras", "jax") if fw.get(k)]
+    if fw.get("backend"):
+        parts.append(f"backend {fw['backend']}")
+    if "inter_op_threads" in fw or "intra_op_threads" in fw:
+        def threads(v: Any) -> str:
+            return "default" if v in (0, None) else str(v)
+        parts.append(f"threads inter-op {threads(fw.get('inter_op_threads'))} / intra-op "
+                     f"{threads(fw.get('intra_op_threads'))}")
+    devices = fw.get("logical_devices") or fw.get("physical_devices") or fw.get("jax_devices")
+    if devices:
+        parts.append("devices " + ", ".join(map(str, devices)))
+    return f"{fw.get('name', '?')}: " + ", ".join(parts)
 
 
 def speed(s: RunSummary) -> RenderableType:

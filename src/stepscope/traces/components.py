@@ -35,7 +35,25 @@ COMPONENTS: tuple[str, ...] = (
 
 OTHER = "other"
 
+XLA_TF_RULES: tuple[tuple[str, str], ...] = (
+    # TensorFlow / JAX profiles (traces/xla.py): XLA HLO op names ("all-reduce.3", "copy-start.1", "fusion.12")
+    # and TensorFlow op types ("CollectiveReduceV2", "MemcpyH2D", "_Send"). Anchored, so no PyTorch name matches.
+    (r"^(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|collective-broadcast|ragged-all-to-all"
+     r"|send|recv)(-start|-done)?([._]\d+)*$|^collective(reduce|gather|bcast|permute|alltoall)|^horovod"
+     r"|^nccl(allreduce|reduce|broadcast)", "communication"),
+    (r"^(copy|copy-start|copy-done)([._]\d+)*$|^memcpy(h2d|d2h|d2d|p2p)|^_(host)?(send|recv)$", "memcpy"),
+    (r"^(dot|dot_general)([._]\d+)*$|^(ynn|xnn|onednn|gemm|cublas|triton_gemm)_fusion", "gemm"),
+    (r"^(reduce|reduce-window|reduce_window|input_reduce_fusion|reduction_fusion)([._]\d+)*$", "reduction"),
+    (r"^(loop_|input_)?(\w+_)?fusion([._]\d+)*$|^wrapped_", "elementwise"),
+    (r"^(sum|mean|max|min|prod|argmax|argmin|all|any|l2loss|biasaddgrad)$", "reduction"),
+    (r"^(biasadd(v1)?|addv2|addn|sub|mul|realdiv|div|neg|square|squareddifference|sqrt|rsqrt|exp|log|cast"
+     r"|select(v2)?|tile|transpose|reshape|concatv2|pack|fill|zeroslike|oneslike|relugrad|sigmoidgrad|tanhgrad|pow|stridedslice|slice|gatherv2|bitcast)$",
+     "elementwise"),
+)
+"""XLA and TensorFlow names, tried before the rules below (docs/traces.md, "TensorFlow and JAX profiles")."""
+
 DEFAULT_RULES: tuple[tuple[str, str], ...] = (
+    *XLA_TF_RULES,
     # Communication first: NCCL kernels are named ncclKernel_* (NCCL < 2.19) and ncclDevKernel_* (newer);
     # RCCL keeps the nccl prefix; operator-level names cover c10d / gloo.
     (r"nccl|rccl|gloo|^c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all",

@@ -56,6 +56,10 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     p = Path(path)
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
+    from stepscope.traces.xla import is_xla_trace, read_xla_trace
+
+    if is_xla_trace(p):  # a TensorFlow / JAX profile (XPlane or its trace-viewer JSON)
+        return read_xla_trace(p, rank=rank)
     builder = ChunkColumns()
     with _reading(p) as stream:
         splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))

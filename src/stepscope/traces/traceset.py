@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from stepscope.errors import TraceError
 from stepscope.traces.kineto import RANK_IN_NAME, read_trace
+from stepscope.traces.xla import profile_files
 
 T = TypeVar("T")
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
@@ -25,14 +26,17 @@ def trace_files(paths: Sequence[str | Path]) -> list[Path]:
     """Trace files named directly or found (non-recursively) in the given folders, sorted."""
     out: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir():
+        if p.is_dir() and (profile := profile_files(p)) is not None:
+            out.extend(profile)  # a TensorFlow / JAX profiler log dir
+        elif p.is_dir():
             out.extend(sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".json.gz"))))
         elif p.is_file():
             out.append(p)
         else:
             raise TraceError(f"{p}: no such file or folder — give trace files or a folder of them")
     if not out:
-        raise TraceError(f"{', '.join(map(str, paths))}: no .json or .json.gz traces found — check the path")
+        raise TraceError(f"{', '.join(map(str, paths))}: no .json or .json.gz traces (nor a TensorFlow/JAX "
+                         "profile with .xplane.pb files) found — check the path")
     return out
 
 
