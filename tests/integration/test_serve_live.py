@@ -80,7 +80,9 @@ def test_serve_follows_a_running_run(tmp_path: Path, browser: Any) -> None:
         assert _get(base, "/live/runs/nosuchrun.json")[0] == 404
         _, _, index = _get(base, "/index.html")
         runs = json.loads(re.search(r'id="ss-runs"[^>]*>(.*?)</script>', index, re.S).group(1))  # type: ignore[union-attr]
-        assert [r["status"] for r in runs if r["id"] == run_id] == ["running"]
+        cols = runs["cols"]  # the dashboard's column table: status is dictionary-encoded
+        assert [runs["dict"]["status"][cols["status"][i]] for i, r in enumerate(cols["id"]) if r == run_id] == [
+            "running"]
         first = json.loads(_get(base, f"/live/runs/{run_id}.json")[2])
         time.sleep(3)
         second = json.loads(_get(base, f"/live/runs/{run_id}.json")[2])
