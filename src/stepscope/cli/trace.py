@@ -10,7 +10,7 @@ import orjson
 from rich.console import Console
 
 from stepscope.analyze.trace.kernels import KernelStats
-from stepscope.analyze.trace.multirank import TraceSetAnalysis, analyze_traceset
+from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
 from stepscope.errors import UserError
 from stepscope.report import trace_terminal as view
@@ -65,7 +65,8 @@ class TraceCommand:
             return self._rules(args, console)
         if args.trace_command == "comm-matrix":
             return self._comm_matrix(args, console)
-        result = analyze_traceset(args.paths, workers=args.workers)
+        with executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout) as ex:
+            result = analyze_traceset(args.paths, executor=ex, progress=True)
         if args.trace_command == "analyze":
             return self._analyze(result, args, console)
         if args.trace_command == "kernels":
@@ -82,7 +83,7 @@ class TraceCommand:
         return 0
 
     def _comm_matrix(self, args: argparse.Namespace, console: Console) -> int:
-        from stepscope.analyze.trace.comm import comm_matrix_from_traces
+        from stepscope.executor.traceset import comm_matrix_from_traces
         from stepscope.report.commmatrix import comm_matrix_view
 
         m = comm_matrix_from_traces(args.paths, workers=args.workers, top=args.top)
