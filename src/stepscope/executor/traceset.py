@@ -41,8 +41,10 @@ def map_trace_set(paths: Sequence[str | Path], fn: Callable[[EventTable], Any], 
     jobs = rank_jobs(files)
     with _progress(len(jobs), label, progress) as on_done:
         outcomes = executor.map(partial(run_rank_job, fn=fn), jobs, on_done=on_done)
-    results = [o.value if o.error is None else RankResult(j.path, None, error=f"{j.path}: {o.error}")
-               for j, o in zip(jobs, outcomes, strict=True)]
+    results: list[RankResult] = [
+        o.value if o.error is None and isinstance(o.value, RankResult) else
+        RankResult(j.path, None, error=f"{j.path}: {o.error or 'no result'}")
+        for j, o in zip(jobs, outcomes, strict=True)]
     return mark_duplicate_ranks(results)
 
 
