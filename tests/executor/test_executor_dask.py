@@ -67,46 +67,7 @@ def test_comm_matrix_on_dask_equals_local(rank_set: Path, cluster: DaskExecutor)
     here = comm_matrix_from_traces([rank_set], workers=1)
     there = comm_matrix_from_traces([rank_set], executor=cluster)
     assert there.to_dict() == here.to_dict()
-    assert there.ranks == tuple(range(RANKS)) or list(there.ranks) == list(range(RANKS))
-
-
-def test_worker_killed_mid_analysis_loses_no_rank_silently(rank_set: Path) -> None:
-    ex = DaskExecutor(local_workers=2)
-    try:
-        pids: dict[str, int] = ex.client.run(os.getpid)
-        victim = sorted(pids.values())[0]
-        killed: list[int] = []
-
-        def kill_once() -> None:
-            if not killed:
-                os.kill(victim, signal.SIGKILL)
-                killed.append(victim)
-
-        result = analyze_traceset([rank_set], executor=_Hooked(ex, kill_once))
-    finally:
-        ex.close()
-    assert killed == [victim]
-    with pytest.raises(ProcessLookupError):
-        os.kill(victim, 0)
-    analysed = {a.rank for a in result.ranks}
-    missing = {f"rank{r}.json.gz" for r in range(RANKS) if r not in analysed}
-    named = {m for m in missing if any(m in e for e in result.errors)}
-    assert named == missing  # complete (the scheduler reran the lost tasks), or each missing rank named
-    assert len(analysed) + len(result.errors) == RANKS
-
-
-class _Hooked:
-    """The cluster, with a hook run after the first rank finishes (while the others are in flight)."""
-
-    def __init__(self, ex: DaskExecutor, hook: object) -> None:
-        self.ex, self.hook = ex, hook
-        self.description = ex.description
-
-    def map(self, fn, jobs, *, on_done=None) -> list[Outcome[object]]:  # type: ignore[no-untyped-def]
-        return self.ex.map(fn, jobs, on_done=self.hook)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self.ex.close()
+    assert list(there.ranks) == list(range(RANKS))
 
 
 def test_unreachable_scheduler_is_one_line_within_the_timeout(tmp_path: Path) -> None:
@@ -129,3 +90,38 @@ def test_cli_unreachable_scheduler_exits_non_zero_with_one_line(rank_set: Path) 
 def test_bad_dask_spec_is_a_user_error(spec: str) -> None:
     with pytest.raises(UserError, match="--dask"):
         executor_for(dask=spec)
+
+
+def test_worker_killed_mid_analysis_loses_no_rank_silently(rank_set: Path, cluster: DaskExecutor) -> None:
+    pids: dict[str, int] = cluster.client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    killed: list[int] = []
+
+    def kill_once() -> None:
+        if not killed:
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+
+    result = analyze_traceset([rank_set], executor=_Hooked(cluster, kill_once))
+    assert killed == [victim]
+    with pytest.raises(ProcessLookupError):
+        os.kill(victim, 0)
+    analysed = {a.rank for a in result.ranks}
+    missing = {f"rank{r}.json.gz" for r in range(RANKS) if r not in analysed}
+    named = {m for m in missing if any(m in e for e in result.errors)}
+    assert named == missing  # complete (the scheduler reran the lost tasks), or each missing rank named
+    assert len(analysed) + len(result.errors) == RANKS
+
+
+class _Hooked:
+    """The cluster, with a hook run after the first rank finishes (while the others are in flight)."""
+
+    def __init__(self, ex: DaskExecutor, hook: object) -> None:
+        self.ex, self.hook = ex, hook
+        self.description = ex.description
+
+    def map(self, fn, jobs, *, on_done=None) -> list[Outcome[object]]:  # type: ignore[no-untyped-def]
+        return self.ex.map(fn, jobs, on_done=self.hook)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        return None  # the module's cluster is closed by its fixture
