@@ -90,6 +90,8 @@ def test_cli_unreachable_scheduler_exits_non_zero_with_one_line(rank_set: Path) 
 def test_bad_dask_spec_is_a_user_error(spec: str) -> None:
     with pytest.raises(UserError, match="--dask"):
         executor_for(dask=spec)
+    with pytest.raises(UserError, match="--workers 3 sizes the local pool"):
+        executor_for(dask="local:2", workers=3)
 
 
 def test_worker_killed_mid_analysis_loses_no_rank_silently(rank_set: Path, cluster: DaskExecutor) -> None:

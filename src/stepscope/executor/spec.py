@@ -19,12 +19,16 @@ def executor_for(*, dask: str | None = None, workers: int | None = None,
     without it the local pool of ``workers`` processes (None: half the CPUs).
 
     Raises:
-        UserError: a malformed --dask value, --workers below 1, or a scheduler that does not answer.
+        UserError: a malformed --dask value, --workers below 1 or given with --dask, or a scheduler that does
+            not answer.
     """
     if workers is not None and workers < 1:
         raise UserError(f"--workers {workers}: must be 1 or more")
     if dask is None:
         return LocalExecutor(workers)
+    if workers is not None:
+        raise UserError(f"--workers {workers} sizes the local pool; with --dask {dask} the cluster's workers run "
+                        "the ranks — drop one of the two")
     from stepscope.executor.dask import DaskExecutor
 
     m = _LOCAL.match(dask)
