@@ -9,12 +9,12 @@ with shifted timestamps, ids and step numbers until it holds at least --events c
 of a set share those events and differ in their ``distributedInfo`` rank; each file is a multi-member
 gzip (header + the shared, compressed-once events + trailer), so building 256 ranks costs a file copy each.
 
-Every (set, executor) pair runs in a fresh child process, which calls ``map_trace_set`` (the code path of
-``stepscope trace analyze``) with a job that reads and analyses a rank and also reports the job's worker
-process (pid, RSS before reading, ru_maxrss after, the rank's EventTable bytes), then reduces with
-``combine``. Recorded: wall time of the analysis (executor start-up excluded and shown apart), the client's
+Every (set, executor) pair runs in a fresh child process, which maps over the ranks, on the executor, the
+job ``stepscope trace analyze`` runs (``run_rank_job``: read the rank, analyse it), wrapped to also report
+the worker process (pid, RSS before the job, ru_maxrss after it, the rank's EventTable bytes), then reduces
+with ``combine``. Recorded: wall time of the analysis (executor start-up excluded and shown apart), the client's
 peak RSS (the child's ru_maxrss: with Dask this includes the LocalCluster's scheduler, which runs in the
-client process), and per worker its peak RSS and its growth above its RSS before its first rank. The
+client process), and per worker its peak RSS and its growth: peak minus its lowest RSS before a rank. The
 projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the client's
 memory per rank (growth from the smallest to the largest set) linearly.
 """
@@ -96,21 +96,31 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def measured_job(table: Any) -> dict[str, Any]:
-    """Analyse one rank and report the worker's memory (runs on the worker). Table bytes: its columns plus
-    its interned name strings."""
+def _analyse_and_size(table: Any) -> dict[str, Any]:
+    """The rank's analysis and its table's size: columns plus interned name strings."""
     from stepscope.analyze.trace.analysis import analyze_trace
 
-    analysis = analyze_trace(table)
     nbytes = sum(a.nbytes for a in table.cols.values()) + sum(sys.getsizeof(n) for n in table.names)
-    return {"analysis": analysis, "pid": os.getpid(), "table_bytes": nbytes,
-            "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {"analysis": analyze_trace(table), "table_bytes": nbytes}
 
 
-def _baseline() -> dict[str, int]:
-    import stepscope.executor.traceset  # noqa: F401 - the worker's imports, as before a first rank
+def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
+    """One rank's job as ``trace analyze`` runs it (``run_rank_job``: read, analyse), plus the worker's RSS
+    before it and its peak RSS after it."""
+    from stepscope.traces.traceset import run_rank_job
 
-    return {"pid": os.getpid(), "rss": _rss_bytes()}
+    before = _rss_bytes()
+    result = run_rank_job(job, _analyse_and_size)
+    return result, {"pid": os.getpid(), "rss_before": before,
+                    "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _warm() -> None:
+    """A worker's imports and component rules, as before its first rank (not counted as a rank's growth)."""
+    from stepscope.analyze.trace.analysis import analyze_trace  # noqa: F401
+    from stepscope.traces.components import ComponentRules
+
+    ComponentRules.defaults()
 
 
 def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
@@ -118,26 +128,32 @@ def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
     from stepscope.analyze.trace.multirank import combine
     from stepscope.executor.dask import DaskExecutor
     from stepscope.executor.local import LocalExecutor
-    from stepscope.executor.traceset import map_trace_set
+    from stepscope.traces.traceset import mark_duplicate_ranks, rank_jobs, trace_files
 
+    _warm()  # the local pool's workers are forked from this process
     t0 = time.perf_counter()
     ex: Any = DaskExecutor(local_workers=workers) if executor == "dask" else LocalExecutor(workers)
-    base = ({b["pid"]: b["rss"] for b in ex.client.run(_baseline).values()} if executor == "dask" else
-            {0: _rss_bytes()})  # forked pool workers start as copies of this process
+    if executor == "dask":
+        ex.client.run(_warm)
     startup = time.perf_counter() - t0
     t1 = time.perf_counter()
-    results = map_trace_set([folder], measured_job, executor=ex, label="ranks")
+    outcomes = ex.map(measured_rank, rank_jobs(trace_files([folder])))
+    results = mark_duplicate_ranks([o.value[0] for o in outcomes if o.error is None])
     good = [r.value for r in results if r.error is None]
     s = combine([g["analysis"] for g in good], [r.error for r in results if r.error])
     wall = time.perf_counter() - t1
     ex.close()
     peaks: dict[int, int] = {}
-    for g in good:
-        peaks[g["pid"]] = max(peaks.get(g["pid"], 0), g["maxrss"])
-    growth = [p - base.get(pid, base.get(0, 0)) for pid, p in peaks.items()]
-    return {"ranks": len(s.ranks), "errors": len(s.errors), "wall_s": wall, "startup_s": startup,
+    base: dict[int, int] = {}
+    for o in outcomes:
+        if o.error is None:
+            m = o.value[1]
+            peaks[m["pid"]] = max(peaks.get(m["pid"], 0), m["maxrss"])
+            base[m["pid"]] = min(base.get(m["pid"], m["rss_before"]), m["rss_before"])
+    return {"ranks": len(s.ranks), "errors": len(s.errors) + sum(o.error is not None for o in outcomes),
+            "wall_s": wall, "startup_s": startup,
             "client_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "worker_peaks": sorted(peaks.values()), "worker_growth": sorted(growth),
+            "worker_peaks": sorted(peaks.values()), "worker_growth": sorted(peaks[p] - base[p] for p in peaks),
             "table_bytes": max(g["table_bytes"] for g in good), "workers_seen": len(peaks)}
 
 

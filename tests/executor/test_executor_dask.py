@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,14 @@ def test_local_cluster_equals_local_pool_figure_for_figure(rank_set: Path, clust
         assert a.steps.stat(np.median) == pytest.approx(base * stretch(a.rank), rel=1e-6)
     assert on_dask.slowest_rank == RANKS - 1
     assert on_dask.gpu_pop is not None and on_dask.gpu_pop.load_balance < 1
+
+
+def test_scheduler_address_equals_local_pool(rank_set: Path, cluster: DaskExecutor,
+                                              pooled: TraceSetAnalysis) -> None:
+    address = cluster.client.scheduler.address
+    assert address.startswith("tcp://")
+    with closing(executor_for(dask=address)) as remote:
+        assert analyze_traceset([rank_set], executor=remote).to_dict() == pooled.to_dict()
 
 
 def test_comm_matrix_on_dask_equals_local(rank_set: Path, cluster: DaskExecutor) -> None:

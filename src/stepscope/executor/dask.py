@@ -63,12 +63,14 @@ class DaskExecutor:
         futures = self.client.map(fn, list(jobs), pure=False, retries=RETRIES)
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[Outcome[Any]] = [Outcome(error="not run")] * len(jobs)
-        for fut in distributed.as_completed(futures):
+        # with_results: the client fetches each value in the background as its task finishes, instead of one
+        # blocking round trip to a worker per result
+        for fut, value in distributed.as_completed(futures, with_results=True, raise_errors=False):
             i = index[fut.key]
             if fut.status == "finished":
-                out[i] = Outcome(value=fut.result())
+                out[i] = Outcome(value=value)
             else:
-                out[i] = Outcome(error=f"failed on the cluster ({failure(fut.exception())})")
+                out[i] = Outcome(error=f"failed on the cluster ({_why(fut.status, value)})")
             fut.release()
             if on_done:
                 on_done()
@@ -78,3 +80,11 @@ class DaskExecutor:
         self.client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def _why(status: str, value: Any) -> str:
+    """The exception of an erred task (as_completed gives (type, exception, traceback)), else its status."""
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], BaseException):
+        return failure(value[1])
+    return f"task {status}"
+

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -14,6 +18,7 @@ from stepscope.analyze.trace.multirank import combine
 from stepscope.analyze.trace.rankdist import NAMED_OUTLIERS, RANK_ROWS_MAX, distribution, traceset_distributions
 from stepscope.report.ranks_terminal import rank_table, traceset_distribution_view
 from stepscope.traces.kineto import read_trace
+from tests.conftest import ROOT
 from tests.traces.tracebuild import tiny_trace, write
 
 
@@ -85,3 +90,19 @@ def test_show_ranks_table_switches_to_distributions_past_64_ranks(n: int) -> Non
     else:
         assert f"{n} ranks (steps 5-14" in text and "high: 7 (3.00 ms)" in text
         assert len(text.splitlines()) < 20
+
+
+def test_trace_analyze_cli_prints_distributions_for_65_ranks(tmp_path: Path) -> None:
+    events = tiny_trace()
+    for r in range(RANK_ROWS_MAX + 1):
+        slow = 10.0 if r == 9 else 1.0  # rank 9's GPU work lasts ten times as long
+        write(tmp_path / f"rank{r}.json", [dict(e, dur=e["dur"] * slow) if e.get("cat") == "kernel" else e
+                                           for e in events], distributedInfo={"rank": r, "world_size": 65})
+    proc = subprocess.run([sys.executable, "-m", "stepscope", "trace", "analyze", str(tmp_path), "--workers", "1"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert "65 ranks: distribution across ranks" in proc.stdout
+    assert "rank 3 —" not in proc.stdout  # no per-rank tables
+    compute = next(line for line in proc.stdout.splitlines() if line.startswith("GPU compute"))
+    assert "high: 9 (" in compute
