@@ -11,9 +11,9 @@ gzip (header + the shared, compressed-once events + trailer), so building 256 ra
 
 Every (set, executor) pair runs in a fresh child process, which maps over the ranks, on the executor, the
 job ``stepscope trace analyze`` runs (``run_rank_job``: read the rank, analyse it), wrapped to also report
-the worker process (pid, RSS before the job, ru_maxrss after it, the rank's EventTable bytes), then reduces
+the worker process (pid, RSS before the job, its peak RSS (VmHWM) after it, the rank's EventTable bytes), then reduces
 with ``combine``. Recorded: wall time of the analysis (executor start-up excluded and shown apart), the client's
-peak RSS (the child's ru_maxrss: with Dask this includes the LocalCluster's scheduler, which runs in the
+peak RSS (the child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the
 client process), and per worker its peak RSS and its growth: peak minus its lowest RSS before a rank. The
 projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the client's
 memory per rank (growth from the smallest to the largest set) linearly.
@@ -26,7 +26,6 @@ import gzip
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -96,6 +95,14 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _peak_rss_bytes() -> int:
+    """This process's RSS high-water mark (VmHWM: unlike ru_maxrss, not carried over from the parent that
+    forked and exec'd it)."""
+    with open("/proc/self/status") as f:
+        line = next(x for x in f if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
 def _analyse_and_size(table: Any) -> dict[str, Any]:
     """The rank's analysis and its table's size: columns plus interned name strings."""
     from stepscope.analyze.trace.analysis import analyze_trace
@@ -112,7 +119,7 @@ def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
     before = _rss_bytes()
     result = run_rank_job(job, _analyse_and_size)
     return result, {"pid": os.getpid(), "rss_before": before,
-                    "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+                    "maxrss": _peak_rss_bytes()}
 
 
 def _warm() -> None:
@@ -152,7 +159,7 @@ def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
             base[m["pid"]] = min(base.get(m["pid"], m["rss_before"]), m["rss_before"])
     return {"ranks": len(s.ranks), "errors": len(s.errors) + sum(o.error is not None for o in outcomes),
             "wall_s": wall, "startup_s": startup,
-            "client_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "client_peak": _peak_rss_bytes(),
             "worker_peaks": sorted(peaks.values()), "worker_growth": sorted(peaks[p] - base[p] for p in peaks),
             "table_bytes": max(g["table_bytes"] for g in good), "workers_seen": len(peaks)}
 
