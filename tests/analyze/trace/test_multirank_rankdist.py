@@ -6,8 +6,8 @@ import io
 import os
 import subprocess
 import sys
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from rich.console import Console
