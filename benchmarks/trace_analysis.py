@@ -60,7 +60,7 @@ temporal_breakdown(g); idle_breakdown(t, g); kernel_breakdown(t, g); comm_overla
 """
 OURS_SET = """
 import sys
-from stepscope.analyze.trace.multirank import analyze_traceset
+from stepscope.executor.traceset import analyze_traceset
 s = analyze_traceset([sys.argv[1]], workers=int(sys.argv[2]))
 assert len(s.ranks) == int(sys.argv[3]) and not s.errors, s.errors
 """

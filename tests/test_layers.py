@@ -50,3 +50,27 @@ def test_nothing_imports_cli_or_integrations():
             if mod.startswith(("stepscope.cli", "stepscope.integrations")):
                 bad.append(f"{rel} imports {mod}")
     assert not bad, "\n".join(bad)
+
+
+POOLS_AND_FILES = ("concurrent.futures", "multiprocessing", "distributed", "dask", "subprocess", "gzip", "io",
+                   "shutil", "tempfile", "mmap", "stepscope.traces.traceset", "stepscope.traces.kineto",
+                   "stepscope.traces.jsonstream", "stepscope.executor", "stepscope.store")
+"""Modules that start process pools or open files: analyze/ gets its inputs from traces/, store/ or the
+executor (issue 13: analyze/ is pure)."""
+
+
+def test_analyze_starts_no_pools_and_opens_no_files():
+    bad = []
+    for path in (SRC / "analyze").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            bad += [f"{path.relative_to(SRC)} imports {n}" for n in names
+                    if any(n == m or n.startswith(m + ".") for m in POOLS_AND_FILES)]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                bad.append(f"{path.relative_to(SRC)}:{node.lineno} calls open()")
+            if isinstance(node, ast.Attribute) and node.attr in ("read_text", "read_bytes", "write_text",
+                                                                 "write_bytes", "iterdir", "open"):
+                bad.append(f"{path.relative_to(SRC)}:{node.lineno} uses .{node.attr}")
+    assert not bad, "\n".join(bad)

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from stepscope.analyze.commmatrix import comm_matrix, comm_matrix_from_tables
-from stepscope.analyze.trace.comm import comm_matrix_from_traces
+from stepscope.executor.traceset import comm_matrix_from_traces
 from stepscope.model.tables import CommTable
 from tests.conftest import SCRIPTS, TRACES, Result, load
 from tests.traces.tracebuild import kernel, write

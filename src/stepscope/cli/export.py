@@ -61,7 +61,7 @@ def _trace_tables(data: RunData) -> dict[str, dict[str, list[object]]]:
         files = run_trace_files(data)
     except UserError:
         return {}
-    from stepscope.analyze.trace.multirank import analyze_traceset
+    from stepscope.executor.traceset import analyze_traceset
     from stepscope.report.export.trace_tables import trace_tables
 
     return trace_tables(analyze_traceset([str(f) for f in files]))

@@ -23,7 +23,7 @@ def run_index_metrics(data: RunData, summary: RunSummary) -> dict[str, float]:
     except UserError:
         return metrics
     from stepscope.analyze.trace.metrics import trace_index_metrics
-    from stepscope.analyze.trace.multirank import analyze_traceset
+    from stepscope.executor.traceset import analyze_traceset
 
     try:
         metrics.update(trace_index_metrics(analyze_traceset([str(f) for f in files])))

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import closing
 from typing import Any
 
 import orjson
 from rich.console import Console
 
 from stepscope.analyze.trace.kernels import KernelStats
-from stepscope.analyze.trace.multirank import TraceSetAnalysis, analyze_traceset
+from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
+from stepscope.analyze.trace.rankdist import RANK_ROWS_MAX, traceset_distributions
 from stepscope.errors import UserError
+from stepscope.executor import executor_for
+from stepscope.executor.dask import CONNECT_TIMEOUT_S
+from stepscope.executor.traceset import analyze_traceset
+from stepscope.report import ranks_terminal
 from stepscope.report import trace_terminal as view
 from stepscope.report.terminal import console as report_console
 from stepscope.traces.components import ComponentRules
@@ -22,10 +28,20 @@ def _emit_json(data: Any) -> None:
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None, help="local processes for multi-rank folders "
+                   "(default: half the CPUs)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None, help="run the per-rank analyses on a Dask cluster: "
+                   "a scheduler address (tcp://host:8786) or local:N for a LocalCluster of N processes")
+    p.add_argument("--dask-timeout", metavar="SECONDS", type=float, default=CONNECT_TIMEOUT_S,
+                   help=f"give up when the scheduler does not answer within this (default {CONNECT_TIMEOUT_S:g})")
+
+
 class TraceCommand:
     """Analyse profiler traces: GPU time breakdown, idle causes, kernels by component, operators.
 
-      stepscope trace analyze traces/            every analysis, ranks side by side
+      stepscope trace analyze traces/            every analysis, ranks side by side (distributions past 64)
+      stepscope trace analyze traces/ --dask tcp://sched:8786   the same on a Dask cluster (or --dask local:4)
       stepscope trace kernels traces/ --top 20 --by component
       stepscope trace ops traces/ --sort device_self
       stepscope trace comm-matrix traces/         rank x rank bytes and time of communication kernels
@@ -43,7 +59,7 @@ class TraceCommand:
             p.add_argument("paths", nargs="+", help="trace files (.json, .json.gz) or folders of them")
             p.add_argument("--json", action="store_true", help="print JSON instead of tables")
             p.add_argument("--top", type=int, default=30, help="rows per table (default 30)")
-            p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+            _executor_options(p)
             if action == "kernels":
                 p.add_argument("--by", choices=("component", "kernel"), default="component")
             if action == "ops":
@@ -52,7 +68,7 @@ class TraceCommand:
         c.add_argument("paths", nargs="+", help="per-rank trace files (.json, .json.gz) or folders of them")
         c.add_argument("--json", action="store_true", help="print JSON (schema stepscope.comm_matrix/1)")
         c.add_argument("--top", type=int, default=5, help="busiest pairs listed (default 5)")
-        c.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+        _executor_options(c)
         r = sub.add_parser("rules", help="print the component rules in effect")
         r.add_argument("--explain", metavar="NAME", help="say which rule names NAME's component")
         r.add_argument("--json", action="store_true")
@@ -65,7 +81,8 @@ class TraceCommand:
             return self._rules(args, console)
         if args.trace_command == "comm-matrix":
             return self._comm_matrix(args, console)
-        result = analyze_traceset(args.paths, workers=args.workers)
+        with closing(executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout)) as ex:
+            result = analyze_traceset(args.paths, executor=ex, progress=True)
         if args.trace_command == "analyze":
             return self._analyze(result, args, console)
         if args.trace_command == "kernels":
@@ -82,10 +99,11 @@ class TraceCommand:
         return 0
 
     def _comm_matrix(self, args: argparse.Namespace, console: Console) -> int:
-        from stepscope.analyze.trace.comm import comm_matrix_from_traces
+        from stepscope.executor.traceset import comm_matrix_from_traces
         from stepscope.report.commmatrix import comm_matrix_view
 
-        m = comm_matrix_from_traces(args.paths, workers=args.workers, top=args.top)
+        with closing(executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout)) as ex:
+            m = comm_matrix_from_traces(args.paths, top=args.top, executor=ex, progress=True)
         if len(m.ranks) < 2:
             raise UserError(f"{', '.join(args.paths)}: the traces name only rank {m.ranks[0]} — a communication "
                             "matrix needs the traces of two or more ranks (or collectives naming their group)")
@@ -96,9 +114,13 @@ class TraceCommand:
         if args.json:
             _emit_json(result.to_dict())
             return 0
+        if len(result.ranks) > RANK_ROWS_MAX:
+            console.print(ranks_terminal.traceset_distribution_view(result, traceset_distributions(result)))
+            return 0
         for a in result.ranks:
             console.print(view.summary_view(a))
         console.print(view.traceset_view(result))
+        console.print(ranks_terminal.traceset_extras(result))
         return 0
 
     def _kernels(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:

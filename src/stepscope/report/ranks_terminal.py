@@ -7,8 +7,15 @@ from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.commsplit import CommSplit
-from stepscope.analyze.ranks import RankAnalysis
+from stepscope.analyze.ranks import PopMetrics, RankAnalysis
 from stepscope.analyze.roles import RoleAnalysis
+from stepscope.analyze.trace.multirank import TraceSetAnalysis
+from stepscope.analyze.trace.rankdist import (
+    RANK_ROWS_MAX,
+    Distribution,
+    rank_time_distributions,
+    trace_rank_distributions,
+)
 from stepscope.report import format as f
 
 
@@ -19,7 +26,39 @@ def _table(title: str, *cols: str) -> Table:
     return t
 
 
+def _value(v: float, unit: str) -> str:
+    if unit == "ns":
+        return f.duration_ns(v)
+    if unit == "%":
+        return f"{v:.1f}%"
+    return f"{v:,.1f}"
+
+
+def _outliers(d: Distribution) -> str:
+    def side(named: tuple[tuple[int, float], ...], count: int, word: str) -> str:
+        if not count:
+            return ""
+        listed = ", ".join(f"{r} ({_value(v, d.unit)})" for r, v in named)
+        return f"{word}: {listed}" + (f" +{count - len(named)} more" if count > len(named) else "")
+    return "; ".join(x for x in (side(d.high, d.high_count, "high"), side(d.low, d.low_count, "low")) if x) or "—"
+
+
+def distribution_table(title: str, dists: tuple[Distribution, ...]) -> Table:
+    """One row per figure: min / quartiles / max across ranks and the outlying ranks (Tukey's fences)."""
+    t = _table(title, "figure", "ranks", "min", "q1", "median", "q3", "max", "outlier ranks")
+    t.columns[-1].justify = "left"
+    t.columns[-1].no_wrap = False
+    for d in dists:
+        t.add_row(d.name, str(d.ranks), *(_value(v, d.unit) for v in (d.min, d.q1, d.median, d.q3, d.max)),
+                  _outliers(d))
+    return t
+
+
 def rank_table(a: RankAnalysis) -> RenderableType:
+    if len(a.ranks) > RANK_ROWS_MAX:
+        window = f"steps {a.window[0]}-{a.window[1]}" if a.window else "no steps"
+        return distribution_table(f"{len(a.ranks)} ranks ({window}, mean per step, CPU wall clock): distribution "
+                                  "across ranks", rank_time_distributions(a))
     window = f"steps {a.window[0]}-{a.window[1]}" if a.window else "no steps"
     t = _table(f"Ranks ({window}, mean per step, CPU wall clock)", "rank", "role", "host", "steps", "step",
                "useful", "compute", "data wait", "comm", "comm %", "transfer", "sync", "samples/s")
@@ -75,20 +114,25 @@ def split_table(split: CommSplit | None, title: str) -> RenderableType | None:
     return t
 
 
+def gpu_pop_line(p: PopMetrics) -> Text:
+    return Text(f"GPU POP metrics: load balance {p.load_balance:.3f}, communication efficiency "
+                f"{p.communication_efficiency:.3f}, parallel efficiency {p.parallel_efficiency:.3f} "
+                "(useful = computation kernels)")
+
+
 def trace_table(a: RankAnalysis) -> RenderableType | None:
     if not a.trace_ranks:
         return None
-    t = _table("Profiled window on the GPU (trace kernels, per rank)", "rank", "window", "compute", "communication",
-               "idle")
-    for r in a.trace_ranks:
-        t.add_row(str(r.rank), f.duration_ns(r.window_ns), f.duration_ns(r.compute_ns),
-                  f.duration_ns(r.communication_ns), f.duration_ns(r.idle_ns))
-    if a.trace_pop is None:
-        return t
-    p = a.trace_pop
-    return Group(t, Text(f"GPU POP metrics: load balance {p.load_balance:.3f}, communication efficiency "
-                         f"{p.communication_efficiency:.3f}, parallel efficiency {p.parallel_efficiency:.3f} "
-                         "(useful = computation kernels)"))
+    if len(a.trace_ranks) > RANK_ROWS_MAX:
+        t = distribution_table(f"Profiled window on the GPU ({len(a.trace_ranks)} ranks): distribution across "
+                               "ranks", trace_rank_distributions(a))
+    else:
+        t = _table("Profiled window on the GPU (trace kernels, per rank)", "rank", "window", "compute",
+                   "communication", "idle")
+        for r in a.trace_ranks:
+            t.add_row(str(r.rank), f.duration_ns(r.window_ns), f.duration_ns(r.compute_ns),
+                      f.duration_ns(r.communication_ns), f.duration_ns(r.idle_ns))
+    return t if a.trace_pop is None else Group(t, gpu_pop_line(a.trace_pop))
 
 
 def roles_table(r: RoleAnalysis | None) -> RenderableType | None:
@@ -112,3 +156,21 @@ def ranks_report(a: RankAnalysis, roles: RoleAnalysis | None = None) -> Renderab
              split_table(a.trace_split, "Communication kernels: transfer vs sync (profiler traces, GPU time)"),
              roles_table(roles)]
     return Group(*(p for p in parts if p is not None))
+
+
+def traceset_extras(s: TraceSetAnalysis) -> RenderableType:
+    """What a trace set adds below its per-rank tables: GPU POP metrics and notes on partly read files."""
+    parts: list[RenderableType] = [gpu_pop_line(s.gpu_pop)] if s.gpu_pop is not None else []
+    parts += [Text(f"note: {n}", style="yellow") for n in s.notes]
+    return Group(*parts)
+
+
+def traceset_distribution_view(s: TraceSetAnalysis, dists: tuple[Distribution, ...]) -> RenderableType:
+    """A trace set past RANK_ROWS_MAX ranks: distributions instead of one table per rank."""
+    parts: list[RenderableType] = [distribution_table(f"{len(s.ranks)} ranks: distribution across ranks", dists)]
+    if s.slowest_rank is not None:
+        parts.append(Text(f"slowest rank: {s.slowest_rank} (highest median step, else longest GPU window)"))
+    parts.append(traceset_extras(s))
+    parts += [Text(f"error: {e}", style="red") for e in s.errors]
+    parts += [Text(f"warning: {w}", style="yellow") for w in s.warnings]
+    return Group(*parts)

@@ -78,12 +78,15 @@ class ByteReader(Protocol):
 class TraceEventSplitter:
     """Iterate over chunks of raw event bytes (each a valid JSON array) and keep the rest as header."""
 
-    def __init__(self, stream: ByteReader, block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, stream: ByteReader, block_bytes: int = BLOCK_BYTES, *, allow_truncated: bool = False) -> None:
         self._stream = stream
         self._block = block_bytes
+        self._allow_truncated = allow_truncated
         self.header_bytes = b""
         self.suffix_bytes = b""
         self.bare_array = False
+        self.truncated = False
+        """True when the array never ended and (allow_truncated) the events up to the last whole one were kept."""
 
     def _read(self) -> bytes:
         return self._stream.read(self._block)
@@ -192,12 +195,25 @@ class TraceEventSplitter:
         pos, _, depth = _structure(buf)
         closing = np.flatnonzero(depth < 0)
         if not closing.size:
-            raise JsonShapeError("the traceEvents array never ends (file truncated?)")
+            if not self._allow_truncated:
+                raise JsonShapeError("the traceEvents array never ends (file truncated?)")
+            yield from self._truncated_tail(buf, loads)
+            return
         cut = int(pos[closing[0]])
         body = buf[:cut].strip().strip(b",")
         if body:
             yield loads(b"[" + body + b"]")
         self.suffix_bytes = buf[cut + 1:]
+
+
+    def _truncated_tail(self, buf: bytes, loads: Any) -> Iterator[list[Any]]:
+        """A file cut mid-write: keep the whole events of the tail, drop the partial one and close the header."""
+        cut = _exact_cut(buf)
+        body = buf[:cut].strip().strip(b",")
+        self.truncated = True
+        self.suffix_bytes = b"}"
+        if body:
+            yield loads(b"[" + body + b"]")
 
 
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{\s*\")")

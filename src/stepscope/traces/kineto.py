@@ -42,6 +42,28 @@ def _open(path: Path) -> io.BufferedIOBase:
     return raw
 
 
+class _EndAtEof:
+    """A gzip stream cut mid-write ends where its data ends instead of raising EOFError."""
+
+    def __init__(self, stream: io.BufferedIOBase) -> None:
+        self._stream = stream
+
+    def read(self, size: int = -1, /) -> bytes:
+        try:
+            return self._stream.read(size)
+        except EOFError:
+            return b""
+
+
+def read_trace_partial(path: str | Path, *, rank: int | None = None) -> tuple[EventTable, str | None]:
+    """Parse one trace file that may still be being written (a running job's).
+
+    A file cut mid-write is read up to its last whole event; the note (else None) says so. Every other
+    problem raises as :func:`read_trace` does.
+    """
+    return _read(Path(path), rank, None, allow_truncated=True)
+
+
 def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | None = None) -> EventTable:
     """Parse one trace file.
 
@@ -53,25 +75,36 @@ def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | 
     Raises:
         TraceError: unreadable, truncated, not a trace, or with negative durations.
     """
-    p = Path(path)
+    return _read(Path(path), rank, block_bytes, allow_truncated=False)[0]
+
+
+def _read(p: Path, rank: int | None, block_bytes: int | None, *,
+          allow_truncated: bool) -> tuple[EventTable, str | None]:
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
     from stepscope.traces.xla import is_xla_trace, read_xla_trace
 
     if is_xla_trace(p):  # a TensorFlow / JAX profile (XPlane or its trace-viewer JSON)
-        return read_xla_trace(p, rank=rank)
+        return read_xla_trace(p, rank=rank), None
     builder = ChunkColumns()
-    with _reading(p) as stream:
-        splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}))
+    with _reading(p) as raw:
+        stream = _EndAtEof(raw) if allow_truncated else raw
+        splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}),
+                                      allow_truncated=allow_truncated)
         for events in splitter.chunks(typed.loads):
             builder.add(events)
             del events
         header = header_object(splitter, orjson.loads)
     meta = _meta(p, header, rank, builder)
     try:
-        return builder.finish(meta)
+        table = builder.finish(meta)
     except ValueError as exc:
         raise TraceError(f"{p}: {exc}") from None
+    if splitter.truncated and not len(table):
+        raise TraceError(f"{p}: truncated before its first whole event (still being written?) — nothing to analyse")
+    note = (f"{p}: truncated (still being written?): analysed up to its last whole event ({len(table)} events)"
+            if splitter.truncated else None)
+    return table, note
 
 
 def read_raw_events(path: str | Path) -> list[dict[str, Any]]:
@@ -161,4 +194,4 @@ def kind_of_category(cat: str) -> EventKind:
     return category_kind(cat)
 
 
-__all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace"]
+__all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace", "read_trace_partial"]

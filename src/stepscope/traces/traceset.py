@@ -1,23 +1,24 @@
-"""A set of per-rank traces (a folder, or files): find them, then load one rank at a time or in workers.
+"""A set of per-rank traces (a folder, or files): find them, and read one rank for a per-rank job.
 
-Ranks are mapped and reduced one by one, so a folder of many large ranks never needs more than one
-rank's events in memory per worker. A bad file is reported by name while the others are still analysed.
+The pools that run the jobs live in :mod:`stepscope.executor`; here is only what one job does: read a
+rank's file and apply a function to its events, so a worker never holds more than one rank's table and
+only the function's (small) result leaves it. A bad file becomes a one-line error naming it, while the
+other ranks are still analysed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from stepscope.errors import TraceError
-from stepscope.traces.kineto import RANK_IN_NAME, read_trace
+from stepscope.model.events import EventTable
+from stepscope.traces.kineto import RANK_IN_NAME, read_trace_partial
 from stepscope.traces.xla import profile_files
 
-T = TypeVar("T")
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
 _RANK_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^}]*?"rank"\s*:\s*(\d+)')
 
@@ -41,35 +42,40 @@ def trace_files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 @dataclass(frozen=True, slots=True)
+class RankJob:
+    """One file to read: its path, and the rank to use when neither the file nor its name tells one."""
+
+    path: str
+    given_rank: int | None
+
+
+def rank_jobs(files: Sequence[Path]) -> list[RankJob]:
+    """One job per file, in file order (a file's position is its fallback rank when there are several)."""
+    return [RankJob(str(f), i if len(files) > 1 else None) for i, f in enumerate(files)]
+
+
+@dataclass(frozen=True, slots=True)
 class RankResult:
-    """What one worker returns for one file: a value, or the one-line error that stopped it."""
+    """What one job returns for one file: a value, or the one-line error that stopped it.
+
+    note: set when the value was computed from part of the file (a trace truncated mid-write: its events
+    up to the last whole one).
+    """
 
     path: str
     rank: int | None
     value: Any = None
     error: str | None = None
+    note: str | None = None
 
 
-def _run_one(job: tuple[str, int | None, Callable[[Any], Any]]) -> RankResult:
-    path, given, fn = job
+def run_rank_job(job: RankJob, fn: Callable[[EventTable], Any]) -> RankResult:
+    """Read the job's file (tolerating a truncated end) and apply ``fn`` to its events."""
     try:
-        table = read_trace(path, rank=given)
-        return RankResult(path, table.meta.rank, fn(table))
+        table, note = read_trace_partial(job.path, rank=job.given_rank)
+        return RankResult(job.path, table.meta.rank, fn(table), note=note)
     except TraceError as exc:
-        return RankResult(path, None, error=str(exc))
-
-
-def map_ranks(files: Sequence[Path], fn: Callable[[Any], T], *, workers: int = 1) -> Iterator[RankResult]:
-    """Load each file and apply ``fn`` (a picklable top-level function for workers > 1) rank by rank.
-
-    Results come back in file order; a file that fails yields a RankResult with ``error`` set.
-    """
-    jobs = [(str(f), i if len(files) > 1 else None, fn) for i, f in enumerate(files)]
-    if workers <= 1 or len(files) <= 1:
-        yield from map(_run_one, jobs)
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_run_one, jobs)
+        return RankResult(job.path, None, error=str(exc))
 
 
 def mark_duplicate_ranks(results: list[RankResult]) -> list[RankResult]:

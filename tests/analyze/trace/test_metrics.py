@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.analyze.trace.metrics import trace_index_metrics
-from stepscope.analyze.trace.multirank import analyze_traceset
+from stepscope.executor.traceset import analyze_traceset
 from tests.conftest import TRACES
 
 GOLDEN = Path(__file__).resolve().parents[2] / "traces" / "golden"

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from stepscope.analyze.trace.analysis import TraceAnalysis, analyze_trace
-from stepscope.analyze.trace.multirank import analyze_traceset
 from stepscope.errors import TraceError
+from stepscope.executor.traceset import analyze_traceset
 from stepscope.traces.kineto import read_trace
 from tests.traces.tracebuild import ev, tiny_trace, write
 

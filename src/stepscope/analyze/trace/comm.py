@@ -13,16 +13,13 @@ the kernel's GPU duration. The matrix conventions are those of :mod:`stepscope.a
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from stepscope.analyze.commmatrix import CommCall, CommMatrix, matrix_from_calls
 from stepscope.analyze.trace.gpuview import KernelType, gpu_view
 from stepscope.model.events import CollectiveArgs, EventKind, EventTable
-from stepscope.traces.traceset import map_ranks, mark_duplicate_ranks, trace_files
 
 DTYPE_BYTES = {
     "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1, "Byte": 1,
@@ -123,24 +120,11 @@ def _notes(per_rank: Sequence[RankComm], errors: Sequence[str]) -> list[str]:
     return notes
 
 
-def comm_matrix_from_traces(paths: Sequence[str | Path], *, workers: int | None = None, top: int = 5) -> CommMatrix:
-    """The matrix of a set of per-rank traces (files or folders), read one rank at a time (or in workers).
-
-    Raises:
-        TraceError: no trace files, or none could be read.
-    """
-    files = trace_files(paths)
-    n = workers if workers is not None else min(len(files), max(1, (os.cpu_count() or 1) // 2))
-    results = mark_duplicate_ranks(list(map_ranks(files, trace_comm_calls, workers=n)))
-    good: list[RankComm] = [r.value for r in results if r.error is None]
-    errors = [r.error for r in results if r.error is not None]
-    if not good:
-        from stepscope.errors import TraceError
-
-        raise TraceError(errors[0] if len(errors) == 1 else f"none of {len(files)} traces could be read; first: "
-                         f"{errors[0]}")
-    return matrix_from_calls({r.rank: r.calls for r in good}, source="traces", convention=TRACE_CONVENTION,
-                             notes=_notes(good, errors), top=top)
+def comm_matrix(per_rank: Sequence[RankComm], *, errors: Sequence[str] = (), top: int = 5) -> CommMatrix:
+    """The matrix of ranks' calls (pure: reading the traces is
+    :func:`stepscope.executor.traceset.comm_matrix_from_traces`). errors: files that could not be read."""
+    return matrix_from_calls({r.rank: r.calls for r in per_rank}, source="traces", convention=TRACE_CONVENTION,
+                             notes=_notes(per_rank, errors), top=top)
 
 
-__all__ = ["DTYPE_BYTES", "RankComm", "comm_matrix_from_traces", "trace_comm_calls"]
+__all__ = ["DTYPE_BYTES", "RankComm", "comm_matrix", "trace_comm_calls"]

@@ -1,18 +1,19 @@
-"""Many ranks side by side: per-rank summaries, slowest rank, spread (``analyze_traceset``)."""
+"""Many ranks side by side: per-rank summaries, slowest rank, spreads, GPU POP metrics (``combine``).
+
+Pure: it reduces analyses already made. Reading the files and running the per-rank analyses (in this
+process, a process pool or on Dask) is :func:`stepscope.executor.traceset.analyze_traceset`.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis, analyze_trace
-from stepscope.model.events import EventTable
-from stepscope.traces.traceset import map_ranks, mark_duplicate_ranks, trace_files
+from stepscope.analyze.ranks import PopMetrics, pop_metrics
+from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,10 @@ class TraceSetAnalysis:
 
     slowest_rank: highest median step time (or, without steps, the longest GPU window). step_time /
     communication / idle: spread across ranks of the median step time, communication-kernel time and GPU
-    idle time (ns). errors: one line per file that could not be analysed (the others still are).
+    idle time (ns). gpu_pop: POP metrics of the profiled window on the GPU, useful = computation-kernel
+    time, runtime = the longest GPU window (as ``show --ranks``' trace POP; None below two ranks with GPU
+    work). errors: one line per file that could not be analysed, or whose worker was lost (the others still
+    are). notes: one line per file analysed from part of its content (truncated mid-write).
     """
 
     ranks: tuple[TraceAnalysis, ...]
@@ -50,25 +54,26 @@ class TraceSetAnalysis:
     idle: Spread | None
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    gpu_pop: PopMetrics | None = None
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
             return v.to_dict() if v is not None else None
         return {"schema_version": SCHEMA_VERSION, "slowest_rank": self.slowest_rank, "step_time_ns": d(self.step_time),
                 "communication_ns": d(self.communication), "idle_ns": d(self.idle), "errors": list(self.errors),
-                "warnings": list(self.warnings), "ranks": [r.to_dict() for r in self.ranks]}
-
-
-def _analyze(table: EventTable) -> TraceAnalysis:
-    return analyze_trace(table)
+                "warnings": list(self.warnings), "notes": list(self.notes),
+                "gpu_pop": asdict(self.gpu_pop) if self.gpu_pop is not None else None,
+                "ranks": [r.to_dict() for r in self.ranks]}
 
 
 def _step_or_window(a: TraceAnalysis) -> float | None:
     return a.steps.stat(np.median) or (float(a.temporal.window_ns) if a.temporal else None)
 
 
-def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = ()) -> TraceSetAnalysis:
-    """Cross-rank figures of already analysed ranks."""
+def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = (),
+            notes: Sequence[str] = ()) -> TraceSetAnalysis:
+    """Cross-rank figures of already analysed ranks (any order: the result is in rank order)."""
     ranks = tuple(sorted(analyses, key=lambda a: a.rank))
     keyed = [(a.rank, _step_or_window(a)) for a in ranks]
     timed = [(v, r) for r, v in keyed if v is not None]
@@ -81,23 +86,11 @@ def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = ()) -> Tr
         step_time=_spread([a.steps.stat(np.median) for a in ranks]),
         communication=_spread([float(a.temporal.communication_ns) if a.temporal else None for a in ranks]),
         idle=_spread([float(a.temporal.idle_ns) if a.temporal else None for a in ranks]),
-        errors=tuple(errors), warnings=tuple(warnings))
+        errors=tuple(errors), warnings=tuple(warnings), gpu_pop=_gpu_pop(ranks), notes=tuple(notes))
 
 
-def analyze_traceset(paths: Sequence[str | Path], *, workers: int | None = None) -> TraceSetAnalysis:
-    """Analyse every trace in the given files / folders, one rank at a time (or in ``workers`` processes).
-
-    Raises:
-        TraceError: no trace files found, or none of them could be analysed.
-    """
-    files = trace_files(paths)
-    n = workers if workers is not None else min(len(files), max(1, (os.cpu_count() or 1) // 2))
-    results = mark_duplicate_ranks(list(map_ranks(files, _analyze, workers=n)))
-    good = [r.value for r in results if r.error is None]
-    errors = [r.error for r in results if r.error is not None]
-    if not good:
-        from stepscope.errors import TraceError
-
-        raise TraceError(errors[0] if len(errors) == 1 else f"none of {len(files)} traces could be read; first: "
-                         f"{errors[0]}")
-    return combine(good, errors)
+def _gpu_pop(ranks: Sequence[TraceAnalysis]) -> PopMetrics | None:
+    timed = [a.temporal for a in ranks if a.temporal is not None]
+    if len(timed) < 2:
+        return None
+    return pop_metrics([float(t.compute_ns) for t in timed], [float(t.window_ns) for t in timed])

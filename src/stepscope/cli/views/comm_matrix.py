@@ -19,8 +19,8 @@ def show_comm_matrix(data: RunData, summary: RunSummary, args: argparse.Namespac
     m: CommMatrix | None
     has_traces = any(a.startswith("artifacts/traces/") for a in data.artifacts)
     if not any(len(r.comm) for r in data.ranks) and has_traces:
-        from stepscope.analyze.trace.comm import comm_matrix_from_traces
         from stepscope.cli.views.traces import run_trace_files
+        from stepscope.executor.traceset import comm_matrix_from_traces
 
         m = comm_matrix_from_traces([str(p) for p in run_trace_files(data)])
         if len(m.ranks) < 2:

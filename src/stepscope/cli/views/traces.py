@@ -28,7 +28,7 @@ def run_trace_files(data: RunData) -> list[Path]:
 
 
 def show_traces(data: RunData, summary: RunSummary, args: argparse.Namespace) -> int:
-    from stepscope.analyze.trace.multirank import analyze_traceset
+    from stepscope.executor.traceset import analyze_traceset
 
     result = analyze_traceset([str(p) for p in run_trace_files(data)])
     if args.json:

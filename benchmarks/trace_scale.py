@@ -1,0 +1,228 @@
+"""Trace sets of many ranks: the local process pool vs a Dask LocalCluster, wall time and peak memory.
+
+    .venv/bin/python benchmarks/trace_scale.py [--ranks 16 64 256] [--events 100000] [--workers 2]
+        [--small] [--workdir DIR]
+
+Each rank is the A100 NCCL fixture (tests/data/traces/a100_2rank_nccl, 27k complete events) repeated
+with shifted timestamps, ids and step numbers until it holds at least --events complete events
+(--small: 5,000, for a quick run; below 27k, the fixture's first --events complete events). The ranks
+of a set share those events and differ in their ``distributedInfo`` rank; each file is a multi-member
+gzip (header + the shared, compressed-once events + trailer), so building 256 ranks costs a file copy each.
+
+Every (set, executor) pair runs in a fresh child process, which maps over the ranks, on the executor, the
+job ``stepscope trace analyze`` runs (``run_rank_job``: read the rank, analyse it), wrapped to also report
+the worker process (pid, RSS before the job, its peak RSS (VmHWM) after it, the rank's EventTable bytes), then reduces
+with ``combine``. Recorded: wall time of the analysis (executor start-up excluded and shown apart), the client's
+peak RSS (the child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the
+client process), and per worker its peak RSS and its growth: peak minus its lowest RSS before a rank. The
+projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the client's
+memory per rank (growth from the smallest to the largest set) linearly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "traces" / "a100_2rank_nccl" / "rank0.json.gz"
+ID_ARGS = ("correlation", "External id", "Ev Idx", "Record function id", "Sequence number")
+
+
+def _repeated_events(min_events: int) -> tuple[bytes, int, dict[str, Any]]:
+    doc = orjson.loads(gzip.decompress(FIXTURE.read_bytes()))
+    events = doc.pop("traceEvents")
+    xs = [e for e in events if e.get("ph") == "X"]
+    span = max(e["ts"] + e.get("dur", 0) for e in xs) - min(e["ts"] for e in xs) + 1000
+    if min_events < len(xs):  # a smaller rank: the fixture's first min_events complete events (and metadata)
+        keep = {id(e) for e in xs[:min_events]}
+        events = [e for e in events if e.get("ph") != "X" or id(e) in keep]
+        xs = xs[:min_events]
+    copies = max(1, math.ceil(min_events / len(xs)))
+    out: list[Any] = []
+    for c in range(copies):
+        for e in events:
+            if c and e.get("ph") == "M":
+                continue
+            e = dict(e)
+            if "ts" in e:
+                e["ts"] = e["ts"] + c * span
+            name = e.get("name", "")
+            if c and isinstance(name, str) and name.startswith("ProfilerStep#"):
+                e["name"] = f"ProfilerStep#{int(name.split('#')[1]) + 100 * c}"
+            args = e.get("args")
+            if c and isinstance(args, dict):
+                args = dict(args)
+                for k in ID_ARGS:
+                    if isinstance(args.get(k), int) and args[k] >= 0:
+                        args[k] += c * 10_000_000
+                e["args"] = args
+            out.append(e)
+    body = orjson.dumps(out)[1:-1]
+    return body, copies * len(xs), doc
+
+
+def build_set(folder: Path, ranks: int, min_events: int) -> int:
+    """``ranks`` files in ``folder`` (reused when already there); returns the complete events per rank."""
+    stamp = folder / "events.txt"
+    if stamp.exists() and len(list(folder.glob("rank*.json.gz"))) == ranks:
+        return int(stamp.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    body, n, header = _repeated_events(min_events)
+    events_gz = gzip.compress(body, compresslevel=1)
+    tail = gzip.compress(b"]}")
+    for r in range(ranks):
+        head = {**header, "distributedInfo": {**header["distributedInfo"], "rank": r, "world_size": ranks}}
+        prefix = orjson.dumps(head)[:-1] + b',"traceEvents":['
+        (folder / f"rank{r}.json.gz").write_bytes(gzip.compress(prefix) + events_gz + tail)
+    stamp.write_text(str(n))
+    return n
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss_bytes() -> int:
+    """This process's RSS high-water mark (VmHWM: unlike ru_maxrss, not carried over from the parent that
+    forked and exec'd it)."""
+    with open("/proc/self/status") as f:
+        line = next(x for x in f if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def _analyse_and_size(table: Any) -> dict[str, Any]:
+    """The rank's analysis and its table's size: columns plus interned name strings."""
+    from stepscope.analyze.trace.analysis import analyze_trace
+
+    nbytes = sum(a.nbytes for a in table.cols.values()) + sum(sys.getsizeof(n) for n in table.names)
+    return {"analysis": analyze_trace(table), "table_bytes": nbytes}
+
+
+def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
+    """One rank's job as ``trace analyze`` runs it (``run_rank_job``: read, analyse), plus the worker's RSS
+    before it and its peak RSS after it."""
+    from stepscope.traces.traceset import run_rank_job
+
+    before = _rss_bytes()
+    result = run_rank_job(job, _analyse_and_size)
+    return result, {"pid": os.getpid(), "rss_before": before,
+                    "maxrss": _peak_rss_bytes()}
+
+
+def _warm() -> None:
+    """A worker's imports and component rules, as before its first rank (not counted as a rank's growth)."""
+    from stepscope.analyze.trace.analysis import analyze_trace  # noqa: F401
+    from stepscope.traces.components import ComponentRules
+
+    ComponentRules.defaults()
+
+
+def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
+    """One (set, executor) measurement, in this (child) process."""
+    from stepscope.analyze.trace.multirank import combine
+    from stepscope.executor.dask import DaskExecutor
+    from stepscope.executor.local import LocalExecutor
+    from stepscope.traces.traceset import mark_duplicate_ranks, rank_jobs, trace_files
+
+    _warm()  # the local pool's workers are forked from this process
+    t0 = time.perf_counter()
+    ex: Any = DaskExecutor(local_workers=workers) if executor == "dask" else LocalExecutor(workers)
+    if executor == "dask":
+        ex.client.run(_warm)
+    startup = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    outcomes = ex.map(measured_rank, rank_jobs(trace_files([folder])))
+    results = mark_duplicate_ranks([o.value[0] for o in outcomes if o.error is None])
+    good = [r.value for r in results if r.error is None]
+    s = combine([g["analysis"] for g in good], [r.error for r in results if r.error])
+    wall = time.perf_counter() - t1
+    ex.close()
+    peaks: dict[int, int] = {}
+    base: dict[int, int] = {}
+    for o in outcomes:
+        if o.error is None:
+            m = o.value[1]
+            peaks[m["pid"]] = max(peaks.get(m["pid"], 0), m["maxrss"])
+            base[m["pid"]] = min(base.get(m["pid"], m["rss_before"]), m["rss_before"])
+    return {"ranks": len(s.ranks), "errors": len(s.errors) + sum(o.error is not None for o in outcomes),
+            "wall_s": wall, "startup_s": startup,
+            "client_peak": _peak_rss_bytes(),
+            "worker_peaks": sorted(peaks.values()), "worker_growth": sorted(peaks[p] - base[p] for p in peaks),
+            "table_bytes": max(g["table_bytes"] for g in good), "workers_seen": len(peaks)}
+
+
+def _mb(b: float) -> str:
+    return f"{b / 2**20:,.0f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
+    ap.add_argument("--events", type=int, default=100_000, help="complete events per rank, at least")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--small", action="store_true", help="5,000 events per rank, for a quick run")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--one", nargs=3, metavar=("FOLDER", "EXECUTOR", "WORKERS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_one(Path(args.one[0]), args.one[1], int(args.one[2]))))
+        return
+    events = 5_000 if args.small else args.events
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="trace_scale_"))
+    rows = []
+    for n in args.ranks:
+        folder = work / f"ranks{n}_events{events}"
+        per_rank = build_set(folder, n, events)
+        for executor in ("local", "dask"):
+            proc = subprocess.run([sys.executable, __file__, "--one", str(folder), executor, str(args.workers)],
+                                  capture_output=True, text=True, check=True)
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            r.update(set_ranks=n, events=per_rank, executor=executor)
+            rows.append(r)
+            print(f"{n} ranks x {per_rank:,} events, {executor}: {r['wall_s']:.1f} s", file=sys.stderr)
+    print(table(rows, args.workers))
+
+
+def table(rows: list[dict[str, Any]], workers: int) -> str:
+    lines = ["| ranks | events/rank | executor | wall s (start-up s) | client peak MB | worker peak MB | "
+             "worker growth MB | one rank's table MB | growth / table |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        g = max(r["worker_growth"])
+        where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
+        lines.append(f"| {r['set_ranks']} | {r['events']:,} | {where}"
+                     f" | {r['wall_s']:.1f} ({r['startup_s']:.1f}) | {_mb(r['client_peak'])} | "
+                     f"{' / '.join(_mb(p) for p in r['worker_peaks'])} | {_mb(g)} | {_mb(r['table_bytes'])} | "
+                     f"{g / r['table_bytes']:.2f} |")
+    lines.append("")
+    for executor in ("local", "dask"):
+        mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["set_ranks"])
+        if not mine:
+            continue
+        big, small = mine[-1], mine[0]
+        per_rank_s = big["wall_s"] * workers / big["set_ranks"]
+        per_rank_mem = ((big["client_peak"] - small["client_peak"]) / (big["set_ranks"] - small["set_ranks"])
+                        if big is not small else 0.0)
+        proj = ", ".join(f"{4096 * per_rank_s / w / 60:,.1f} min on {w}" for w in (2, 16, 64, 256))
+        client = big["client_peak"] + per_rank_mem * (4096 - big["set_ranks"])
+        lines.append(f"Projection, {executor}: 4,096 ranks of {big['events']:,} events need {proj} workers "
+                     f"({per_rank_s:.2f} worker-s per rank); client memory ~{_mb(client)} MB "
+                     f"({per_rank_mem / 1024:,.0f} KiB per rank result).")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

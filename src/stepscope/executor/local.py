@@ -1,0 +1,77 @@
+"""Jobs in this process (one worker) or in a pool of local processes: the default executor."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from stepscope.executor.base import OnDone, Outcome, failure
+
+LOST = "its worker process died (twice: killed, or out of memory?) — not analysed"
+
+
+def default_workers(jobs: int) -> int:
+    """Half the CPUs (the other half for the rest of the machine), at most one per job."""
+    return max(1, min(jobs, (os.cpu_count() or 1) // 2))
+
+
+class LocalExecutor:
+    """Runs jobs here (``workers`` 1) or in ``workers`` processes. A job whose process dies is retried once
+    in a fresh pool, then reported as lost."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers
+
+    @property
+    def description(self) -> str:
+        return "this process" if self.workers == 1 else f"{self.workers or 'default'} local processes"
+
+    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], *,
+            on_done: OnDone | None = None) -> list[Outcome[Any]]:
+        n = self.workers if self.workers is not None else default_workers(len(jobs))
+        out: list[Outcome[Any] | None] = [None] * len(jobs)
+        if n <= 1 or len(jobs) <= 1:
+            for i, job in enumerate(jobs):
+                out[i] = _call(fn, job)
+                if on_done:
+                    on_done()
+            return [o for o in out if o is not None]
+        todo = list(range(len(jobs)))
+        for attempt in range(2):
+            todo = _pool_round(fn, jobs, todo, out, min(n, len(todo)), on_done, last=attempt == 1)
+            if not todo:
+                break
+        return [o if o is not None else Outcome(error=LOST) for o in out]
+
+    def close(self) -> None:
+        return None
+
+
+def _call(fn: Callable[[Any], Any], job: Any) -> Outcome[Any]:
+    try:
+        return Outcome(value=fn(job))
+    except Exception as exc:  # a bug or an unexpected input in one job must not stop the others
+        return Outcome(error=failure(exc))
+
+
+def _pool_round(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], out: list[Outcome[Any] | None],
+                workers: int, on_done: OnDone | None, *, last: bool) -> list[int]:
+    """Run the jobs ``todo``; return those lost with a broken pool (to retry), filling ``out`` for the rest."""
+    lost = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures: dict[Future[Any], int] = {pool.submit(_call, fn, jobs[i]): i for i in todo}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                out[i] = fut.result()
+            except BrokenProcessPool:
+                lost.append(i)
+                if not last:
+                    continue
+                out[i] = Outcome(error=LOST)
+            if on_done:
+                on_done()
+    return sorted(lost) if not last else []
