@@ -68,10 +68,9 @@ class ImportCommand:
                 shutil.copyfileobj(fin, fout)
             tmp.replace(dest)
             print(f"rank {rank}: {src} -> {dest.relative_to(run_dir)}", file=sys.stdout)
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.finish import run_index_metrics
-        from stepscope.store.rundir import read_run
+        from stepscope.app import RunAnalysis
 
-        data = read_run(run_dir)  # the traces' figures join the run's indexed metrics (history, check)
-        store.index.upsert_run(data.run, data.path, run_index_metrics(data, summarize_run(data)))
+        ra = RunAnalysis.from_dir(run_dir)  # the traces' figures join the run's indexed metrics (history, check)
+        ra.print_notes()
+        store.index.upsert_run(ra.data.run, ra.data.path, ra.index_metrics)
         return 0

@@ -20,15 +20,14 @@ class StoreCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.finish import run_index_metrics
+        from stepscope.app import RunAnalysis
 
         store = store_from(args, create=args.action == "reindex")
         if args.action == "info":
             print(f"store: {store.root}\nindex: {store.db_url}\nschema: {store.index.schema_version()}\n"
                   f"runs: {len(store.index.run_ids())}")
             return 0
-        result = store.reindex(lambda d: run_index_metrics(d, summarize_run(d)))
+        result = store.reindex(lambda d: RunAnalysis(d).index_metrics)
         print(f"indexed {result.indexed} run(s); removed {len(result.pruned)} row(s) of missing run directories; "
               f"restored {result.groups_restored} group(s)")
         for msg in result.damaged:
