@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import StoreLike, add_store_args, as_store, load_analysis, print_json, width
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis, print_json, width
 
 
-def advise(run: str = "latest", *, store: StoreLike = None, warmup: int | None = None, json: bool = False,
-           width: int | None = None) -> int:
+def advise(run: str = "latest", *, store: StoreLike = None, db: str | None = None, warmup: int | None = None,
+           json: bool = False, width: int | None = None) -> int:
     """Print run ``run``'s recommendations (terminal tables, or JSON schema stepscope.advice/1)."""
-    ra = load_analysis(run, store, warmup=warmup)
+    ra = load_analysis(run, store, db=db, warmup=warmup)
     if json:
         print_json({"run": ra.data.run.id, **ra.advice.to_dict()})
         return 0
@@ -37,5 +37,5 @@ class AdviseCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        return advise(args.run, store=as_store(args.store, args.db), warmup=args.warmup_steps, json=args.json,
+        return advise(args.run, store=args.store, db=args.db, warmup=args.warmup_steps, json=args.json,
                       width=args.width)

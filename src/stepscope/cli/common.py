@@ -90,7 +90,8 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, floa
 
 # Commands callable from code. Each command is a typed function (``show(run, *, store=..., json=...)``) that
 # does the work and returns the exit status; its argparse class only maps the parsed options onto it. A
-# function takes ``store`` as an open Store, a folder path, or None (./.stepscope or STEPSCOPE_HOME).
+# function takes ``store`` as an open Store, a folder path, or None (./.stepscope or STEPSCOPE_HOME), and
+# ``db`` (an index URL) as --db does; it opens the store only when it needs it (after checking its options).
 
 StoreLike = Store | str | Path | None
 
@@ -102,7 +103,8 @@ def as_store(store: StoreLike = None, db: str | None = None, *, create: bool = F
     return open_store(None if store is None else str(store), db, create=create)
 
 
-def load_analysis(run: str, store: StoreLike = None, *, warmup: int | None = None) -> RunAnalysis:
+def load_analysis(run: str, store: StoreLike = None, *, db: str | None = None,
+                  warmup: int | None = None) -> RunAnalysis:
     """The RunAnalysis of run ``run`` (a reference into the store, or a run directory), its trace notes printed
     once on stderr (every command prints the same lines for the same run)."""
     from stepscope.app import RunAnalysis
@@ -111,6 +113,6 @@ def load_analysis(run: str, store: StoreLike = None, *, warmup: int | None = Non
     if len(run) < 4096 and path.is_dir() and (path / "manifest.json").is_file():
         ra = RunAnalysis.from_dir(path, warmup=warmup)
     else:
-        ra = RunAnalysis.from_store(as_store(store), run, warmup=warmup)
+        ra = RunAnalysis.from_store(as_store(store, db), run, warmup=warmup)
     ra.print_notes()
     return ra

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stepscope.cli.common import StoreLike, add_store_args, as_store, load_analysis
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis
 from stepscope.errors import UserError
 
 
-def export(run: str = "latest", *, store: StoreLike = None, format: str = "csv", output: str | Path | None = None,
-           warmup: int | None = None) -> int:
+def export(run: str = "latest", *, store: StoreLike = None, db: str | None = None, format: str = "csv",
+           output: str | Path | None = None, warmup: int | None = None) -> int:
     """Write run ``run``'s tables in ``format`` (csv, json, parquet; perfetto: one Chrome-trace file) and print
     each path written."""
     from stepscope.report.export import WRITERS, run_tables, write_tables
@@ -18,7 +18,7 @@ def export(run: str = "latest", *, store: StoreLike = None, format: str = "csv",
     formats = sorted([*WRITERS, "perfetto"])
     if format not in formats:  # before the run is loaded and its traces analysed
         raise UserError(f"unknown format {format!r} — choose one of {', '.join(formats)}")
-    ra = load_analysis(run, store, warmup=warmup)
+    ra = load_analysis(run, store, db=db, warmup=warmup)
     data = ra.data
     if format == "perfetto":
         from stepscope.report.export.perfetto import write_perfetto
@@ -55,4 +55,4 @@ class ExportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        return export(args.run, store=as_store(args.store, args.db), format=args.format, output=args.output)
+        return export(args.run, store=args.store, db=args.db, format=args.format, output=args.output)

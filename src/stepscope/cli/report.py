@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stepscope.cli.common import StoreLike, add_store_args, as_store, load_analysis
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis
 from stepscope.errors import UserError
 
 
-def report(run: str = "latest", *, store: StoreLike = None, output: str | Path | None = None, open_: bool = False,
-           warmup: int | None = None) -> int:
+def report(run: str = "latest", *, store: StoreLike = None, db: str | None = None, output: str | Path | None = None,
+           open_: bool = False, warmup: int | None = None) -> int:
     """Write run ``run``'s HTML report to ``output`` (default <run dir>/artifacts/report.html), print its path."""
     from stepscope.report.html.run_report import render_run_report
 
-    ra = load_analysis(run, store, warmup=warmup)
+    ra = load_analysis(run, store, db=db, warmup=warmup)
     html = render_run_report(ra)
     out = Path(output) if output else Path(ra.data.path) / "artifacts" / "report.html"
     try:
@@ -45,5 +45,5 @@ class ReportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        return report(args.run, store=as_store(args.store, args.db), output=args.output, open_=args.open,
+        return report(args.run, store=args.store, db=args.db, output=args.output, open_=args.open,
                       warmup=args.warmup_steps)

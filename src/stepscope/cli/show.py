@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import StoreLike, add_store_args, as_store, load_analysis, print_json, width
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis, print_json, width
 from stepscope.cli.views import VIEWS, add_view_args, chosen_view, view_function
 
 
-def show(run: str = "latest", *, store: StoreLike = None, warmup: int | None = None, json: bool = False,
-         width: int | None = None, view: str | None = None) -> int:
+def show(run: str = "latest", *, store: StoreLike = None, db: str | None = None, warmup: int | None = None,
+         json: bool = False, width: int | None = None, view: str | None = None) -> int:
     """Print run ``run``'s reports (or one extra ``view``: one of VIEWS) to stdout; returns the exit status."""
     fn = view_function(view) if view is not None else None
-    ra = load_analysis(run, store, warmup=warmup)
+    ra = load_analysis(run, store, db=db, warmup=warmup)
     if fn is not None:
         return int(fn(ra, json=json, width=width))
     if json:
@@ -41,7 +41,7 @@ class ShowCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        return show(args.run, store=as_store(args.store, args.db), warmup=args.warmup_steps, json=args.json,
+        return show(args.run, store=args.store, db=args.db, warmup=args.warmup_steps, json=args.json,
                     width=args.width, view=chosen_view(args))
 
 
