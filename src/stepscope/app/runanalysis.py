@@ -1,35 +1,49 @@
-"""``RunAnalysis``: one run, loaded once; its summary, traces, per-rank trace analyses and advice computed
-on first use and kept. Every consumer (show, report, advise, export, diff, dashboard, index metrics, MLflow,
-the notebook API) reads a run through this object, so each figure is computed once, in one place."""
+"""``RunAnalysis``: one run, loaded once; its summary, traces, per-rank trace analyses, advisor facts, advice
+and index metrics computed on first use and kept. Every consumer (show, report, advise, export, diff, the
+dashboard, index metrics, MLflow, the notebook API) reads a run through this object, so each figure is
+computed once, in one place."""
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-from stepscope.analyze.advisor import Advice, AdvisorInput, advise
+from stepscope.analyze.advisor import Advice, AdvisorInput, CommFacts, TraceFacts, advise, comm_facts
+from stepscope.analyze.advisor.tracefacts import facts_of
 from stepscope.analyze.quality import Quality, measurement_quality
-from stepscope.analyze.summary import RunSummary, summarize_run
-from stepscope.app.runtraces import RunTraces, load_traces
+from stepscope.analyze.summary import RunSummary, index_metrics, summarize_run
+from stepscope.app.runtraces import RunTraces, load_traces, trace_files
 from stepscope.model.tables import RunData
 
 if TYPE_CHECKING:
     from stepscope.analyze.trace.analysis import TraceAnalysis
+    from stepscope.analyze.trace.multirank import TraceSetAnalysis
     from stepscope.store import Store
 
 
 class RunAnalysis:
     """The analysis of one stored run. Nothing is computed until asked for; each part is computed once."""
 
-    def __init__(self, data: RunData, *, warmup: int | None = None) -> None:
+    def __init__(self, data: RunData, *, warmup: int | None = None, read_traces: bool = True) -> None:
         self.data = data
         self.warmup = warmup
         """Steps excluded from the measured figures; None: detected automatically."""
+        self.read_traces = read_traces
+        """False: the run's traces are left unread (a running run's live view: records only)."""
 
     @classmethod
     def from_store(cls, store: Store, ref: str = "latest", *, warmup: int | None = None) -> RunAnalysis:
         """The run `ref` (id, id prefix, name, `latest`, `latest~N`) of `store`."""
         return cls(store.load(ref), warmup=warmup)
+
+    @classmethod
+    def from_dir(cls, path: str | Path, *, warmup: int | None = None) -> RunAnalysis:
+        """The run stored in the run directory ``path`` (outside any store)."""
+        from stepscope.store.rundir import read_run
+
+        return cls(read_run(Path(path)), warmup=warmup)
 
     @cached_property
     def summary(self) -> RunSummary:
@@ -38,7 +52,17 @@ class RunAnalysis:
     @cached_property
     def traces(self) -> RunTraces:
         """The run's profiled-window traces by rank, with one line per trace that is missing or unreadable."""
-        return load_traces(self.data)
+        return load_traces(self.data) if self.read_traces else RunTraces(tables={}, problems=())
+
+    @property
+    def trace_files(self) -> list[Path]:
+        """The run's trace files that exist (rank order); a one-line UserError when it has none."""
+        return trace_files(self.data)
+
+    @property
+    def trace_notes(self) -> tuple[str, ...]:
+        """One line per trace artifact that is missing or unreadable: what every consumer prints as a note."""
+        return self.traces.problems
 
     @cached_property
     def trace_analyses(self) -> dict[int, TraceAnalysis]:
@@ -48,9 +72,28 @@ class RunAnalysis:
         return {rank: analyze_trace(t) for rank, t in self.traces.tables.items()}
 
     @cached_property
+    def trace_set(self) -> TraceSetAnalysis | None:
+        """The ranks' analyses side by side (slowest rank, spreads); None when no trace could be read."""
+        if not self.trace_analyses:
+            return None
+        from stepscope.analyze.trace.multirank import combine
+
+        return combine(list(self.trace_analyses.values()), self.trace_notes)
+
+    @cached_property
+    def trace_facts(self) -> tuple[TraceFacts, ...]:
+        """The advisor's facts of each rank: projections of ``trace_analyses`` (rank order)."""
+        return tuple(facts_of(a) for _, a in sorted(self.trace_analyses.items()))
+
+    @cached_property
+    def comm(self) -> CommFacts | None:
+        """The run's torch.distributed calls over its analysed steps (None: none recorded)."""
+        return comm_facts(self.data, warmup=self.warmup)
+
+    @cached_property
     def advisor_input(self) -> AdvisorInput:
-        t = self.traces
-        return AdvisorInput(summary=self.summary, traces=t.facts, trace_problems=t.problems, comm=t.comm)
+        return AdvisorInput(summary=self.summary, traces=self.trace_facts, trace_problems=self.trace_notes,
+                            comm=self.comm)
 
     @cached_property
     def advice(self) -> Advice:
@@ -59,3 +102,19 @@ class RunAnalysis:
     @cached_property
     def quality(self) -> Quality:
         return measurement_quality(self.data, warmup=self.summary.headline.warmup_steps)
+
+    @cached_property
+    def index_metrics(self) -> dict[str, float]:
+        """Everything the index keeps for the run (and MLflow logs): the summary's figures plus, for a profiled
+        run, its traces' (``trace.*``, analyze/trace/metrics.py)."""
+        metrics = index_metrics(self.summary)
+        if self.trace_set is not None:
+            from stepscope.analyze.trace.metrics import trace_index_metrics
+
+            metrics.update(trace_index_metrics(self.trace_set))
+        return metrics
+
+    def print_notes(self, file: TextIO | None = None) -> None:
+        """The trace notes on stderr, one ``stepscope: note:`` line each (every command prints the same)."""
+        for line in self.trace_notes:
+            print(f"stepscope: note: {line}", file=file or sys.stderr)

@@ -1,14 +1,12 @@
-"""The file reading behind a run's analysis (analyze/ stays pure): a run's trace artifacts parsed into
-EventTables by rank, and the advisor's input bundle. Problems with traces are named, never fatal."""
+"""The file reading behind a run's analysis (analyze/ stays pure): the one place that finds a run's trace
+artifacts, and their parsing into EventTables by rank. Problems with traces are named, never fatal."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from stepscope.analyze.advisor import AdvisorInput, CommFacts, TraceFacts, comm_facts, trace_facts
-from stepscope.analyze.summary import RunSummary
-from stepscope.errors import StepscopeError
+from stepscope.errors import StepscopeError, UserError
 from stepscope.model.events import EventTable
 from stepscope.model.tables import RunData
 
@@ -18,14 +16,13 @@ class RunTraces:
     """Parsed trace artifacts of a run, by rank, with one line per trace that is missing or unreadable."""
 
     tables: dict[int, EventTable]
-    facts: tuple[TraceFacts, ...]
     problems: tuple[str, ...]
-    comm: CommFacts | None = None
-    """The run's torch.distributed calls (not a trace, but the advisor reads them with the traces)."""
 
 
-def expected_traces(data: RunData) -> dict[int, str]:
-    """Trace paths (relative to the run directory) that the run recorded or should have, by rank."""
+def trace_artifacts(data: RunData) -> dict[int, str]:
+    """The run's trace artifacts by rank, as paths relative to the run directory: those its profiled window
+    recorded (or should have: the file may be gone) and those attached with `stepscope import`. The only
+    function that finds a run's traces; every consumer goes through it (via RunAnalysis)."""
     out: dict[int, str] = {}
     for r in data.ranks:
         for rec in r.extra.get("profile_window", []):
@@ -39,25 +36,41 @@ def expected_traces(data: RunData) -> dict[int, str]:
     return out
 
 
+def trace_files(data: RunData) -> list[Path]:
+    """The run's trace artifacts that exist, in rank order; a one-line error when there are none."""
+    expected = trace_artifacts(data)
+    files = [Path(data.path) / rel for _, rel in sorted(expected.items()) if (Path(data.path) / rel).is_file()]
+    if files:
+        return files
+    if expected:
+        raise UserError(f"run {data.run.id}: its profiled window's trace files are missing "
+                        f"({', '.join(sorted(expected.values()))}) — they were deleted; re-record with "
+                        "--profile-steps or attach traces with stepscope import")
+    raise UserError(f"run {data.run.id} was not profiled — record a window with "
+                    "`stepscope run --profile-steps 5 -- ...` or attach traces with `stepscope import RUN traces/`")
+
+
+def missing_trace(rank: int, rel: str) -> str:
+    return f"rank {rank}: trace artifact {rel} is missing (deleted?) — kernel analyses skipped"
+
+
+def unreadable_trace(rank: int, rel: str, why: object) -> str:
+    return f"rank {rank}: trace artifact {rel} could not be read: {why} — that rank's kernel analyses skipped"
+
+
 def load_traces(data: RunData) -> RunTraces:
+    """Every trace artifact of the run, parsed; a missing or unreadable one is a line in ``problems``."""
     from stepscope.traces.kineto import read_trace
 
     tables: dict[int, EventTable] = {}
     problems = []
-    for rank, rel in sorted(expected_traces(data).items()):
+    for rank, rel in sorted(trace_artifacts(data).items()):
         path = Path(data.path) / rel
         if not path.is_file():
-            problems.append(f"rank {rank}: trace artifact {rel} is missing (deleted?) — kernel analyses skipped")
+            problems.append(missing_trace(rank, rel))
             continue
         try:
             tables[rank] = read_trace(path, rank=rank)
-        except StepscopeError as e:
-            problems.append(f"rank {rank}: trace artifact {rel} could not be read: {e}")
-    facts = tuple(trace_facts(t) for t in tables.values())
-    return RunTraces(tables=tables, facts=facts, problems=tuple(problems), comm=comm_facts(data))
-
-
-def advisor_input(summary: RunSummary, traces: RunTraces | None) -> AdvisorInput:
-    if traces is None:
-        return AdvisorInput(summary=summary)
-    return AdvisorInput(summary=summary, traces=traces.facts, trace_problems=traces.problems, comm=traces.comm)
+        except (StepscopeError, OSError, ValueError) as e:
+            problems.append(unreadable_trace(rank, rel, e))
+    return RunTraces(tables=tables, problems=tuple(problems))

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import add_store_args, print_json, store_from, width
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis, print_json, width
+
+
+def advise(run: str = "latest", *, store: StoreLike = None, db: str | None = None, warmup: int | None = None,
+           json: bool = False, width: int | None = None) -> int:
+    """Print run ``run``'s recommendations (terminal tables, or JSON schema stepscope.advice/1)."""
+    ra = load_analysis(run, store, db=db, warmup=warmup)
+    if json:
+        print_json({"run": ra.data.run.id, **ra.advice.to_dict()})
+        return 0
+    from stepscope.report.advice import advice_view
+    from stepscope.report.terminal import console
+
+    console(width=width).print(advice_view(ra.advice))
+    return 0
 
 
 class AdviseCommand:
@@ -23,15 +37,5 @@ class AdviseCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.app import RunAnalysis
-
-        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
-        data, advice = ra.data, ra.advice
-        if args.json:
-            print_json({"run": data.run.id, **advice.to_dict()})
-            return 0
-        from stepscope.report.advice import advice_view
-        from stepscope.report.terminal import console
-
-        console(width=args.width).print(advice_view(advice))
-        return 0
+        return advise(args.run, store=args.store, db=args.db, warmup=args.warmup_steps, json=args.json,
+                      width=args.width)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store, print_json
 from stepscope.cli.history import add_history_args
 from stepscope.errors import UserError
 
@@ -60,44 +61,67 @@ class CheckCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.cli.historydata import default_name, load_points, parse_since
-        from stepscope.report.history import check_view, console
+        return check(args.run, store=as_store(args.store, args.db), max_regression=args.max_regression,
+                     metrics=args.metric or (), min_repeats=args.min_repeats, window=args.window,
+                     creep_window=args.creep_window, name=args.name, branch=args.branch, since=args.since,
+                     baseline=args.baseline, json=args.json)
 
-        threshold = parse_fraction(args.max_regression)
-        if args.min_repeats < 1 or args.window < 1 or args.creep_window < 0:
-            raise UserError(f"--min-repeats {args.min_repeats} / --window {args.window} / --creep-window "
-                            f"{args.creep_window}: need at least 1 run per side, a window of 1 or more commits and "
-                            "a creep window of 0 (off) or more")
-        store = store_from(args)
-        name = default_name(store, args.name)
-        points = load_points(store, name=name, branch=args.branch, since_s=parse_since(args.since))
-        cand_key, cand = candidate_runs(store, points, args.run)
-        base_key, base = baseline_runs(points, args.baseline, cand_key, window=args.window)
-        outcome = gate(store, points, cand_key, cand, base_key, base, args, threshold)
-        if args.json:
-            print_json(outcome.to_dict())
-        else:
-            console(file=sys.stdout).print(check_view(outcome.result, baseline=outcome.baseline_label,
-                                                      candidate=cand_key[:16], threshold=threshold, step=outcome.step,
-                                                      quality=outcome.quality))
-        return int(outcome.result.verdict.exit_code)
+
+@dataclass(frozen=True, slots=True)
+class GateOptions:
+    """What the gate compares: the metrics named (none: step time gated, throughput and regions shown), the
+    fewest runs per side, the baseline window and the creep window (commits)."""
+
+    metrics: tuple[str, ...] = ()
+    min_repeats: int = 3
+    window: int = 3
+    creep_window: int = 10
+
+
+def check(run: str | None = None, *, store: StoreLike = None, max_regression: str = "5%",
+          metrics: Sequence[str] = (), min_repeats: int = 3, window: int = 3, creep_window: int = 10,
+          name: str | None = None, branch: str | None = None, since: str | None = None, baseline: str | None = None,
+          json: bool = False) -> int:
+    """The CI gate: 0 no significant regression, 1 a regression, 2 the data cannot tell (a UserError says why)."""
+    from stepscope.cli.historydata import default_name, load_points, parse_since
+    from stepscope.report.history import check_view, console
+
+    threshold = parse_fraction(max_regression)
+    if min_repeats < 1 or window < 1 or creep_window < 0:
+        raise UserError(f"--min-repeats {min_repeats} / --window {window} / --creep-window "
+                        f"{creep_window}: need at least 1 run per side, a window of 1 or more commits and "
+                        "a creep window of 0 (off) or more")
+    opened = as_store(store)
+    name = default_name(opened, name)
+    points = load_points(opened, name=name, branch=branch, since_s=parse_since(since))
+    cand_key, cand = candidate_runs(opened, points, run)
+    base_key, base = baseline_runs(points, baseline, cand_key, window=window)
+    options = GateOptions(tuple(metrics), min_repeats, window, creep_window)
+    outcome = gate(opened, points, cand_key, cand, base_key, base, options, threshold)
+    if json:
+        print_json(outcome.to_dict())
+    else:
+        console(file=sys.stdout).print(check_view(outcome.result, baseline=outcome.baseline_label,
+                                                  candidate=cand_key[:16], threshold=threshold, step=outcome.step,
+                                                  quality=outcome.quality))
+    return int(outcome.result.verdict.exit_code)
 
 
 def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoint], base_key: str,
-         base: list[RunPoint], args: argparse.Namespace, threshold: float) -> Any:
+         base: list[RunPoint], options: GateOptions, threshold: float) -> Any:
     """The gate's outcome: checks against the window (and the creep anchor), the commit named, quality."""
     from stepscope.analyze.history import metric_history
     from stepscope.analyze.quality import measurement_quality
     from stepscope.analyze.regression import GateOutcome, MetricVerdict, check_regression, locate_step, name_commit
     from stepscope.errors import StepscopeError
 
-    gated, metrics = gate_metrics(args, cand)
+    gated, metrics = gate_metrics(options.metrics, cand)
 
     def values(runs: Sequence[RunPoint]) -> dict[str, list[float | None]]:
         return {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}
 
-    anchor_key, anchor = creep_anchor(points, cand_key, window=args.window, back=args.creep_window)
-    result = check_regression(values(base), values(cand), metrics, threshold=threshold, min_repeats=args.min_repeats,
+    anchor_key, anchor = creep_anchor(points, cand_key, window=options.window, back=options.creep_window)
+    result = check_regression(values(base), values(cand), metrics, threshold=threshold, min_repeats=options.min_repeats,
                               gated=gated, creep=values(anchor) if anchor else None)
     step = None
     for c in result.checks:
@@ -185,14 +209,14 @@ def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str, *,
     return keys[0], [p for p in points if _key(p) in keys]
 
 
-def gate_metrics(args: argparse.Namespace, cand: list[RunPoint]) -> tuple[list[str], list[str]]:
+def gate_metrics(named: Sequence[str], cand: list[RunPoint]) -> tuple[list[str], list[str]]:
     """(gated metrics, all metrics shown): --metric's, else step time gated and throughput / main regions shown."""
     from stepscope.analyze.history import tracked_metrics
     from stepscope.cli.historydata import resolve_metric
 
     available = {k for p in cand for k, v in p.metrics.items() if v}
-    if args.metric:
-        chosen = [resolve_metric(m, available) for m in args.metric]
+    if named:
+        chosen = [resolve_metric(m, available) for m in named]
         return chosen, chosen
     shown = [m for m in tracked_metrics(cand) if m in GATE_METRICS + REPORTED_METRICS
              or (m.startswith("region.") and m in available)]

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from stepscope.errors import UserError
 from stepscope.store import Store, open_store
 from stepscope.store.index import RunRow
+
+if TYPE_CHECKING:
+    from stepscope.app import RunAnalysis
 
 
 def add_store_args(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +66,7 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, floa
     """Compute and index summary metrics for finished runs that lack them (standalone sessions). Returns the
     metrics computed. Storing them is a courtesy: a read-only or full store, or an index another process
     holds locked, leaves them unstored (the command still shows them) instead of failing or waiting."""
-    from stepscope.analyze.summary import summarize_run
-    from stepscope.cli.finish import run_index_metrics
+    from stepscope.app import RunAnalysis
     from stepscope.store.rundir import read_run
 
     have = store.index.metrics([r.id for r in rows])
@@ -73,7 +76,7 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, floa
         if row.id not in have and row.status != "running":
             try:
                 data = read_run(store.run_path(row.id))
-                metrics = run_index_metrics(data, summarize_run(data))
+                metrics = RunAnalysis(data).index_metrics
             except UserError:
                 continue
             computed[row.id] = dict(metrics)
@@ -83,3 +86,33 @@ def ensure_metrics(store: Store, rows: list[RunRow]) -> dict[str, dict[str, floa
                 except UserError:
                     can_write = False
     return computed
+
+
+# Commands callable from code. Each command is a typed function (``show(run, *, store=..., json=...)``) that
+# does the work and returns the exit status; its argparse class only maps the parsed options onto it. A
+# function takes ``store`` as an open Store, a folder path, or None (./.stepscope or STEPSCOPE_HOME), and
+# ``db`` (an index URL) as --db does; it opens the store only when it needs it (after checking its options).
+
+StoreLike = Store | str | Path | None
+
+
+def as_store(store: StoreLike = None, db: str | None = None, *, create: bool = False) -> Store:
+    """An open store from what a command function was given."""
+    if isinstance(store, Store):
+        return store
+    return open_store(None if store is None else str(store), db, create=create)
+
+
+def load_analysis(run: str, store: StoreLike = None, *, db: str | None = None,
+                  warmup: int | None = None) -> RunAnalysis:
+    """The RunAnalysis of run ``run`` (a reference into the store, or a run directory), its trace notes printed
+    once on stderr (every command prints the same lines for the same run)."""
+    from stepscope.app import RunAnalysis
+
+    path = Path(run)
+    if len(run) < 4096 and path.is_dir() and (path / "manifest.json").is_file():
+        ra = RunAnalysis.from_dir(path, warmup=warmup)
+    else:
+        ra = RunAnalysis.from_store(as_store(store, db), run, warmup=warmup)
+    ra.print_notes()
+    return ra

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from stepscope.analyze.databench import DataBenchResult, bench_metrics, data_bench, worker_sweep
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store, print_json
 from stepscope.errors import UserError
 from stepscope.store import Store
 
@@ -44,7 +46,19 @@ def _latest(store: Store, name: str, *, bench: bool, world: int | None = None, w
     return None
 
 
-def bench_once(store: Store, command: list[str], args: argparse.Namespace, workers: int | None,
+@dataclass(frozen=True, slots=True)
+class DataBenchOptions:
+    """Per run: epochs per loader, the batches / seconds each epoch stops after (None: the whole epoch), the run
+    name (None: the script's) and the system sampler's period."""
+
+    epochs: int = 2
+    max_batches: int | None = None
+    time_s: float | None = None
+    name: str | None = None
+    sample_interval_s: float = 1.0
+
+
+def bench_once(store: Store, command: list[str], opts: DataBenchOptions, workers: int | None,
                group: str | None) -> DataBenchResult:
     """Launch one benchmark run, check it measured something, analyse, index."""
     from stepscope.collect.databench import ENV_DATABENCH, BenchSpec
@@ -52,9 +66,9 @@ def bench_once(store: Store, command: list[str], args: argparse.Namespace, worke
     from stepscope.collect.options import Options
     from stepscope.store.rundir import read_run
 
-    spec = BenchSpec(epochs=args.epochs, max_batches=args.max_batches, time_s=args.time, workers=workers)
+    spec = BenchSpec(epochs=opts.epochs, max_batches=opts.max_batches, time_s=opts.time_s, workers=workers)
     tags = {"kind": KIND_TAG, **({"workers": str(workers)} if workers is not None else {})}
-    res = launch(store, command, name=args.name, tags=tags, options=Options(sample_interval_s=args.sample_interval),
+    res = launch(store, command, name=opts.name, tags=tags, options=Options(sample_interval_s=opts.sample_interval_s),
                  group=group, extra_env={ENV_DATABENCH: spec.to_env()})
     data = read_run(res.run_dir)
     if not any(r.extra.get("databench") for r in data.ranks):
@@ -99,32 +113,42 @@ class DataBenchCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from stepscope.cli.run import command_from
-        from stepscope.collect.launch import check_command
 
-        if args.epochs < 1 or (args.max_batches is not None and args.max_batches < 1) or (
-                args.time is not None and args.time <= 0):
-            raise UserError("--epochs, --max-batches and --time must be positive")
-        command = command_from(args)
-        check_command(command)
-        workers = parse_workers(args.workers)
-        store = store_from(args, create=True)
-        group = None
-        if len(workers) > 1:
-            group = f"databench-{time.time_ns():x}"
-            store.index.add_group(group, "data-bench", args.name or "workers", time.time_ns(), {"workers": workers})
-        results = [(w, bench_once(store, command, args, w, group)) for w in workers]
-        sweep = worker_sweep([(w if w is not None else -1, r) for w, r in results]) if len(results) > 1 else None
-        if args.json:
-            doc = results[0][1].to_dict() if sweep is None else {"runs": [r.to_dict() for _, r in results],
-                                                                  "sweep": sweep.to_dict()}
-            print_json(doc)
-            return 0
-        from stepscope.report.databench import bench_view, sweep_view
-        from stepscope.report.terminal import console
+        opts = DataBenchOptions(epochs=args.epochs, max_batches=args.max_batches, time_s=args.time, name=args.name,
+                                sample_interval_s=args.sample_interval)
+        return databench(command_from(args), workers=args.workers, options=opts, store=args.store, db=args.db,
+                         json=args.json)
 
-        out = console(file=sys.stdout)
-        for _, r in results:
-            out.print(bench_view(r))
-        if sweep is not None:
-            out.print(sweep_view(sweep))
+
+def databench(command: Sequence[str], *, workers: str | None = None, options: DataBenchOptions = DataBenchOptions(),
+              store: StoreLike = None, db: str | None = None, json: bool = False) -> int:
+    """Benchmark the DataLoader iteration of ``command`` (once, or per worker count of ``workers``: "0,2,4")."""
+    from stepscope.collect.launch import check_command
+
+    if options.epochs < 1 or (options.max_batches is not None and options.max_batches < 1) or (
+            options.time_s is not None and options.time_s <= 0):
+        raise UserError("--epochs, --max-batches and --time must be positive")
+    cmd = list(command)
+    check_command(cmd)
+    counts = parse_workers(workers)
+    opened = as_store(store, db, create=True)
+    group = None
+    if len(counts) > 1:
+        group = f"databench-{time.time_ns():x}"
+        opened.index.add_group(group, "data-bench", options.name or "workers", time.time_ns(), {"workers": counts})
+    results = [(w, bench_once(opened, cmd, options, w, group)) for w in counts]
+    sweep = worker_sweep([(w if w is not None else -1, r) for w, r in results]) if len(results) > 1 else None
+    if json:
+        doc = results[0][1].to_dict() if sweep is None else {"runs": [r.to_dict() for _, r in results],
+                                                              "sweep": sweep.to_dict()}
+        print_json(doc)
         return 0
+    from stepscope.report.databench import bench_view, sweep_view
+    from stepscope.report.terminal import console
+
+    out = console(file=sys.stdout)
+    for _, r in results:
+        out.print(bench_view(r))
+    if sweep is not None:
+        out.print(sweep_view(sweep))
+    return 0

@@ -4,13 +4,54 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stepscope.cli.common import add_store_args, print_json, store_from, width
+from stepscope.cli.common import StoreLike, add_store_args, as_store, load_analysis, print_json, width
 from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 
-TRACE_SUFFIXES = (".json", ".json.gz")
+if TYPE_CHECKING:
+    from stepscope.app import RunAnalysis
+    from stepscope.store import Store
+
+
+def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | None = None, json: bool = False,
+         paired: bool = False, html: str | Path | None = None, threshold: float = 2.0, confidence: float = 0.95,
+         warmup: int | None = None, all_rows: bool = False, width: int | None = None) -> int:
+    """Compare ``experiment`` with ``baseline`` (runs, run lists, benchmarks, run directories or trace folders)
+    and print the comparison; ``threshold`` in %. The store is opened only if a side names one of its runs."""
+    from stepscope.analyze.diff import DiffSettings
+    from stepscope.analyze.diff import diff as diff_sides
+
+    if not 0 < confidence < 1:
+        raise UserError(f"--confidence {confidence}: must be between 0 and 1, e.g. 0.95")
+    if not 0 <= threshold < 100:
+        raise UserError(f"--threshold {threshold}: must be a percentage in [0, 100), e.g. 2")
+    lazy = _StoreArgs(store, db)
+    base = load_side(lazy, baseline, warmup=warmup)
+    exp = load_side(lazy, experiment, warmup=warmup)
+    paired = paired or _ab_pair(baseline, experiment)
+    settings = DiffSettings(confidence=confidence, threshold=threshold / 100, paired=paired)
+    floor = store_noise_floor(lazy, [*base.runs, *exp.runs]) if base.runs and exp.runs else None
+    result = diff_sides(base, exp, settings=settings, noise_floor=floor)
+    if html:
+        from stepscope.report.html.diff import render_diff
+
+        try:
+            Path(html).write_text(render_diff(result), encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"cannot write {html}: {e.strerror or e} — choose another --html FILE") from None
+    if json:
+        print_json(result.to_dict())
+        return 0
+    from stepscope.report.diff_terminal import diff_report
+    from stepscope.report.terminal import console
+
+    out = console(width=width)
+    out.print(diff_report(result, limit=None if all_rows else 15))
+    if html:
+        out.print(f"HTML diff written to {html}")
+    return 0
 
 
 class DiffCommand:
@@ -44,42 +85,24 @@ class DiffCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.diff import DiffSettings, diff
-
-        if not 0 < args.confidence < 1:
-            raise UserError(f"--confidence {args.confidence}: must be between 0 and 1, e.g. 0.95")
-        if not 0 <= args.threshold < 100:
-            raise UserError(f"--threshold {args.threshold}: must be a percentage in [0, 100), e.g. 2")
-        base = load_side(args, args.baseline)
-        exp = load_side(args, args.experiment)
-        paired = args.paired or _ab_pair(args.baseline, args.experiment)
-        settings = DiffSettings(confidence=args.confidence, threshold=args.threshold / 100, paired=paired)
-        floor = store_noise_floor(args, [*base.runs, *exp.runs]) if base.runs and exp.runs else None
-        result = diff(base, exp, settings=settings, noise_floor=floor)
-        if args.html:
-            from stepscope.report.html.diff import render_diff
-
-            try:
-                Path(args.html).write_text(render_diff(result), encoding="utf-8")
-            except OSError as e:
-                raise UserError(f"cannot write {args.html}: {e.strerror or e} — choose another --html FILE") from None
-        if args.json:
-            print_json(result.to_dict())
-            return 0
-        from stepscope.report.diff_terminal import diff_report
-        from stepscope.report.terminal import console
-
-        out = console(width=args.width)
-        out.print(diff_report(result, limit=None if args.all else 15))
-        if args.html:
-            out.print(f"HTML diff written to {args.html}")
-        return 0
+        return diff(args.baseline, args.experiment, store=args.store, db=args.db, json=args.json,
+                    paired=args.paired, html=args.html, threshold=args.threshold, confidence=args.confidence,
+                    warmup=args.warmup_steps, all_rows=args.all, width=args.width)
 
 
-def _trace_files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+class _StoreArgs:
+    """--store / --db, opened only when a side names a run of the store (run directories and trace folders
+    need none)."""
+
+    def __init__(self, store: StoreLike, db: str | None) -> None:
+        self.store, self.db = store, db
+
+    def open(self) -> Store:
+        return as_store(self.store, self.db)
+
+
+def _open(store: StoreLike | _StoreArgs) -> Store:
+    return store.open() if isinstance(store, _StoreArgs) else as_store(store)
 
 
 def _is_run_dir(path: Path) -> bool:
@@ -92,22 +115,22 @@ def _ab_pair(base: str, exp: str) -> bool:
         and ":" in exp
 
 
-def group_runs(args: argparse.Namespace, ref: str) -> list[RunData] | None:
+def group_runs(store: StoreLike | _StoreArgs, ref: str) -> list[RunData] | None:
     """The runs of a benchmark reference (`bench-id`, or `bench-id:A` / `:B` for one side of an A/B
     benchmark), in run order; None when ``ref`` is not a benchmark id."""
     gid, _, side = ref.partition(":")
     if not gid.startswith("bench-"):
         return None
-    store = store_from(args)
-    rows = store.index.runs("grp = ?", (gid,), order="start_ns")
+    opened = _open(store)
+    rows = opened.index.runs("grp = ?", (gid,), order="start_ns")
     if side:
         rows = [r for r in rows if r.tags.get("ab") == side.upper()]
     if not rows:
         raise UserError(f"{ref}: no runs in this benchmark{' side' if side else ''} — see `stepscope ls`")
-    return [store.load(r.id) for r in rows]
+    return [opened.load(r.id) for r in rows]
 
 
-def store_noise_floor(args: argparse.Namespace, compared: list[RunData]) -> Any:
+def store_noise_floor(store: StoreLike | _StoreArgs, compared: list[RunData]) -> Any:
     """The between-run noise of the compared command(s), learned from repeats in the store (groups of runs of
     the same command, host, code and benchmark), the compared runs themselves left out; None when the store
     holds no such repeats (the diff then uses the stated default)."""
@@ -115,15 +138,15 @@ def store_noise_floor(args: argparse.Namespace, compared: list[RunData]) -> Any:
     from stepscope.errors import StepscopeError
 
     try:
-        store = store_from(args)
+        opened = _open(store)
     except StepscopeError:  # run directories outside any store: no history to learn from
         return None
     commands = {" ".join(d.run.command) for d in compared}
     hosts = {d.run.host.hostname for d in compared}
     skip = {d.run.id for d in compared}
-    rows = [r for r in store.index.runs() if r.command in commands and r.host in hosts and r.id not in skip
+    rows = [r for r in opened.index.runs() if r.command in commands and r.host in hosts and r.id not in skip
             and r.status == "completed"]
-    metrics = store.index.metrics([r.id for r in rows])
+    metrics = opened.index.metrics([r.id for r in rows])
     groups: dict[tuple[Any, ...], list[float]] = {}
     for r in rows:
         v = metrics.get(r.id, {}).get("step_time_median_s")
@@ -134,66 +157,64 @@ def store_noise_floor(args: argparse.Namespace, compared: list[RunData]) -> Any:
     return pooled_noise_floor(list(groups.values()), what="runs of this command (repeats, same code and host)")
 
 
-def load_side(args: argparse.Namespace, ref: str) -> Any:
+def load_side(store: StoreLike | _StoreArgs, ref: str, *, warmup: int | None = None) -> Any:
     """A DiffSide from a run reference, comma-separated runs, a benchmark id, a run directory, or a trace
     folder / file."""
     from stepscope.analyze.diff import DiffSide
 
-    runs = group_runs(args, ref)
+    runs = group_runs(store, ref)
     if runs is None and "," in ref:
-        runs = [_load_one(args, r) for r in ref.split(",") if r]
+        runs = [_load_one(store, r, warmup).data for r in ref.split(",") if r]
     if runs:
-        first = side_of_run(runs[0], warmup=args.warmup_steps)
+        from stepscope.app import RunAnalysis
+
+        first = side_of_run(RunAnalysis(runs[0], warmup=warmup))
         label = ref if len(runs) > 1 else first.label
         return DiffSide(label=label, data=first.data, traces=first.traces, trace_note=first.trace_note,
-                        warmup=args.warmup_steps, repeats=tuple(runs[1:]))
+                        warmup=warmup, repeats=tuple(runs[1:]))
     path = Path(ref)
-    if len(ref) > 4096 or any(len(part.encode()) > 255 for part in path.parts):  # cannot be a path: a run id
-        return side_of_run(store_from(args).load(ref), warmup=args.warmup_steps)
-    if path.exists() and not _is_run_dir(path):
-        files = _trace_files(path)
-        if not files:
-            raise UserError(f"{ref}: no .json or .json.gz trace in this folder — give a run or a folder of "
-                            "Kineto traces")
-        traces, note = load_window(files)
-        return DiffSide(label=str(path), traces=traces, trace_note=note, warmup=args.warmup_steps)
-    return side_of_run(_load_one(args, ref), warmup=args.warmup_steps)
+    if len(ref) <= 4096 and all(len(part.encode()) <= 255 for part in path.parts) and path.exists() \
+            and not _is_run_dir(path):
+        from stepscope.traces.traceset import trace_files
+
+        return DiffSide(label=str(path), traces=load_window(trace_files([path])), warmup=warmup)
+    return side_of_run(_load_one(store, ref, warmup))
 
 
-def _load_one(args: argparse.Namespace, ref: str) -> RunData:
-    path = Path(ref)
-    if _is_run_dir(path):
-        from stepscope.store.rundir import read_run
-
-        return read_run(path)
-    return store_from(args).load(ref)
+def _load_one(store: StoreLike | _StoreArgs, ref: str, warmup: int | None) -> RunAnalysis:
+    if len(ref) <= 4096 and _is_run_dir(Path(ref)):
+        return load_analysis(ref, warmup=warmup)
+    return load_analysis(ref, _open(store), warmup=warmup)
 
 
-def side_of_run(data: RunData, *, warmup: int | None = None) -> Any:
-    """A DiffSide of a stored run, with its profiled window analysed when it has one."""
+def side_of_run(ra: RunAnalysis) -> Any:
+    """A DiffSide of a stored run, with its profiled window (the lowest rank with a readable trace) analysed
+    when it has one."""
     from stepscope.analyze.diff import DiffSide
-    from stepscope.app.runtraces import expected_traces
+    from stepscope.analyze.diff.engine import analyze_window
 
-    paths = (Path(data.path) / rel for _, rel in sorted(expected_traces(data).items()))
-    files = [p for p in paths if p.is_file()]
-    traces, note = load_window(files) if files else (None, None)
+    data, tables = ra.data, ra.traces.tables
+    traces = analyze_window(tables[min(tables)]) if tables else None
+    note = None
     asked = data.run.options.get("profile_steps")
-    if not files and isinstance(asked, int) and asked > 0:
+    if not tables and ra.trace_notes:
+        note = ra.trace_notes[0]
+    elif not tables and isinstance(asked, int) and asked > 0:
         note = (f"a window of {asked} steps was asked for, but no trace was saved (did the run end before "
                 "the window?) — run with more steps or a smaller --profile-skip")
     return DiffSide(label=f"{data.run.id} {data.run.name}", data=data, traces=traces, trace_note=note,
-                    warmup=warmup)
+                    warmup=ra.warmup)
 
 
-def load_window(files: list[Path]) -> tuple[Any, str | None]:
-    """The trace engine's analysis of the lowest rank's trace among ``files`` (a diff compares one rank's
-    window per side), or None and why."""
+def load_window(files: list[Path]) -> Any:
+    """The trace engine's analysis of the lowest rank's trace among a trace folder's ``files`` (a diff
+    compares one rank's window per side)."""
     from stepscope.analyze.diff.engine import analyze_window
-    from stepscope.traces.kineto import RANK_IN_NAME, read_trace
+    from stepscope.traces.kineto import read_trace
+    from stepscope.traces.traceset import rank_hint
 
     def rank_key(p: Path) -> tuple[int, str]:
-        m = RANK_IN_NAME.search(p.name)
-        return (int(m.group(1)) if m else 1 << 30, p.name)
+        r = rank_hint(p)
+        return (r if r is not None else 1 << 30, p.name)
 
-    first = min(files, key=rank_key)
-    return analyze_window(read_trace(first)), None
+    return analyze_window(read_trace(min(files, key=rank_key)))

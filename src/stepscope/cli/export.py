@@ -5,9 +5,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, store_from
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis
 from stepscope.errors import UserError
-from stepscope.model.tables import RunData
+
+
+def export(run: str = "latest", *, store: StoreLike = None, db: str | None = None, format: str = "csv",
+           output: str | Path | None = None, warmup: int | None = None) -> int:
+    """Write run ``run``'s tables in ``format`` (csv, json, parquet; perfetto: one Chrome-trace file) and print
+    each path written."""
+    from stepscope.report.export import WRITERS, run_tables, write_tables
+
+    formats = sorted([*WRITERS, "perfetto"])
+    if format not in formats:  # before the run is loaded and its traces analysed
+        raise UserError(f"unknown format {format!r} — choose one of {', '.join(formats)}")
+    ra = load_analysis(run, store, db=db, warmup=warmup)
+    data = ra.data
+    if format == "perfetto":
+        from stepscope.report.export.perfetto import write_perfetto
+
+        print(write_perfetto(data, Path(output or f"stepscope-{data.run.id}.perfetto.json"), ra.traces.tables))
+        return 0
+    out = Path(output or f"stepscope-export-{data.run.id}")
+    tables = run_tables(data, ra.summary)
+    if ra.trace_set is not None:  # trace tables when the run has readable traces; none (not an error) otherwise
+        from stepscope.report.export.trace_tables import trace_tables
+
+        tables.update(trace_tables(ra.trace_set))
+    for p in write_tables(tables, format, out):
+        print(p)
+    return 0
 
 
 class ExportCommand:
@@ -29,39 +55,4 @@ class ExportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.report.export import WRITERS, run_tables, write_tables
-
-        formats = sorted([*WRITERS, "perfetto"])
-        if args.format not in formats:  # before the run is loaded and its traces analysed
-            raise UserError(f"unknown format {args.format!r} — choose one of {', '.join(formats)}")
-        store = store_from(args)
-        data = store.load(args.run)
-        if args.format == "perfetto":
-            from stepscope.app.runtraces import load_traces
-            from stepscope.report.export.perfetto import write_perfetto
-
-            traces = load_traces(data)
-            print(write_perfetto(data, Path(args.output or f"stepscope-{data.run.id}.perfetto.json"), traces.tables))
-            return 0
-        out = Path(args.output or f"stepscope-export-{data.run.id}")
-        tables = run_tables(data, summarize_run(data))
-        tables.update(_trace_tables(data))
-        paths = write_tables(tables, args.format, out)
-        for p in paths:
-            print(p)
-        return 0
-
-
-def _trace_tables(data: RunData) -> dict[str, dict[str, list[object]]]:
-    """Trace tables when the run has traces; none (not an error) otherwise."""
-    from stepscope.cli.views.traces import run_trace_files
-
-    try:
-        files = run_trace_files(data)
-    except UserError:
-        return {}
-    from stepscope.executor.traceset import analyze_traceset
-    from stepscope.report.export.trace_tables import trace_tables
-
-    return trace_tables(analyze_traceset([str(f) for f in files]))
+        return export(args.run, store=args.store, db=args.db, format=args.format, output=args.output)

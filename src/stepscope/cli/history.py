@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stepscope.cli.common import add_store_args, print_json, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store, print_json
 
 if TYPE_CHECKING:
     from stepscope.analyze.history import MetricHistory
+    from stepscope.store import Store
 
 
 def add_history_args(parser: argparse.ArgumentParser) -> None:
@@ -44,40 +46,51 @@ class HistoryCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.report.history import console, history_csv, history_view
-
-        if args.last < 1:
-            from stepscope.errors import UserError
-
-            raise UserError(f"--last {args.last}: must be 1 or more rows per metric")
-        histories = build_histories(args)
-        if args.json:
-            print_json({"histories": [h.to_dict() for h in histories]})
-        elif args.csv:
-            sys.stdout.write(history_csv(histories))
-        else:
-            out = console(file=sys.stdout)
-            if not histories:
-                out.print("no runs with metrics in the store yet — record some with `stepscope bench`")
-            for h in histories:
-                out.print(history_view(h, last=args.last))
-        return 0
+        return history(metrics=args.metric or (), store=as_store(args.store, args.db), name=args.name,
+                       branch=args.branch, since=args.since, baseline=args.baseline, order=args.order,
+                       last=args.last, json=args.json, csv=args.csv)
 
 
-def build_histories(args: argparse.Namespace) -> list[MetricHistory]:
+def history(metrics: Sequence[str] = (), *, store: StoreLike = None, name: str | None = None,
+            branch: str | None = None, since: str | None = None, baseline: str | None = None,
+            order: str = "commit", last: int = 30, json: bool = False, csv: bool = False) -> int:
+    """Print the history of ``metrics`` (default: the tracked ones) of the runs named ``name`` across commits."""
+    from stepscope.report.history import console, history_csv, history_view
+
+    if last < 1:
+        from stepscope.errors import UserError
+
+        raise UserError(f"--last {last}: must be 1 or more rows per metric")
+    histories = build_histories(as_store(store), metrics=metrics, name=name, branch=branch, since=since,
+                                baseline=baseline, order=order)
+    if json:
+        print_json({"histories": [h.to_dict() for h in histories]})
+    elif csv:
+        sys.stdout.write(history_csv(histories))
+    else:
+        out = console(file=sys.stdout)
+        if not histories:
+            out.print("no runs with metrics in the store yet — record some with `stepscope bench`")
+        for h in histories:
+            out.print(history_view(h, last=last))
+    return 0
+
+
+def build_histories(store: Store, *, metrics: Sequence[str] = (), name: str | None = None, branch: str | None = None,
+                    since: str | None = None, baseline: str | None = None,
+                    order: str = "commit") -> list[MetricHistory]:
     """Selected runs -> one MetricHistory per requested (or tracked) metric."""
     from stepscope.analyze.history import Order, metric_history, tracked_metrics
     from stepscope.cli.historydata import default_name, load_points, parse_since, resolve_baseline, resolve_metric
 
-    store = store_from(args)
-    name = default_name(store, args.name)
-    points = load_points(store, name=name, branch=args.branch, since_s=parse_since(args.since))
+    name = default_name(store, name)
+    points = load_points(store, name=name, branch=branch, since_s=parse_since(since))
     available = {k for p in points for k, v in p.metrics.items() if v is not None}
-    metrics = [resolve_metric(m, available) for m in args.metric] if args.metric else tracked_metrics(points)
-    baseline = resolve_baseline(args.baseline, points, Path.cwd()) if args.baseline else None
-    if baseline and not any(p.commit == baseline for p in points):
+    chosen = [resolve_metric(m, available) for m in metrics] if metrics else tracked_metrics(points)
+    commit = resolve_baseline(baseline, points, Path.cwd()) if baseline else None
+    if commit and not any(p.commit == commit for p in points):
         from stepscope.errors import UserError
 
-        raise UserError(f"baseline {args.baseline!r} ({baseline[:10]}) has no runs named {name!r} — "
+        raise UserError(f"baseline {baseline!r} ({commit[:10]}) has no runs named {name!r} — "
                         "run `stepscope bench` on it, or pick a commit that has runs (`stepscope history`)")
-    return [metric_history(points, m, order=Order(args.order), baseline=baseline) for m in metrics]
+    return [metric_history(points, m, order=Order(order), baseline=commit) for m in chosen]

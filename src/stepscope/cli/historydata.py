@@ -138,11 +138,12 @@ def site_from_store(store: Store, *, name: str | None = None, report_ids: set[st
 def render_diff_page(store: Store, base_id: str, exp_id: str) -> str | None:
     """The `stepscope diff --html` page of two stored runs, or None when either cannot be loaded."""
     from stepscope.analyze.diff import DiffSettings, diff
+    from stepscope.app import RunAnalysis
     from stepscope.cli.diff import side_of_run
     from stepscope.report.html.diff import render_diff
 
     try:
-        base, exp = (side_of_run(store.load(run_id)) for run_id in (base_id, exp_id))
+        base, exp = (side_of_run(RunAnalysis.from_store(store, run_id)) for run_id in (base_id, exp_id))
         return render_diff(diff(base, exp, settings=DiffSettings()))
     except Exception:  # a damaged or synthetic run dir: the compare page keeps the metrics and the command
         return None

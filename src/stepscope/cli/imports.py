@@ -6,9 +6,10 @@ import argparse
 import gzip
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store
 from stepscope.errors import UserError
 
 MAX_RANK = 1_000_000
@@ -33,45 +34,52 @@ class ImportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.traces.kineto import read_trace
-        from stepscope.traces.traceset import trace_files
+        return import_traces(args.run, args.traces, store=as_store(args.store, args.db), rank=args.rank,
+                             force=args.force)
 
-        if args.rank is not None and not 0 <= args.rank < MAX_RANK:
-            raise UserError(f"--rank {args.rank}: a rank is 0 to {MAX_RANK - 1:,}")
-        store = store_from(args)
-        run_dir = store.run_path(store.resolve(args.run))
-        files = trace_files(args.traces)
-        if args.rank is not None and len(files) != 1:
-            raise UserError(f"--rank names the rank of one trace; {len(files)} were given — import them one by one "
-                            "or let their distributedInfo / file names say")
-        ranks: dict[int, Path] = {}
-        for f in files:
-            meta = read_trace(f).meta  # validates the whole file before anything is copied
-            rank = args.rank if args.rank is not None else meta.rank
-            if not 0 <= rank < MAX_RANK:
-                raise UserError(f"{f}: rank {rank} (from its {meta.rank_source}) is not 0 to {MAX_RANK - 1:,} — "
-                                "pass --rank R for this trace")
-            if rank in ranks:
-                raise UserError(f"{f}: rank {rank} again (also {ranks[rank].name}) — import one trace per rank")
-            ranks[rank] = f
-        dest_dir = run_dir / "artifacts" / "traces"
-        clashes = [r for r in ranks if (dest_dir / f"rank{r}.json.gz").exists()]
-        if clashes and not args.force:
-            raise UserError(f"the run already has traces for rank(s) {', '.join(map(str, sorted(clashes)))} — "
-                            "pass --force to replace them")
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        for rank, src in sorted(ranks.items()):
-            dest = dest_dir / f"rank{rank}.json.gz"
-            tmp = dest.with_suffix(".tmp")
-            with (gzip.open(src, "rb") if src.name.endswith(".gz") else src.open("rb")) as fin, \
-                    gzip.open(tmp, "wb") as fout:
-                shutil.copyfileobj(fin, fout)
-            tmp.replace(dest)
-            print(f"rank {rank}: {src} -> {dest.relative_to(run_dir)}", file=sys.stdout)
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.finish import run_index_metrics
-        from stepscope.store.rundir import read_run
 
-        data = read_run(run_dir)  # the traces' figures join the run's indexed metrics (history, check)
-        store.index.upsert_run(data.run, data.path, run_index_metrics(data, summarize_run(data)))
-        return 0
+def import_traces(run: str, traces: Sequence[str | Path], *, store: StoreLike = None, rank: int | None = None,
+                  force: bool = False) -> int:
+    """Attach Kineto traces (files or folders) to run ``run`` as its per-rank trace artifacts, then index their
+    figures with the run's."""
+    from stepscope.traces.kineto import read_trace
+    from stepscope.traces.traceset import trace_files
+
+    if rank is not None and not 0 <= rank < MAX_RANK:
+        raise UserError(f"--rank {rank}: a rank is 0 to {MAX_RANK - 1:,}")
+    opened = as_store(store)
+    run_dir = opened.run_path(opened.resolve(run))
+    files = trace_files(traces)
+    if rank is not None and len(files) != 1:
+        raise UserError(f"--rank names the rank of one trace; {len(files)} were given — import them one by one "
+                        "or let their distributedInfo / file names say")
+    ranks: dict[int, Path] = {}
+    for f in files:
+        meta = read_trace(f).meta  # validates the whole file before anything is copied
+        r = rank if rank is not None else meta.rank
+        if not 0 <= r < MAX_RANK:
+            raise UserError(f"{f}: rank {r} (from its {meta.rank_source}) is not 0 to {MAX_RANK - 1:,} — "
+                            "pass --rank R for this trace")
+        if r in ranks:
+            raise UserError(f"{f}: rank {r} again (also {ranks[r].name}) — import one trace per rank")
+        ranks[r] = f
+    dest_dir = run_dir / "artifacts" / "traces"
+    clashes = [r for r in ranks if (dest_dir / f"rank{r}.json.gz").exists()]
+    if clashes and not force:
+        raise UserError(f"the run already has traces for rank(s) {', '.join(map(str, sorted(clashes)))} — "
+                        "pass --force to replace them")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    for r, src in sorted(ranks.items()):
+        dest = dest_dir / f"rank{r}.json.gz"
+        tmp = dest.with_suffix(".tmp")
+        with (gzip.open(src, "rb") if src.name.endswith(".gz") else src.open("rb")) as fin, \
+                gzip.open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+        tmp.replace(dest)
+        print(f"rank {r}: {src} -> {dest.relative_to(run_dir)}", file=sys.stdout)
+    from stepscope.app import RunAnalysis
+
+    ra = RunAnalysis.from_dir(run_dir)  # the traces' figures join the run's indexed metrics (history, check)
+    ra.print_notes()
+    opened.index.upsert_run(ra.data.run, ra.data.path, ra.index_metrics)
+    return 0

@@ -5,8 +5,29 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, store_from
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis
 from stepscope.errors import UserError
+
+
+def report(run: str = "latest", *, store: StoreLike = None, db: str | None = None, output: str | Path | None = None,
+           open_: bool = False, warmup: int | None = None) -> int:
+    """Write run ``run``'s HTML report to ``output`` (default <run dir>/artifacts/report.html), print its path."""
+    from stepscope.report.html.run_report import render_run_report
+
+    ra = load_analysis(run, store, db=db, warmup=warmup)
+    html = render_run_report(ra)
+    out = Path(output) if output else Path(ra.data.path) / "artifacts" / "report.html"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write the report to {out}: {e.strerror or e} — choose another -o FILE") from None
+    print(out)
+    if open_:
+        import webbrowser
+
+        webbrowser.open(out.resolve().as_uri())
+    return 0
 
 
 class ReportCommand:
@@ -24,21 +45,5 @@ class ReportCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.app import RunAnalysis
-        from stepscope.report.html.run_report import render_run_report
-
-        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
-        data = ra.data
-        html = render_run_report(ra)
-        out = Path(args.output) if args.output else Path(data.path) / "artifacts" / "report.html"
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(html, encoding="utf-8")
-        except OSError as e:
-            raise UserError(f"cannot write the report to {out}: {e.strerror or e} — choose another -o FILE") from None
-        print(out)
-        if args.open:
-            import webbrowser
-
-            webbrowser.open(out.resolve().as_uri())
-        return 0
+        return report(args.run, store=args.store, db=args.db, output=args.output, open_=args.open,
+                      warmup=args.warmup_steps)

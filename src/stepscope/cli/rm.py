@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store
 from stepscope.errors import UserError
 
 
@@ -37,26 +38,31 @@ class RmCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.report.format import nbytes as fmt_bytes
+        return rm(args.runs, store=as_store(args.store, args.db), yes=args.yes)
 
-        store = store_from(args)
-        plan: dict[str, Path | None] = {}
-        for ref in args.runs:  # resolve all first: nothing removed on a typo
-            run_id, path = store.removal(ref)
-            plan[run_id] = path
-        for run_id, path in plan.items():
-            where = f"{path}  ({fmt_bytes(_size(path))})" if path is not None else "(index row only; no directory)"
-            print(f"will remove {run_id}  {where}", file=sys.stderr)
-        if not args.yes:
-            if not sys.stdin.isatty():
-                raise UserError(f"not removing {len(plan)} run(s) without confirmation: stdin is not a terminal — "
-                                "pass --yes")
-            print(f"remove {len(plan)} run(s)? [y/N] ", end="", file=sys.stderr, flush=True)
-            answer = sys.stdin.readline().strip().lower()
-            if answer not in ("y", "yes"):
-                print("nothing removed", file=sys.stderr)
-                return 1
-        for run_id in plan:
-            store.remove(run_id)
-            print(f"removed {run_id}")
-        return 0
+
+def rm(runs: Sequence[str], *, store: StoreLike = None, yes: bool = False) -> int:
+    """Remove runs (directory and index row); without ``yes`` asks on the terminal (1: declined)."""
+    from stepscope.report.format import nbytes as fmt_bytes
+
+    opened = as_store(store)
+    plan: dict[str, Path | None] = {}
+    for ref in runs:  # resolve all first: nothing removed on a typo
+        run_id, path = opened.removal(ref)
+        plan[run_id] = path
+    for run_id, path in plan.items():
+        where = f"{path}  ({fmt_bytes(_size(path))})" if path is not None else "(index row only; no directory)"
+        print(f"will remove {run_id}  {where}", file=sys.stderr)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError(f"not removing {len(plan)} run(s) without confirmation: stdin is not a terminal — "
+                            "pass --yes")
+        print(f"remove {len(plan)} run(s)? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print("nothing removed", file=sys.stderr)
+            return 1
+    for run_id in plan:
+        opened.remove(run_id)
+        print(f"removed {run_id}")
+    return 0

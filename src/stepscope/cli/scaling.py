@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from, width
+from stepscope.cli.common import StoreLike, add_store_args, as_store, parse_pairs, print_json, width
 from stepscope.errors import UserError
 from stepscope.model.tables import RunData
 from stepscope.store import Store
@@ -76,30 +77,40 @@ class ScalingCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.scaling import analyze_scaling
+        return scaling(args.runs, store=as_store(args.store, args.db), tags=parse_pairs(args.tag, "tag"),
+                       name=args.name, mode=args.mode, target_spec=args.target, warmup=args.warmup_steps,
+                       json=args.json, html=args.html, width=args.width)
 
-        target = parse_target(args.target)
-        store = store_from(args)
-        ids = select_runs(store, args.runs, parse_pairs(args.tag, "tag"), args.name)
-        runs = [store.load(i) for i in ids]
-        if target is not None:
-            _check_target_metric(runs, target.metric)
-        result = analyze_scaling(runs, mode=args.mode, target=target, warmup=args.warmup_steps)
-        if len(result.sizes) < 2:
-            sizes = ", ".join(map(str, result.sizes)) or "none"
-            raise UserError(f"the {len(ids)} run(s) selected have a single world size ({sizes}) — a scaling study "
-                            "needs runs at two or more sizes, e.g. torchrun --nproc-per-node 1, 2 and 4")
-        if args.html:
-            from stepscope.report.html.scaling import scaling_page
 
-            Path(args.html).write_text(scaling_page(result), encoding="utf-8")
-        if args.json:
-            for w in result.warnings:
-                print(f"stepscope: warning: {w}", file=sys.stderr)
-            print_json(result.to_dict())
-            return 0
-        from stepscope.report.scaling_terminal import scaling_report
-        from stepscope.report.terminal import console
+def scaling(runs: Sequence[str] = (), *, store: StoreLike = None, tags: Mapping[str, str] | None = None,
+            name: str | None = None, mode: str | None = None, target_spec: str | None = None,
+            warmup: int | None = None, json: bool = False, html: str | Path | None = None,
+            width: int | None = None) -> int:
+    """The scaling study of ``runs`` (or of the runs with ``tags`` / whose name matches ``name``)."""
+    from stepscope.analyze.scaling import analyze_scaling
 
-        console(width=args.width).print(scaling_report(result))
+    target = parse_target(target_spec)
+    opened = as_store(store)
+    ids = select_runs(opened, list(runs), dict(tags or {}), name)
+    loaded = [opened.load(i) for i in ids]
+    if target is not None:
+        _check_target_metric(loaded, target.metric)
+    result = analyze_scaling(loaded, mode=mode, target=target, warmup=warmup)
+    if len(result.sizes) < 2:
+        sizes = ", ".join(map(str, result.sizes)) or "none"
+        raise UserError(f"the {len(ids)} run(s) selected have a single world size ({sizes}) — a scaling study "
+                        "needs runs at two or more sizes, e.g. torchrun --nproc-per-node 1, 2 and 4")
+    if html:
+        from stepscope.report.html.scaling import scaling_page
+
+        Path(html).write_text(scaling_page(result), encoding="utf-8")
+    if json:
+        for w in result.warnings:
+            print(f"stepscope: warning: {w}", file=sys.stderr)
+        print_json(result.to_dict())
         return 0
+    from stepscope.report.scaling_terminal import scaling_report
+    from stepscope.report.terminal import console
+
+    console(width=width).print(scaling_report(result))
+    return 0

@@ -235,13 +235,12 @@ def live_figures(tail: RunTail) -> dict[str, Any]:
     advisor's findings on the records read so far (the same functions as `stepscope top`)."""
     import time
 
-    from stepscope.analyze.advisor import advise
     from stepscope.analyze.live import live_state
-    from stepscope.analyze.summary import summarize_run
-    from stepscope.app.runtraces import advisor_input
+    from stepscope.app import RunAnalysis
 
     data = tail.poll()
-    summary = summarize_run(data)
+    ra = RunAnalysis(data, read_traces=False)  # the records so far; traces come after the run
+    summary = ra.summary
     state = live_state(data, now_ns=data.run.end_ns or time.time_ns())
     h = summary.headline
     return {
@@ -254,7 +253,7 @@ def live_figures(tail: RunTail) -> dict[str, Any]:
                    "recent_useful_median_ns": r.recent_useful_median_ns, "straggler": r.straggler}
                   for r in state.ranks],
         "stragglers": [{"rank": r.rank, "why": r.straggler} for r in state.ranks if r.straggler],
-        "findings": [f.title for f in advise(advisor_input(summary, None)).findings],
+        "findings": [f.title for f in ra.advice.findings],
     }
 
 

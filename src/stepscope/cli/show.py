@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.cli.common import add_store_args, print_json, store_from, width
-from stepscope.cli.views import add_view_args, chosen_view
+from stepscope.cli.common import StoreLike, add_store_args, load_analysis, print_json, width
+from stepscope.cli.views import VIEWS, add_view_args, chosen_view, view_function
+
+
+def show(run: str = "latest", *, store: StoreLike = None, db: str | None = None, warmup: int | None = None,
+         json: bool = False, width: int | None = None, view: str | None = None) -> int:
+    """Print run ``run``'s reports (or one extra ``view``: one of VIEWS) to stdout; returns the exit status."""
+    fn = view_function(view) if view is not None else None
+    ra = load_analysis(run, store, db=db, warmup=warmup)
+    if fn is not None:
+        return int(fn(ra, json=json, width=width))
+    if json:
+        print_json(ra.summary.to_dict())
+        return 0
+    from stepscope.report.terminal import console, full_report
+
+    console(width=width).print(full_report(ra.summary, ra.advice, quality=ra.quality))
+    return 0
 
 
 class ShowCommand:
@@ -25,17 +41,8 @@ class ShowCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.app import RunAnalysis
+        return show(args.run, store=args.store, db=args.db, warmup=args.warmup_steps, json=args.json,
+                    width=args.width, view=chosen_view(args))
 
-        ra = RunAnalysis.from_store(store_from(args), args.run, warmup=args.warmup_steps)
-        data, summary = ra.data, ra.summary
-        view = chosen_view(args)
-        if view is not None:
-            return int(view(data, summary, args))
-        if args.json:
-            print_json(summary.to_dict())
-            return 0
-        from stepscope.report.terminal import console, full_report
 
-        console(width=args.width).print(full_report(summary, ra.advice, quality=ra.quality))
-        return 0
+__all__ = ["VIEWS", "ShowCommand", "show"]

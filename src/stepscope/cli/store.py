@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stepscope.cli.common import add_store_args, store_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store
+from stepscope.errors import UserError
 
 
 class StoreCommand:
@@ -20,20 +21,27 @@ class StoreCommand:
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.summary import summarize_run
-        from stepscope.cli.finish import run_index_metrics
+        return store_command(args.action, store=args.store, db=args.db)
 
-        store = store_from(args, create=args.action == "reindex")
-        if args.action == "info":
-            print(f"store: {store.root}\nindex: {store.db_url}\nschema: {store.index.schema_version()}\n"
-                  f"runs: {len(store.index.run_ids())}")
-            return 0
-        result = store.reindex(lambda d: run_index_metrics(d, summarize_run(d)))
-        print(f"indexed {result.indexed} run(s); removed {len(result.pruned)} row(s) of missing run directories; "
-              f"restored {result.groups_restored} group(s)")
-        for msg in result.damaged:
-            print(f"skipped: {msg}", file=sys.stderr)
-        if result.damaged:
-            print(f"{len(result.damaged)} damaged run(s) skipped — `stepscope rm --yes ID` removes one",
-                  file=sys.stderr)
-        return 1 if result.damaged else 0
+
+def store_command(action: str, *, store: StoreLike = None, db: str | None = None) -> int:
+    """``info``: print the store's folder, index and run count; ``reindex``: rebuild the index from the run
+    directories (1 when damaged runs were skipped)."""
+    from stepscope.app import RunAnalysis
+
+    if action not in ("info", "reindex"):
+        raise UserError(f"unknown store action {action!r} — choose info or reindex")
+    opened = as_store(store, db, create=action == "reindex")
+    if action == "info":
+        print(f"store: {opened.root}\nindex: {opened.db_url}\nschema: {opened.index.schema_version()}\n"
+              f"runs: {len(opened.index.run_ids())}")
+        return 0
+    result = opened.reindex(lambda d: RunAnalysis(d).index_metrics)
+    print(f"indexed {result.indexed} run(s); removed {len(result.pruned)} row(s) of missing run directories; "
+          f"restored {result.groups_restored} group(s)")
+    for msg in result.damaged:
+        print(f"skipped: {msg}", file=sys.stderr)
+    if result.damaged:
+        print(f"{len(result.damaged)} damaged run(s) skipped — `stepscope rm --yes ID` removes one",
+              file=sys.stderr)
+    return 1 if result.damaged else 0

@@ -8,11 +8,13 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
-from stepscope.cli.run import add_collection_args, command_from, options_from
+from stepscope.cli.common import StoreLike, add_store_args, as_store, parse_pairs, print_json
+from stepscope.cli.run import add_collection_args, options_from
+from stepscope.collect.options import Options
 from stepscope.errors import UserError
 from stepscope.store import Store
 
@@ -59,18 +61,17 @@ def sweep_runs(store: Store, group: str) -> list[Any]:
     return [SweepRun(r.id, dict(r.params), r.status, metrics.get(r.id, {})) for r in rows]
 
 
-def run_grid(store: Store, command: list[str], grid: dict[str, list[str]], args: argparse.Namespace,
-             group: str) -> None:
+def run_grid(store: Store, command: list[str], grid: dict[str, list[str]], *, options: Options, repeat: int,
+             name: str | None, tags: Mapping[str, str], group: str) -> None:
     """Launch every point x repeat; a failing point is reported and the sweep goes on."""
     from stepscope.cli.finish import finish_run
     from stepscope.collect.launch import launch
 
-    options, tags = options_from(args), parse_pairs(args.tag, "tag")
     points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
-    total = len(points) * args.repeat
-    for i, (values, rep) in enumerate(itertools.product(points, range(args.repeat)), 1):
+    total = len(points) * repeat
+    for i, (values, rep) in enumerate(itertools.product(points, range(repeat)), 1):
         kv = " ".join(f"{k}={v}" for k, v in values.items())
-        result = launch(store, fill(command, values), name=args.name, params=values,
+        result = launch(store, fill(command, values), name=name, params=values,
                         tags={**tags, "sweep": group}, options=options, group=group)
         finish_run(store, result.run_id, print_summary=False)
         state = "ok" if result.exit_code == 0 else f"FAILED (exit code {result.exit_code})"
@@ -108,44 +109,63 @@ class SweepCommand:
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command, with {NAME}s")
 
     def run(self, args: argparse.Namespace) -> int:
-        from stepscope.analyze.sweep import analyze_sweep
-
-        if args.repeat < 1:
-            raise UserError(f"--repeat {args.repeat}: must be 1 or more")
-        heat = tuple(p.strip() for p in args.heatmap.split(",")) if args.heatmap else None
         if args.group:
-            store = store_from(args)
-            spec = next((s for g, _, _, _, s in store.index.groups("sweep") if g == args.group), None)
-            if spec is None:
-                raise UserError(f"no sweep {args.group!r} in the store — `stepscope ls --tag sweep=...` lists runs")
-            grid, group = {k: spec["grid"][k] for k in spec.get("params", spec["grid"])}, args.group
-            _check_heat(heat, grid, args.heatmap)
-        else:
-            grid, command = parse_grid(args.param), command_from(args)
-            check_placeholders(command, grid)
-            _check_heat(heat, grid, args.heatmap)  # before minutes of runs, not after
-            from stepscope.collect.launch import check_command
+            return sweep(group=args.group, repeat=args.repeat, metric=args.metric, heatmap=args.heatmap,
+                         store=args.store, db=args.db, json=args.json, html=args.html)
+        cmd = list(args.cmd or [])
+        return sweep(cmd[1:] if cmd[:1] == ["--"] else cmd, params=args.param or (), repeat=args.repeat,
+                     metric=args.metric, heatmap=args.heatmap, name=args.name, tags=parse_pairs(args.tag, "tag"),
+                     options=options_from(args), store=args.store, db=args.db, json=args.json, html=args.html)
 
-            check_command(fill(command, {k: v[0] for k, v in grid.items()}))
-            store, group = store_from(args, create=True), "sweep-" + secrets.token_hex(4)
-            store.index.add_group(group, "sweep", args.name or "", time.time_ns(),
-                                  {"command": command, "grid": grid, "params": list(grid), "repeat": args.repeat})
-            run_grid(store, command, grid, args, group)
-        runs = sweep_runs(store, group)
-        known = sorted({m for r in runs for m in r.metrics})
-        if known and args.metric not in known:
-            raise UserError(f"--metric {args.metric}: no run of the sweep has it — one of {', '.join(known[:12])}, ...")
-        result = analyze_sweep(runs, grid, metric=args.metric, heat=heat)
-        if args.html:
-            from stepscope.report.html.scaling import sweep_page
 
-            Path(args.html).write_text(sweep_page(result), encoding="utf-8")
-        if args.json:
-            print_json({"group": group, **result.to_dict()})
-        else:
-            from stepscope.report.scaling_terminal import sweep_report
-            from stepscope.report.terminal import console
+def sweep(command: Sequence[str] = (), *, params: Sequence[str] = (), repeat: int = 1, metric: str = "samples_per_s",
+          heatmap: str | None = None, group: str | None = None, name: str | None = None,
+          tags: Mapping[str, str] | None = None, options: Options | None = None, store: StoreLike = None,
+          db: str | None = None, json: bool = False, html: str | Path | None = None) -> int:
+    """Run ``command`` over the grid of ``params`` ("NAME=V1,V2"), ``repeat`` times each, and show ``metric``
+    per setting; with ``group``, show that stored sweep again without running anything. 1: a point failed."""
+    from stepscope.analyze.sweep import analyze_sweep
 
-            print(f"sweep {group}", file=sys.stderr)
-            console().print(sweep_report(result))
-        return 0 if not result.failed else 1
+    if repeat < 1:
+        raise UserError(f"--repeat {repeat}: must be 1 or more")
+    heat = tuple(p.strip() for p in heatmap.split(",")) if heatmap else None
+    if group:
+        opened = as_store(store, db)
+        spec = next((s for g, _, _, _, s in opened.index.groups("sweep") if g == group), None)
+        if spec is None:
+            raise UserError(f"no sweep {group!r} in the store — `stepscope ls --tag sweep=...` lists runs")
+        grid = {k: spec["grid"][k] for k in spec.get("params", spec["grid"])}
+        _check_heat(heat, grid, heatmap)
+    else:
+        grid, cmd = parse_grid(list(params)), list(command)
+        if not cmd:
+            raise UserError("no command to run — usage: stepscope sweep --param NAME=V1,V2 -- python train.py "
+                            "--flag {NAME}")
+        check_placeholders(cmd, grid)
+        _check_heat(heat, grid, heatmap)  # before minutes of runs, not after
+        from stepscope.collect.launch import check_command
+
+        check_command(fill(cmd, {k: v[0] for k, v in grid.items()}))
+        opened, group = as_store(store, db, create=True), "sweep-" + secrets.token_hex(4)
+        opened.index.add_group(group, "sweep", name or "", time.time_ns(),
+                               {"command": cmd, "grid": grid, "params": list(grid), "repeat": repeat})
+        run_grid(opened, cmd, grid, options=options or Options(), repeat=repeat, name=name, tags=tags or {},
+                 group=group)
+    runs = sweep_runs(opened, group)
+    known = sorted({m for r in runs for m in r.metrics})
+    if known and metric not in known:
+        raise UserError(f"--metric {metric}: no run of the sweep has it — one of {', '.join(known[:12])}, ...")
+    result = analyze_sweep(runs, grid, metric=metric, heat=(heat[0], heat[1]) if heat else None)
+    if html:
+        from stepscope.report.html.scaling import sweep_page
+
+        Path(html).write_text(sweep_page(result), encoding="utf-8")
+    if json:
+        print_json({"group": group, **result.to_dict()})
+    else:
+        from stepscope.report.scaling_terminal import sweep_report
+        from stepscope.report.terminal import console
+
+        print(f"sweep {group}", file=sys.stderr)
+        console().print(sweep_report(result))
+    return 0 if not result.failed else 1

@@ -46,17 +46,16 @@ class TopCommand:
 
 def frame(tail: RunTail, interval_s: float) -> tuple[RenderableType, RunStatus]:
     """Read what the run appended and render one frame; the run's status."""
-    from stepscope.analyze.advisor import advise
     from stepscope.analyze.live import live_state
-    from stepscope.analyze.summary import summarize_run
-    from stepscope.app.runtraces import advisor_input
+    from stepscope.app import RunAnalysis
     from stepscope.report.live_terminal import live_view
 
     data = tail.poll()
-    summary = summarize_run(data)
+    ra = RunAnalysis(data, read_traces=False)  # the records so far; traces come after the run
+    summary = ra.summary
     now = data.run.end_ns or time.time_ns()  # a finished run: as it was at its end
     elapsed = now - data.run.start_ns
-    view = live_view(live_state(data, now_ns=now), summary, advise(advisor_input(summary, None)),
+    view = live_view(live_state(data, now_ns=now), summary, ra.advice,
                      elapsed_ns=elapsed, interval_s=interval_s)
     return view, data.run.status
 

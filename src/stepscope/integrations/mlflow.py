@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.summary import RunSummary, index_metrics
+from stepscope.app import RunAnalysis
 from stepscope.errors import UserError
 from stepscope.model.run import RunStatus
 from stepscope.model.tables import RunData
@@ -52,8 +52,12 @@ def require_mlflow() -> None:
         raise UserError(MISSING) from None
 
 
-def log_run(data: RunData, summary: RunSummary) -> tuple[str, str]:
-    """Log a stored run to MLflow; returns (MLflow run id, tracking URI). Raises on MLflow errors."""
+def log_run(ra: RunAnalysis) -> tuple[str, str]:
+    """Log a stored run to MLflow; returns (MLflow run id, tracking URI). Raises on MLflow errors.
+
+    Every figure comes from the run's RunAnalysis: the metrics are its ``index_metrics`` (those the store's
+    index, the dashboard and `stepscope show` use), the report is the `stepscope report` page."""
+    data = ra.data
     from mlflow.tracking import MlflowClient
 
     probe = next((rec for r in data.ranks for rec in r.extra.get("mlflow_run", [])), None)
@@ -65,8 +69,8 @@ def log_run(data: RunData, summary: RunSummary) -> tuple[str, str]:
     if run_id is None:
         run_id = client.create_run(_experiment_id(client), start_time=data.run.start_ns // 1_000_000,
                                    run_name=data.run.name).info.run_id
-    _log_values(client, run_id, data, summary, user_metrics=probe is None)
-    _log_artifacts(client, run_id, data, summary)
+    _log_values(client, run_id, data, ra.index_metrics, user_metrics=probe is None)
+    _log_artifacts(client, run_id, ra)
     if created:
         end = data.run.end_ns // 1_000_000 if data.run.end_ns else None
         client.set_terminated(run_id, status=STATUS[data.run.status], end_time=end)
@@ -84,7 +88,7 @@ def _experiment_id(client: Any) -> str:
     return str(exp.experiment_id if exp is not None else client.create_experiment(name))
 
 
-def _log_values(client: Any, run_id: str, data: RunData, summary: RunSummary, *, user_metrics: bool) -> None:
+def _log_values(client: Any, run_id: str, data: RunData, figures: dict[str, float], *, user_metrics: bool) -> None:
     from mlflow.entities import Metric, Param, RunTag
 
     run = data.run
@@ -93,7 +97,7 @@ def _log_values(client: Any, run_id: str, data: RunData, summary: RunSummary, *,
             "stepscope.command": " ".join(run.command)[:5000], "stepscope.host": run.host.hostname}
     if run.git:
         tags["mlflow.source.git.commit"] = run.git.commit
-    metrics = [Metric(f"stepscope.{k}", v, int(time.time() * 1000), 0) for k, v in index_metrics(summary).items()]
+    metrics = [Metric(f"stepscope.{k}", v, int(time.time() * 1000), 0) for k, v in figures.items()]
     if data.ranks:
         metrics += step_metrics(data, user_metrics=user_metrics)
     for i in range(0, max(len(params), 1), 100):
@@ -139,12 +143,13 @@ def step_metrics(data: RunData, *, user_metrics: bool = True) -> list[Any]:
     return out
 
 
-def _log_artifacts(client: Any, run_id: str, data: RunData, summary: RunSummary) -> None:
-    client.log_dict(run_id, summary.to_dict(), "stepscope/summary.json")
+def _log_artifacts(client: Any, run_id: str, ra: RunAnalysis) -> None:
+    data = ra.data
+    client.log_dict(run_id, ra.summary.to_dict(), "stepscope/summary.json")
     if data.ranks:
         client.log_dict(run_id, {"schema": "stepscope.steps/1", "rank": data.ranks[0].stream.rank,
                                  "rows": _json_rows(data.ranks[0].steps.to_pylist())}, "stepscope/steps.json")
-    html = _report_html(data)
+    html = _report_html(ra)
     if html is not None:
         client.log_text(run_id, html, "stepscope/report.html")
     art = Path(data.path) / "artifacts"
@@ -156,14 +161,13 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()} for row in rows]
 
 
-def _report_html(data: RunData) -> str | None:
+def _report_html(ra: RunAnalysis) -> str | None:
     try:
-        from stepscope.app import RunAnalysis
         from stepscope.report.html.run_report import render_run_report
     except ImportError:
         return None
     try:
-        return render_run_report(RunAnalysis(data))
+        return render_run_report(ra)
     except Exception:
         return None
 

@@ -14,7 +14,7 @@ from stepscope.analyze.advisor.parallel import ACCUMULATION, CommNotOverlapped
 from stepscope.analyze.stats import distribution
 from stepscope.analyze.steps import PhaseShare
 from stepscope.analyze.summary import RankSummary, RunSummary, summarize_run
-from stepscope.app.runtraces import advisor_input, load_traces
+from stepscope.app import RunAnalysis
 from tests.conftest import PY, SCRIPTS, load
 from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
@@ -26,8 +26,8 @@ def test_tiny_ddp_model_is_latency_bound_and_led_by_no_sync(cli, store: Path) ->
               "--nproc-per-node", "2", str(SCRIPTS / "ddp_tiny.py"), "--steps", "40", timeout=300)
     assert res.rc == 0, res
     data = load(store)
-    summary = summarize_run(data)
-    inp = advisor_input(summary, load_traces(data))
+    ra = RunAnalysis(data)
+    summary, inp = ra.summary, ra.advisor_input
     assert inp.comm is not None
     fd = CommNotOverlapped().evaluate(inp)
     assert fd is not None, [r.steps.phases[4] for r in summary.ranks]

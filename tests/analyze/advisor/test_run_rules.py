@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analyze.advisor import advise
 from stepscope.analyze.advisor.host import CpuOversubscription, InputBound, LongFirstSteps
-from stepscope.analyze.summary import summarize_run
-from stepscope.app.runtraces import advisor_input, load_traces
+from stepscope.app import RunAnalysis
 from tests.conftest import load
 
 pytestmark = pytest.mark.slow
@@ -20,8 +18,8 @@ def _advice(observed, store: Path, *args: str):  # type: ignore[no-untyped-def]
     res = observed("advisor_train.py", *args)
     assert res.rc == 0, res
     data = load(store)
-    summary = summarize_run(data)
-    return summary, advise(advisor_input(summary, load_traces(data)))
+    ra = RunAnalysis(data)
+    return ra.summary, ra.advice
 
 
 def test_input_bound_fires_on_a_sleeping_dataset(observed, store: Path) -> None:  # type: ignore[no-untyped-def]

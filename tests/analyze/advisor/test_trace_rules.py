@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import gzip
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from stepscope.analyze.advisor.parallel import CommNotOverlapped, RankImbalance
 from stepscope.analyze.summary import RunSummary, headline
 from stepscope.analyze.trace.intervals import intersection, merge
 from stepscope.model.run import HostInfo, Run, RunStatus, SoftwareInfo
+from stepscope.traces.components import ComponentRules
 from stepscope.traces.kineto import read_trace
 
 TRACES = Path(__file__).resolve().parents[3] / "tests" / "data" / "traces"
@@ -38,10 +38,15 @@ def inp(*names: str) -> AdvisorInput:
     return AdvisorInput(summary=_summary(), traces=tuple(facts(n) for n in names))
 
 
-def raw_kernels(name: str) -> list[dict]:  # type: ignore[type-arg]
+@functools.cache
+def raw_events(name: str) -> list[dict]:  # type: ignore[type-arg]
     with gzip.open(TRACES / name) as fh:
         doc = json.load(fh)
-    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel"]
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+
+
+def raw_kernels(name: str) -> list[dict]:  # type: ignore[type-arg]
+    return [e for e in raw_events(name) if str(e.get("cat", "")).lower() == "kernel"]
 
 
 def test_interval_helpers_against_brute_force() -> None:
@@ -63,10 +68,12 @@ def test_interval_helpers_against_brute_force() -> None:
 
 def test_fp32_gemm_share_matches_the_raw_json() -> None:
     ks = raw_kernels("v100_1rank/rank0.json.gz")
-    gemm = sum(k["dur"] for k in ks if re.search(r"gemm|xmma|cutlass|matmul|cublas", k["name"], re.I))
+    rules = ComponentRules.defaults()
+    gemm = sum(k["dur"] for k in ks if rules.classify(k["name"]) in ("gemm", "convolution"))
     f = facts("v100_1rank/rank0.json.gz")
     assert f.kernels == len(ks)
-    assert f.fp32_gemm_ns == pytest.approx(gemm * 1e3, rel=1e-6)  # every GEMM in this trace is sgemm (fp32)
+    assert gemm == pytest.approx(117_296.927 + 183_949.645)  # GEMM + convolution kernels, µs
+    assert f.fp32_gemm_ns == pytest.approx(gemm * 1e3, rel=1e-6)  # every one in this trace is fp32
     assert f.tensor_cores is True and f.compute_capability == "7.0"
 
 
@@ -74,7 +81,7 @@ def test_mixed_precision_fires_on_fp32_gemms_on_tensor_cores() -> None:
     fd = NoMixedPrecision().evaluate(inp("v100_1rank/rank0.json.gz"))
     assert fd is not None and fd.evidence["fp32_gemm_share_of_kernel_time"] >= 0.2
     f = facts("v100_1rank/rank0.json.gz")
-    assert fd.saving_s_per_step == pytest.approx(f.fp32_gemm_ns / 2 / f.profiled_steps / 1e9)
+    assert fd.saving_s_per_step == pytest.approx(f.fp32_gemm_ns / 2 / f.steps_in_window / 1e9)
 
 
 def test_mixed_precision_silent_without_gemms_or_gpu() -> None:
@@ -93,8 +100,13 @@ def test_launch_bound_fires_on_short_kernels_with_idle_gpu() -> None:
     fd = LaunchBound().evaluate(inp("a100_2rank_nccl/rank0.json.gz"))
     assert fd is not None
     ks = raw_kernels("a100_2rank_nccl/rank0.json.gz")
-    short = sum(1 for k in ks if k["dur"] * 1e3 < 10_000) / len(ks)
-    assert fd.evidence["short_kernel_share"] == pytest.approx(short)
+    calls = {e["args"]["correlation"]: e["dur"] for e in raw_events("a100_2rank_nccl/rank0.json.gz")
+             if str(e.get("cat", "")).lower() == "cuda_runtime" and "correlation" in e.get("args", {})}
+    launched = [k for k in ks if k["args"].get("correlation") in calls]
+    assert len(launched) == len(ks)  # one launch call per kernel in this trace
+    short = sum(1 for k in ks if k["dur"] < calls[k["args"]["correlation"]])  # finished before its launch did
+    assert short == 1027
+    assert fd.evidence["short_kernel_share"] == pytest.approx(short / len(ks))
     assert LaunchBound().evaluate(inp("v100_1rank/rank0.json.gz")) is None  # GPU busy
     assert LaunchBound().evaluate(inp("a100_alexnet/rank0.json.gz")) is None  # long kernels
 

@@ -101,7 +101,7 @@ def worst_trace(inp: AdvisorInput, share: Callable[[TraceFacts], float | None],
 
 def per_step_s(t: TraceFacts, ns: float) -> float:
     """A window total (ns) as seconds per profiled step."""
-    return ns / t.profiled_steps / 1e9
+    return ns / t.steps_in_window / 1e9
 
 
 @dataclass(frozen=True, slots=True)

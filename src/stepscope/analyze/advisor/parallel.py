@@ -33,9 +33,9 @@ class CommNotOverlapped:
                         if t.comm_ns and t.gpu_span_ns else None, COMM_EXPOSED_SHARE)
         ev: dict[str, float | int | str]
         if t is not None:
-            exposed = (t.comm_ns - t.comm_overlapped_ns) / t.profiled_steps / 1e9
-            room = max(0.0, t.gpu_busy_ns - t.comm_ns) / t.profiled_steps / 1e9  # compute running without comm
-            ev = {"rank": t.rank, "comm_per_step_s": t.comm_ns / t.profiled_steps / 1e9,
+            exposed = (t.comm_ns - t.comm_overlapped_ns) / t.steps_in_window / 1e9
+            room = max(0.0, t.gpu_busy_ns - t.comm_ns) / t.steps_in_window / 1e9  # compute running without comm
+            ev = {"rank": t.rank, "comm_per_step_s": t.comm_ns / t.steps_in_window / 1e9,
                   "comm_overlap_share": t.comm_overlap_share or 0.0, "exposed_comm_per_step_s": exposed,
                   "exposed_comm_share_of_window": (t.comm_ns - t.comm_overlapped_ns) / t.gpu_span_ns,
                   "compute_without_comm_per_step_s": room}
@@ -64,8 +64,8 @@ class CommNotOverlapped:
         cf = inp.comm
         main = cf.main_collective() if cf is not None else None
         if main is None and traced is not None and traced.comm_bytes_median is not None:
-            main = CommOp("communication kernels", traced.comm_calls / traced.profiled_steps,
-                          traced.comm_bytes_median, traced.comm_ns / traced.profiled_steps)
+            main = CommOp("communication kernels", traced.comm_calls / traced.steps_in_window,
+                          traced.comm_bytes_median, traced.comm_ns / traced.steps_in_window)
         if main is not None:
             ev["collective"] = main.op
             ev["calls_per_step"] = main.calls_per_step
@@ -130,7 +130,7 @@ class RankImbalance:
         busy: dict[int, float] = {}
         source = "steps"
         if len(inp.traces) >= 2:
-            busy = {t.rank: t.gpu_busy_ns / t.profiled_steps for t in inp.traces}
+            busy = {t.rank: t.gpu_busy_ns / t.steps_in_window for t in inp.traces}
             source = "trace"
         elif len(inp.summary.ranks) >= 2:
             for r in inp.summary.ranks:

@@ -1,44 +1,36 @@
-"""The few numbers the advisor needs from one rank's profiled window (a Kineto trace as an EventTable).
-
-Pure and columnar: intervals are merged with analyze.trace.intervals, strings are classified once per
-distinct name.
-GPU idle follows HolisticTraceAnalysis' temporal breakdown (span of GPU activity minus the union of
-kernel / memcpy / memset intervals); overlap of communication follows HTA's comm/compute overlap (time
-a communication kernel runs while a compute kernel runs on another stream).
+"""The few numbers the advisor needs from one rank's profiled window: a projection of the trace engine's
+``TraceAnalysis`` (analyze/trace/), so every fact is the figure `stepscope trace analyze` prints, defined
+once (docs/traces.md says where each comes from). No name classification or interval code lives here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.trace.intervals import intersection, length, merge
-from stepscope.model.events import GPU_WORK_KINDS, EventKind, EventTable
+from stepscope.analyze.trace.analysis import TraceAnalysis, analyze_trace
+from stepscope.model.events import EventKind, EventTable
 
-COMM_KERNEL = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter|c10d", re.IGNORECASE)
-GEMM_KERNEL = re.compile(r"gemm|xmma|cutlass|matmul|cublas", re.IGNORECASE)
-LOW_PRECISION = re.compile(r"fp16|bf16|f16|half|h884|h1688|h16816|s16816|hgemm|e4m3|e5m2|int8|i8i8", re.IGNORECASE)
-"""GEMM kernel names that run in 16-bit or lower. ``s1688`` (TF32) and ``sgemm`` count as fp32."""
-LAUNCH_CALL = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunchKernel|GraphLaunch|job_prep_and_submit",
-                         re.IGNORECASE)
-OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
-FUSED_OPTIMIZER = re.compile(r"multi_tensor_apply|fused|foreach", re.IGNORECASE)
-SHORT_KERNEL_NS = 10_000
-"""Kernels shorter than this are dominated by their launch cost (a CUDA launch costs ~5-10 µs on the host)."""
 
 @dataclass(frozen=True, slots=True)
 class TraceFacts:
     """One rank's profiled window. Times in ns on the trace clock, summed over the window (all its steps).
+    Each field is a trace-engine figure (``TraceAnalysis``, in brackets its `trace analyze --json` key):
 
-    ``profiled_steps``: ProfilerStep# annotations (at least 1). ``gpu_idle_share``: 1 - busy / span, None
-    without GPU events. ``tensor_cores``: compute capability >= 7.0 on the first device, None unknown.
-    ``comm_overlap_share``: overlapped / communication kernel time, None without communication kernels.
-    ``optimizer_launches``: kernel launches made inside Optimizer.step annotations.
-    ``comm_calls``: communication kernels; ``comm_bytes_median``: their median payload (In msg nelems × dtype
-    size) where Kineto recorded it, else None.
+    ``profiled_steps``: ProfilerStep#N annotations [steps.count]. ``gpu_span_ns`` / ``gpu_busy_ns``: GPU
+    window and union of GPU work [temporal.window_ns / busy_ns]; ``gpu_idle_share``: idle / window, None
+    without GPU work [temporal.idle_pct]. ``kernels``: kernels (not memcpy / memset) [launches.kernels];
+    ``short_kernels``: those shorter than their share of their launching call, i.e. launch-bound
+    [launches.short_kernels]; ``kernel_median_ns`` [launches.kernel_p50_ns]; ``kernel_ns``: summed GPU work
+    time, kernels, memcpy and memset [kernels.total_ns].
+    ``launches`` / ``launch_api_ns``: launching calls and their summed CPU time [launches.launches /
+    launch_total_ns]. ``gemm_ns`` / ``fp32_gemm_ns``: GEMM and convolution kernels, all and fp32/TF32
+    [gemm.gemm_ns / fp32_ns]. ``comm_ns`` / ``comm_overlapped_ns`` / ``comm_overlap_share``: union of
+    communication kernels, its part under computation, and their ratio [overlap.*]. ``comm_calls`` /
+    ``comm_bytes_median`` [communication.kernels / bytes_median]. ``optimizer_*`` [optimizer.*].
+    ``device_name`` / ``compute_capability`` / ``tensor_cores`` [device.*].
     """
 
     path: str
@@ -73,86 +65,40 @@ class TraceFacts:
         """GPU span minus GPU busy time (ns, summed over the window)."""
         return self.gpu_span_ns - self.gpu_busy_ns
 
+    @property
+    def steps_in_window(self) -> int:
+        """What window totals are divided by for a per-step figure: the profiled steps, or 1 for a window
+        recorded without ProfilerStep annotations (its totals are then per window)."""
+        return max(1, self.profiled_steps)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _name_mask(t: EventTable, pattern: re.Pattern[str]) -> np.ndarray:
-    per_name = np.asarray([bool(pattern.search(n)) for n in t.names], dtype=bool)
-    return per_name[t["name"]] if len(t) and len(per_name) else np.zeros(len(t), dtype=bool)
-
-
-def trace_facts(t: EventTable) -> TraceFacts:
-    """The advisor's facts of one trace (see TraceFacts)."""
-    kind = t["kind"]
-    ts, end = t["ts_ns"], t.end_ns
-    gpu = np.isin(kind, np.asarray(GPU_WORK_KINDS, dtype=np.int8))
-    kern = kind == EventKind.KERNEL
-    busy = merge(ts[gpu], end[gpu])
-    span = float(busy[1][-1] - busy[0][0]) if len(busy[0]) else 0.0
-    busy_ns = float(length(*busy))
-    comm = kern & _name_mask(t, COMM_KERNEL)
-    gemm = kern & _name_mask(t, GEMM_KERNEL)
-    low = _name_mask(t, LOW_PRECISION)
-    comm_iv = merge(ts[comm], end[comm])
-    compute_iv = merge(ts[kern & ~comm], end[kern & ~comm])
-    comm_ns = float(length(*comm_iv))
-    overlapped = float(intersection(comm_iv, compute_iv))
-    runtime = kind == EventKind.RUNTIME
-    launch = runtime & _name_mask(t, LAUNCH_CALL)
-    ann = kind == EventKind.USER_ANNOTATION
-    opt = ann & _name_mask(t, OPTIMIZER_STEP)
-    opt_iv = merge(ts[opt], end[opt])
-    lts = ts[launch]
-    i = np.searchsorted(opt_iv[0], lts, side="right") - 1
-    if len(opt_iv[0]):
-        in_opt = (i >= 0) & (lts < np.where(i >= 0, opt_iv[1][np.maximum(i, 0)], 0))
-    else:
-        in_opt = np.zeros(0, dtype=bool)
-    opt_names = [t.names[c] for c in np.unique(t["name"][opt])]
-    kdur = t["dur_ns"][kern]
-    dev = t.meta.devices[0] if t.meta.devices else None
-    cc = dev.compute_capability if dev else None
-    steps = int((ann & _name_mask(t, re.compile(r"^ProfilerStep#"))).sum())
+def facts_of(a: TraceAnalysis) -> TraceFacts:
+    """The advisor's facts of one rank, projected from its trace-engine analysis."""
+    t, ov, la, dev = a.temporal, a.overlap, a.launches, a.device
     return TraceFacts(
-        path=t.meta.path, rank=t.meta.rank, profiled_steps=max(1, steps),
-        device_name=dev.name if dev else None, compute_capability=cc,
-        tensor_cores=_tensor_cores(cc, dev.name if dev else None),
-        gpu_span_ns=span, gpu_busy_ns=busy_ns, gpu_idle_share=1 - busy_ns / span if span > 0 else None,
-        kernels=int(kern.sum()), kernel_ns=float(kdur.sum()),
-        kernel_median_ns=float(np.median(kdur)) if len(kdur) else None,
-        short_kernels=int((kdur < SHORT_KERNEL_NS).sum()),
-        launches=int(launch.sum()), launch_api_ns=float(t["dur_ns"][launch].sum()),
-        gemm_ns=float(t["dur_ns"][gemm].sum()), fp32_gemm_ns=float(t["dur_ns"][gemm & ~low].sum()),
-        comm_ns=comm_ns, comm_overlapped_ns=overlapped, comm_overlap_share=overlapped / comm_ns if comm_ns else None,
-        optimizer_steps=int(opt.sum()), optimizer_ns=float(length(*opt_iv)), optimizer_launches=int(in_opt.sum()),
-        optimizer_fused=any(FUSED_OPTIMIZER.search(n) for n in opt_names),
-        comm_calls=int(comm.sum()), comm_bytes_median=_median_payload(t, comm),
+        path=a.path, rank=a.rank, profiled_steps=len(a.steps.steps),
+        device_name=dev.name if dev else None, compute_capability=dev.compute_capability if dev else None,
+        tensor_cores=dev.tensor_cores if dev else None,
+        gpu_span_ns=float(t.window_ns) if t else 0.0, gpu_busy_ns=float(t.busy_ns) if t else 0.0,
+        gpu_idle_share=t.idle_ns / t.window_ns if t and t.window_ns > 0 else None,
+        kernels=la.kernels if la else 0, kernel_ns=float(a.kernels.total_ns),
+        kernel_median_ns=la.kernel_p50_ns if la else None, short_kernels=la.short_kernels if la else 0,
+        launches=la.launches if la else 0, launch_api_ns=float(la.launch_total_ns) if la else 0.0,
+        gemm_ns=float(a.gemm.gemm_ns), fp32_gemm_ns=float(a.gemm.fp32_ns),
+        comm_ns=float(ov.communication_ns) if ov else 0.0, comm_overlapped_ns=float(ov.overlap_ns) if ov else 0.0,
+        comm_overlap_share=ov.overlap_ns / ov.communication_ns if ov and ov.communication_ns else None,
+        optimizer_steps=a.optimizer.steps, optimizer_ns=float(a.optimizer.dur_ns),
+        optimizer_launches=a.optimizer.launches, optimizer_fused=a.optimizer.fused,
+        comm_calls=a.communication.kernels, comm_bytes_median=a.communication.bytes_median,
     )
 
 
-def _median_payload(t: EventTable, comm: np.ndarray) -> float | None:
-    from stepscope.analyze.trace.comm import DTYPE_BYTES
-
-    codes = t["coll"][comm]
-    sizes = []
-    for c in codes[codes >= 0].tolist():
-        a = t.colls[c]
-        size = DTYPE_BYTES.get(a.dtype or "")
-        if a.in_nelems is not None and size:
-            sizes.append(a.in_nelems * size)
-    return float(np.median(sizes)) if sizes else None
-
-
-def _tensor_cores(cc: str | None, name: str | None) -> bool | None:
-    if name and re.search(r"AMD|Instinct|MI\d", name, re.IGNORECASE):
-        return bool(re.search(r"MI[123]\d\d", name))
-    if cc is None:
-        return None
-    try:
-        return float(cc) >= 7.0
-    except ValueError:
-        return None
+def trace_facts(t: EventTable) -> TraceFacts:
+    """The advisor's facts of one trace (analyses it; given the analysis, use ``facts_of``)."""
+    return facts_of(analyze_trace(t))
 
 
 @dataclass(frozen=True, slots=True)

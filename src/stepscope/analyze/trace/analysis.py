@@ -7,11 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
+from stepscope.analyze.trace.device import DeviceSummary, device_summary
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
 from stepscope.analyze.trace.kernels import CopyStats, KernelBreakdown, kernel_breakdown, memory_copies
 from stepscope.analyze.trace.launches import LaunchStats, launch_stats
 from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
+from stepscope.analyze.trace.optimizer import OptimizerStats, optimizer_stats
+from stepscope.analyze.trace.precision import GemmPrecision, gemm_precision
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
     CommOverlap,
@@ -47,6 +51,10 @@ class TraceAnalysis:
     operators: tuple[OpStats, ...]
     modules: tuple[ModuleNode, ...]
     steps: StepSummary
+    device: DeviceSummary | None
+    gemm: GemmPrecision
+    optimizer: OptimizerStats
+    communication: CommKernels
     warnings: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,6 +66,8 @@ class TraceAnalysis:
                 "overlap": d(self.overlap), "utilization": d(self.utilization), "launches": d(self.launches),
                 "copies": [c.to_dict() for c in self.copies], "operators": [o.to_dict() for o in self.operators],
                 "modules": [m.to_dict() for m in self.modules], "steps": self.steps.to_dict(),
+                "device": d(self.device), "gemm": self.gemm.to_dict(), "optimizer": self.optimizer.to_dict(),
+                "communication": self.communication.to_dict(),
                 "warnings": list(self.warnings)}
 
 
@@ -73,6 +83,8 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
         kernels=kernel_breakdown(table, gpu), overlap=comm_overlap(gpu), utilization=utilization(table, gpu),
         launches=launch_stats(table, gpu), copies=memory_copies(table, gpu),
         operators=operator_table(table, host, rules), modules=module_tree(table, host), steps=steps,
+        device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
+        communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)),
     )
 

@@ -45,11 +45,14 @@ class LaunchStats:
     items: GPU work items (kernels, memcpy, memset) considered; matched: those paired with a call.
     launches: distinct launching calls (a graph launch counts once); graph_launches: calls that launched
     more than one item or are named ``*GraphLaunch``; graph_items: the items those launched.
+    launch_total_ns: summed CPU duration of the launching calls (host time spent launching).
     launch_p50/p95_ns: CPU duration of the launching calls, one value per call.
     gpu_p50/p95_ns: duration of the matched items. delay_p50/p95_ns: item start − call end, clipped at 0,
     one value per matched item. short_items: items shorter than their share of the call (the call's
     duration divided by the items it launched): launch-bound work; short_item_gpu_pct: their share of the
-    summed duration of all items. long_launches: calls longer than launch_threshold_ns; long_delays: items
+    summed duration of all items. kernels: the items that are kernels (not memcpy / memset); short_kernels:
+    those among short_items (the advisor's launch-bound kernels); kernel_p50_ns: their median duration.
+    long_launches: calls longer than launch_threshold_ns; long_delays: items
     whose delay exceeds delay_threshold_ns (HTA's 50 µs and 100 µs cut-offs). p50/p95 are NumPy's linear
     percentiles; None when nothing was matched.
     """
@@ -59,6 +62,7 @@ class LaunchStats:
     launches: int
     graph_launches: int
     graph_items: int
+    launch_total_ns: int
     launch_p50_ns: float | None
     launch_p95_ns: float | None
     gpu_p50_ns: float | None
@@ -67,6 +71,9 @@ class LaunchStats:
     delay_p95_ns: float | None
     short_items: int
     short_item_gpu_pct: float | None
+    kernels: int
+    short_kernels: int
+    kernel_p50_ns: float | None
     long_launches: int
     long_delays: int
     launch_threshold_ns: int = LONG_LAUNCH_NS
@@ -129,15 +136,19 @@ def launch_stats(table: EventTable, gpu: GpuView, *, calls: Collection[str] | No
     delay = np.maximum(table["ts_ns"][m_items] - call_end, 0)
     share = call_dur[inverse] / per_call[inverse] if m_items.size else np.zeros(0)
     short = item_dur < share
+    kernel = table["kind"][items] == EventKind.KERNEL
+    kernel_dur = table["dur_ns"][items[kernel]]
     total = float(table["dur_ns"][items].sum())
     return LaunchStats(
         items=int(items.size), matched=int(m_items.size), launches=int(uniq.size),
         graph_launches=int(graph.sum()), graph_items=int(per_call[graph].sum()),
-        launch_p50_ns=_q(call_dur, 50), launch_p95_ns=_q(call_dur, 95),
+        launch_total_ns=int(call_dur.sum()), launch_p50_ns=_q(call_dur, 50), launch_p95_ns=_q(call_dur, 95),
         gpu_p50_ns=_q(item_dur, 50), gpu_p95_ns=_q(item_dur, 95),
         delay_p50_ns=_q(delay, 50), delay_p95_ns=_q(delay, 95),
         short_items=int(short.sum()),
         short_item_gpu_pct=100.0 * float(item_dur[short].sum()) / total if total else None,
+        kernels=int(kernel.sum()), short_kernels=int((short & (table["kind"][m_items] == EventKind.KERNEL)).sum()),
+        kernel_p50_ns=_q(kernel_dur, 50),
         long_launches=int((call_dur > LONG_LAUNCH_NS).sum()), long_delays=int((delay > LONG_DELAY_NS).sum()),
     )
 

@@ -1,7 +1,7 @@
 """Extra views of `stepscope show`, one module each, found through VIEWS (flag -> "module:function").
 
-A view function takes ``(data: RunData, summary: RunSummary, args: argparse.Namespace) -> int`` and
-renders to the terminal, or as JSON when ``args.json`` is set.
+A view function takes ``(ra: RunAnalysis, *, json: bool, width: int | None) -> int`` and renders to the
+terminal, or as JSON when ``json`` is set.
 """
 
 from __future__ import annotations
@@ -27,12 +27,17 @@ def add_view_args(parser: argparse.ArgumentParser) -> None:
         g.add_argument(f"--{flag.replace('_', '-')}", action="store_true", help=help_text)
 
 
-def chosen_view(args: argparse.Namespace) -> Any | None:
-    for flag, (target, _) in VIEWS.items():
-        if getattr(args, flag, False):
-            module, func = target.split(":")
-            try:
-                return getattr(importlib.import_module(module), func)
-            except (ImportError, AttributeError):
-                raise UserError(f"--{flag.replace('_', '-')} is not available in this build of stepscope") from None
-    return None
+def chosen_view(args: argparse.Namespace) -> str | None:
+    """The view flag given on the command line (its VIEWS key), None for the summary."""
+    return next((flag for flag in VIEWS if getattr(args, flag, False)), None)
+
+
+def view_function(view: str) -> Any:
+    flag = view.replace("-", "_")
+    if flag not in VIEWS:
+        raise UserError(f"unknown view {view!r} — choose one of {', '.join(sorted(VIEWS))}")
+    module, func = VIEWS[flag][0].split(":")
+    try:
+        return getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError):
+        raise UserError(f"--{flag.replace('_', '-')} is not available in this build of stepscope") from None

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-
-from stepscope.analyze.summary import RunSummary
-from stepscope.model.tables import RunData
+from stepscope.app import RunAnalysis
 
 
-def show_host(data: RunData, summary: RunSummary, args: argparse.Namespace) -> int:
+def show_host(ra: RunAnalysis, *, json: bool = False, width: int | None = None) -> int:
     from stepscope.analyze.hostprof import host_profile
 
-    profile = host_profile(data)
-    if getattr(args, "json", False):
+    profile = host_profile(ra.data)
+    if json:
         from stepscope.cli.common import print_json
 
         print_json(profile.to_dict())
@@ -20,5 +17,5 @@ def show_host(data: RunData, summary: RunSummary, args: argparse.Namespace) -> i
     from stepscope.report.hostprof import host_view
     from stepscope.report.terminal import console
 
-    console(width=getattr(args, "width", None)).print(host_view(profile))
+    console(width=width).print(host_view(profile))
     return 0

@@ -2,42 +2,25 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-from stepscope.analyze.summary import RunSummary
+from stepscope.app import RunAnalysis
 from stepscope.cli.common import print_json
-from stepscope.errors import UserError
-from stepscope.model.tables import RunData
 
 
-def run_trace_files(data: RunData) -> list[Path]:
-    """The run's trace artifacts that exist; a one-line error when it has none (or they were deleted)."""
-    from stepscope.app.runtraces import expected_traces
+def show_traces(ra: RunAnalysis, *, json: bool = False, width: int | None = None) -> int:
+    files = ra.trace_files  # a one-line error when the run has none
+    result = ra.trace_set
+    if result is None:
+        from stepscope.errors import TraceError
 
-    expected = expected_traces(data)
-    files = [Path(data.path) / rel for _, rel in sorted(expected.items()) if (Path(data.path) / rel).is_file()]
-    if files:
-        return files
-    if expected:
-        raise UserError(f"run {data.run.id}: its profiled window's trace files are missing "
-                        f"({', '.join(sorted(expected.values()))}) — they were deleted; re-record with "
-                        "--profile-steps or attach traces with stepscope import")
-    raise UserError(f"run {data.run.id} was not profiled — record a window with "
-                    "`stepscope run --profile-steps 5 -- ...` or attach traces with `stepscope import RUN traces/`")
-
-
-def show_traces(data: RunData, summary: RunSummary, args: argparse.Namespace) -> int:
-    from stepscope.executor.traceset import analyze_traceset
-
-    result = analyze_traceset([str(p) for p in run_trace_files(data)])
-    if args.json:
+        raise TraceError(ra.trace_notes[0] if len(ra.trace_notes) == 1 else
+                         f"none of {len(files)} traces could be read; first: {ra.trace_notes[0]}")
+    if json:
         print_json(result.to_dict())
         return 0
     from stepscope.report import trace_terminal as view
     from stepscope.report.terminal import console, module_tree_view
 
-    out = console(width=args.width)
+    out = console(width=width)
     for a in result.ranks:
         out.print(view.summary_view(a))
         if a.kernels.by_component:
