@@ -198,6 +198,12 @@ def test_report(runs: Runs, name: str) -> None:
 def test_advise(runs: Runs, name: str) -> None:
     out = runs.cli("advise", name, "--width", "160")
     assert "Recommendations" in out or "no recommendation" in out.lower(), out
+    flat = " ".join(out.split())
+    assert "TORCHINDUCTOR" not in flat and "no_sync" not in flat and "bucket_cap_mb=" not in flat, out
+    if "[long-first-steps]" in flat and name != "mpi3":  # fires where compiling took >= 1 s (here: always)
+        assert {"keras": "tf.function", "jax": "jax_compilation_cache_dir"}[name] in flat, out
+    if name == "mpi3":  # the learner waits in Recv / Bcast for the sleeping actors: >= 15% of its step
+        assert "[comm-not-overlapped]" in flat and "Ibcast" in flat, out
 
 
 @pytest.mark.parametrize("name", ["keras", "jax", "mpi3"])
