@@ -144,6 +144,8 @@ def test_recorded_steps_match_the_scripts(runs: Runs) -> None:
 def test_show(runs: Runs, name: str) -> None:
     out = runs.cli("show", name, "--width", "160")
     assert f"  {name}  completed" in out
+    # no warnings box: the examples run as documented (train_jax.py passes no name / params that the launcher
+    # would ignore with a warning)
     assert "Speed" in out and "Time per step by phase" in out and "warnings" not in out
     steps = {"keras": KERAS_EPOCHS * len(_batches(KERAS_SAMPLES, KERAS_BATCH)),
              "jax": JAX_EPOCHS * len(_batches(JAX_SAMPLES, JAX_BATCH)), "mpi3": MPI_STEPS}[name]
@@ -203,7 +205,7 @@ def test_advise(runs: Runs, name: str) -> None:
     if "[long-first-steps]" in flat and name != "mpi3":  # fires where compiling took >= 1 s (here: always)
         assert {"keras": "tf.function", "jax": "jax_compilation_cache_dir"}[name] in flat, out
     if name == "mpi3":  # the learner waits in Recv / Bcast for the sleeping actors: >= 15% of its step
-        assert "[comm-not-overlapped]" in flat and "Ibcast" in flat, out
+        assert "[comm-not-overlapped]" in flat and re.search(r"non-blocking form \(I[a-z]+ ", flat), out
 
 
 @pytest.mark.parametrize("name", ["keras", "jax", "mpi3"])
