@@ -57,7 +57,9 @@ def main() -> None:
                 time.sleep(args.fetch_sleep)
             yield x[i:i + args.batch_size], y[i:i + args.batch_size]
 
-    with stepscope.session(name="jax-mlp", params=vars(args)):
+    # No name / params here: under `stepscope run` the launcher names the run (--name, --param) and would
+    # warn that they are ignored; run without it, the script records a run of its own named after the command.
+    with stepscope.session():
         for _epoch in range(args.epochs):
             for xb, yb in stepscope.steps(batches()):
                 with stepscope.region("train_step"):

@@ -22,7 +22,8 @@ def add_collection_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--sample-interval", type=float, default=1.0, metavar="S",
                    help="system sampler period in seconds, 0 to turn it off (default: 1)")
     g.add_argument("--profile-steps", type=int, default=0, metavar="N",
-                   help="record a torch.profiler window of N active steps (default: none)")
+                   help="record a profiler window of N active steps: torch.profiler, TensorFlow's profiler "
+                        "(TensorFlow / Keras) or jax.profiler (JAX), whichever runs the steps (default: none)")
     g.add_argument("--profile-wait", type=int, default=1, metavar="N", help="steps to wait before the window's warm-up")
     g.add_argument("--profile-warmup", type=int, default=1, metavar="N", help="profiler warm-up steps (not kept)")
     g.add_argument("--profile-skip", type=int, default=None, metavar="N",

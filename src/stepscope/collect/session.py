@@ -372,7 +372,9 @@ class Session:
             st.start = t0
         st.data_wait += t1 - t0
         st.fetched = True
-        if samples:
+        if samples is None:
+            st.samples = _NAN  # an item with no batch dimension (an int of a range): samples unknown, not 0
+        elif samples:
             st.samples += samples
         if tokens:
             st.tokens += tokens

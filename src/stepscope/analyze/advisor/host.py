@@ -127,8 +127,9 @@ def _busy_outside(ranks: list[RankSummary], cores: int) -> float | None:
 class LongFirstSteps:
     id: ClassVar[str] = "long-first-steps"
     title: ClassVar[str] = "The first steps are much slower than the rest"
-    explanation: ClassVar[str] = ("Warm-up (torch.compile, cuDNN autotuning, allocator growth, lazy "
-                                  "initialisation, first data loads) makes the first steps slow. stepscope "
+    explanation: ClassVar[str] = ("Warm-up (torch.compile, tf.function tracing, jax.jit compilation, cuDNN "
+                                  "autotuning, allocator growth, lazy initialisation, first data loads) makes "
+                                  "the first steps slow. stepscope "
                                   "excludes them from statistics; in short jobs they can dominate the run.")
     threshold: ClassVar[str] = (f"first step >= {FIRST_STEP_RATIO:g} × the median step and the warm-up steps' "
                                 f"excess over the median >= {FIRST_STEPS_MIN_S:g} s")
@@ -151,4 +152,29 @@ class LongFirstSteps:
                                             "ratio": first / median, "warmup_steps": warm,
                                             "excess_s": excess_s}
         return finding(self, inp, ev, per_step_s=None, total_s=excess_s, source="steps",
+                       suggestion=WARMUP_ADVICE.get(_compiler(inp)),
                        basis="the first step's excess over the median step (once per run)")
+
+
+_WARMUP_COMMON = ("warm data caches before timing; exclude the warm-up steps from benchmarks (stepscope does) and "
+                  "keep runs long enough to amortise them.")
+_WARMUP_TF = ("Keras / TensorFlow trace and compile the train function on its first call and again for every new "
+              "input shape (the partial last batch of an epoch: batch(..., drop_remainder=True) keeps one shape; "
+              "an input_signature on a tf.function avoids retracing); " + _WARMUP_COMMON)
+WARMUP_ADVICE: dict[str, str] = {
+    "tensorflow": _WARMUP_TF,
+    "jax": ("The first call of each jitted function compiles it, and every new input shape compiles it again "
+            "(the partial last batch of an epoch: pad it or drop it to keep one shape); JAX's persistent "
+            "compilation cache (jax.config.update('jax_compilation_cache_dir', DIR)) skips compiling in later "
+            "runs; " + _WARMUP_COMMON),
+}
+"""The long-first-steps remedy by what compiled the steps (:func:`_compiler`); PyTorch runs and Keras on the
+PyTorch backend get the rule's own suggestion."""
+
+
+def _compiler(inp: AdvisorInput) -> str:
+    """"tensorflow" or "jax" where the run's ``framework`` record says its steps ran there (Keras: its backend),
+    else "" (PyTorch, or no record)."""
+    rec = inp.summary.framework or {}
+    name = rec.get("backend") if rec.get("name") == "keras" else rec.get("name")
+    return name if isinstance(name, str) else ""

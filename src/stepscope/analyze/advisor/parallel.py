@@ -74,6 +74,21 @@ class CommNotOverlapped:
         sync = cf.sync_share if cf is not None else None
         if sync is not None:
             ev["peer_wait_share"] = sync
+        mpi = main is not None and is_mpi_op(main.op)
+        if main is not None and main.latency_bound and mpi:
+            ev["bound"] = "latency"
+            save = exposed * (1 - 1 / ACCUMULATION) * (1 - (sync or 0.0))
+            return finding(self, inp, ev, per_step_s=save, source=source,
+                           title="Communication is latency-bound: small collectives every step", suggestion=(
+                f"Each step sends only {nbytes(main.bytes_median)} per {main.op} call "
+                f"({main.calls_per_step:.3g} per step): the call's fixed latency and waiting for the other ranks "
+                "cost the time, not the bytes. Communicate less often (one call for several steps' data, e.g. "
+                f"the {main.op} every k steps), or start it early with its non-blocking form ({_nonblocking(main.op)}"
+                " / Isend, then Wait after independent work) so the wait overlaps with computation; a larger "
+                "payload per call costs little more."),
+                basis=(f"communicating once per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed "
+                       "communication" + (", less its share spent waiting for slower ranks (rank-imbalance)"
+                                          if sync else "")))
         if main is not None and main.latency_bound:
             ev["bound"] = "latency"
             save = exposed * (1 - 1 / ACCUMULATION) * (1 - (sync or 0.0))
@@ -91,7 +106,13 @@ class CommNotOverlapped:
                        + f"; the effective batch grows {ACCUMULATION}×"))
         save = min(exposed, room)
         suggestion = self.suggestion
-        if main is not None and main.latency_bound is False:
+        if main is not None and main.latency_bound is False and mpi:
+            ev["bound"] = "bandwidth"
+            suggestion = (f"{main.op} moves {nbytes(main.bytes_median)} per call: bandwidth-bound. Overlap it with "
+                          f"computation through its non-blocking form ({_nonblocking(main.op)}, Wait when the result "
+                          "is needed), send fewer bytes (float32 or bf16 instead of float64, only what changed) "
+                          "or communicate less often.")
+        elif main is not None and main.latency_bound is False:
             ev["bound"] = "bandwidth"
             suggestion = (f"{main.op} moves {nbytes(main.bytes_median)} per call: bandwidth-bound. Overlap it with "
                           "backward: DDP(..., bucket_cap_mb=...) (smaller first buckets start sooner), "
@@ -102,6 +123,21 @@ class CommNotOverlapped:
         return finding(self, inp, ev, per_step_s=save, source=source, suggestion=suggestion,
                        basis="exposed communication hidden behind the compute it could overlap with (upper "
                              "bound: no more than that compute's time per step)")
+
+
+_MPI_PICKLE_COLLECTIVES = frozenset({"bcast", "allreduce", "allgather", "alltoall", "scan", "exscan"})
+
+
+def is_mpi_op(op: str) -> bool:
+    """An mpi4py call's row (collect/mpi.py keeps mpi4py's method names: ``Bcast``, ``Iallreduce``, the pickle
+    API's ``bcast``, ``allreduce``); torch.distributed's are snake_case (``all_reduce``, ``broadcast``). The names
+    both share (``gather``, ``reduce``, ``barrier``, ``scatter``) count as torch.distributed."""
+    return op[:1].isupper() or op in _MPI_PICKLE_COLLECTIVES
+
+
+def _nonblocking(op: str) -> str:
+    """mpi4py's non-blocking form of a collective: ``Bcast`` -> ``Ibcast`` (an ``I...`` call stays itself)."""
+    return op if op[:1] == "I" and op[1:2].islower() else "I" + op[:1].lower() + op[1:]
 
 
 def nbytes(n: float | None) -> str:
