@@ -63,14 +63,38 @@ def count_calls(fn: Callable[[], Any], n: int) -> Counts:
     return Counts(py / n, c / n, Counter({k: v / n for k, v in by.items()}))
 
 
-def retained_blocks(fn: Callable[[], Any], n: int) -> float:
-    """Memory blocks still allocated after ``n`` runs of ``fn``, per run (GC collected before and after)."""
+def kept_blocks(fn: Callable[[], Any], n: int) -> float:
+    """Memory blocks allocated by stepscope's code during ``n`` runs of ``fn`` and still held after them,
+    per run (tracemalloc, attributed by the allocating line: a step's row until the flush takes it)."""
+    import tracemalloc
+
     gc.collect()
-    b0 = sys.getallocatedblocks()
-    for _ in range(n):
-        fn()
-    gc.collect()
-    return (sys.getallocatedblocks() - b0) / n
+    tracemalloc.start()
+    try:
+        for _ in range(n):
+            fn()
+        snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, PKG + "*")])
+    finally:
+        tracemalloc.stop()
+    return sum(st.count for st in snap.statistics("filename")) / n
+
+
+HOOKS = (("data loader", ("collect/loader.py", "collect/batch.py")), ("forward", ("collect/modules.py",)),
+         ("backward", ("collect/hooks.py:backward",)),
+         ("optimizer", ("collect/hooks.py:pre", "collect/hooks.py:post")),
+         ("phase nesting", ("collect/nesting.py",)),
+         ("step row + buffers", ("collect/session.py", "collect/buffers.py")),
+         ("per-step collectors", ("collect/comm.py", "collect/cuda.py", "collect/flops.py", "collect/window.py")))
+"""Each hook and the files (or file:function) whose calls are its own."""
+
+
+def by_hook(c: Counts) -> dict[str, float]:
+    """Python calls per step of each hook of :data:`HOOKS` (``other``: the rest)."""
+    out = dict.fromkeys([h for h, _ in HOOKS] + ["other"], 0.0)
+    for fn, n in c.by_function.items():
+        hook = next((h for h, keys in HOOKS if any(fn == k or fn.startswith(k + ":") for k in keys)), "other")
+        out[hook] += n
+    return out
 
 
 def training_step_fn(items: int = 48, features: int = 20) -> tuple[Callable[[], None], Any]:
@@ -117,7 +141,6 @@ def measure(steps: int = 200) -> dict[str, Any]:
     from stepscope.collect.session import current
 
     step, _model = training_step_fn()
-    bare_blocks = retained_blocks(step, steps)
     with tempfile.TemporaryDirectory() as store:
         os.environ.pop("STEPSCOPE_RUN_DIR", None)
         with stepscope.session(name="hot-path", store=store):
@@ -125,12 +148,16 @@ def measure(steps: int = 200) -> dict[str, Any]:
             for _ in range(3):  # discovery: the first step finds the model
                 step()
             calls = count_calls(step, steps)
-            hooked_blocks = retained_blocks(step, steps)
+            s = current()
+            assert s is not None
+            s.flush()
+            step_blocks = kept_blocks(step, steps)
             once = region_fn()
             once()  # the thread's region stack is made at its first region
             region = count_calls(once, steps)
-            region_blocks = retained_blocks(region_fn(), steps)
-    return {"step": calls, "step_blocks": hooked_blocks - bare_blocks, "region": region,
+            s.flush()
+            region_blocks = kept_blocks(once, steps)
+    return {"step": calls, "step_blocks": step_blocks, "region": region,
             "region_blocks": region_blocks}
 
 
@@ -139,12 +166,11 @@ def main() -> None:
     s: Counts = m["step"]
     r: Counts = m["region"]
     print(f"step: {s.py_calls:.1f} stepscope Python calls, {s.c_calls:.1f} C calls, "
-          f"{m['step_blocks']:.1f} blocks retained per step")
-    for k, v in s.by_function.most_common():
+          f"{m['step_blocks']:.1f} blocks kept per step until the flush")
+    for k, v in by_hook(s).items():
         print(f"    {v:6.1f}  {k}")
-    print(f"region: {r.py_calls:.1f} Python calls, {r.c_calls:.1f} C calls, {m['region_blocks']:.1f} blocks retained")
-    for k, v in r.by_function.most_common():
-        print(f"    {v:6.1f}  {k}")
+    print(f"region: {r.py_calls:.1f} Python calls, {r.c_calls:.1f} C calls, "
+          f"{m['region_blocks']:.1f} blocks kept until the flush")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ repeats is what survives a busy machine). The sum is the always-on cost of a ste
 Target (issue 20): <= 10 µs per step in total, a region enter/exit <= 0.5 µs.
 
     python benchmarks/hook_costs.py [--rounds 7] [--number 2000]
+
+The second table counts what stepscope's code does per step (Python calls, C calls, memory blocks kept),
+by hook: figures a loaded machine cannot move (benchmarks/_hotpath.py; tests/collect/test_hot_path.py
+holds them to a budget).
 """
 
 from __future__ import annotations
@@ -99,6 +103,27 @@ def main() -> None:
     fwd = max(0.0, (min(hooked["forward (3-module model)"]) - min(bare["forward (3-module model)"])) * 1e6)
     print(f"\nper step (fetch + forward + backward + optimizer step): {total - fwd:.2f} µs (target <= 10 µs)")
     print(f"region enter+exit: {min(region_ns):.0f} ns (target <= 500 ns)")
+    print_call_counts()
+
+
+def print_call_counts() -> None:
+    """The load-independent side (benchmarks/_hotpath.py): stepscope calls per step, by hook."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks._hotpath import by_hook, measure
+
+    m = measure()
+    step = m["step"]
+    print(f"\nstepscope's own work per step (does not move with machine load): {step.py_calls:.1f} Python calls, "
+          f"{step.c_calls:.1f} C calls, {m['step_blocks']:.1f} memory blocks kept until the flush")
+    print(f"{'hook':<24}{'Python calls':>14}")
+    for hook, n in by_hook(step).items():
+        print(f"{hook:<24}{n:>14.1f}")
+    r = m["region"]
+    print(f"region enter+exit: {r.py_calls:.1f} Python calls, {r.c_calls:.1f} C calls, "
+          f"{m['region_blocks']:.1f} blocks kept until the flush")
 
 
 if __name__ == "__main__":

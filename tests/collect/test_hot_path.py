@@ -13,8 +13,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from benchmarks._hotpath import count_calls, measure  # noqa: E402
-from stepscope.collect.buffers import STEP_COLS, Buffers  # noqa: E402
+from benchmarks._hotpath import count_calls, measure
+
+from stepscope.collect.buffers import STEP_COLS, Buffers
 
 STEP_PY_CALLS = 18
 """Budget of stepscope Python calls per DataLoader + Linear + SGD step (15 at the time of writing:
