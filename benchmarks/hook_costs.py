@@ -8,6 +8,10 @@ repeats is what survives a busy machine). The sum is the always-on cost of a ste
 Target (issue 20): <= 10 µs per step in total, a region enter/exit <= 0.5 µs.
 
     python benchmarks/hook_costs.py [--rounds 7] [--number 2000]
+
+The second table counts what stepscope's code does per step (Python calls, C calls, memory blocks kept),
+by hook: figures a loaded machine cannot move (benchmarks/_hotpath.py; tests/collect/test_hot_path.py
+holds them to a budget).
 """
 
 from __future__ import annotations
@@ -99,6 +103,85 @@ def main() -> None:
     fwd = max(0.0, (min(hooked["forward (3-module model)"]) - min(bare["forward (3-module model)"])) * 1e6)
     print(f"\nper step (fetch + forward + backward + optimizer step): {total - fwd:.2f} µs (target <= 10 µs)")
     print(f"region enter+exit: {min(region_ns):.0f} ns (target <= 500 ns)")
+    print("\nthe hook functions called directly (µs per call, minimum of repeats):")
+    for k, v in direct_hook_costs().items():
+        print(f"{k:<40}{v:>8.2f}µs")
+    print_call_counts()
+
+
+def direct_hook_costs(number: int = 20000) -> dict[str, float]:
+    """µs per call of the hook functions themselves, called directly in a session (no torch work around
+    them, so a busy machine moves the minimum far less than the hooked-vs-bare difference of a whole step):
+    the optimizer's pre + post hooks (they mark the step: one row, one StepState, the per-step collectors),
+    the model's forward pre + post hooks, and a backward through the wrapper around a no-op backward."""
+    import torch
+    from torch.optim import optimizer as optim_mod
+
+    import stepscope
+    from stepscope.collect import hooks
+    from stepscope.collect.session import current
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as store, stepscope.session(name="hook-direct", store=store):
+        s = current()
+        assert s is not None
+        ops = _setup()
+        for _ in range(3):
+            ops["forward + backward"]()
+            ops["optimizer step (step boundary)"]()
+        pre = list(optim_mod._global_optimizer_pre_hooks.values())[-1]
+        post = list(optim_mod._global_optimizer_post_hooks.values())[-1]
+        marker = _cell(post, "marker").cell_contents  # the optimizer that marks steps
+        watch = hooks._WATCH["modules"]
+        model = watch.models[0]
+        x = (torch.randn(48, 20),)
+
+        def optimizer_hooks() -> None:
+            pre(marker, (), {})
+            post(marker, (), {})
+
+        def forward_hooks() -> None:
+            watch._pre(model, x)
+            watch._post(model, x, None)
+
+        backward = torch.autograd.backward
+        orig = _cell(backward, "orig")
+        real = orig.cell_contents
+        orig.cell_contents = lambda *a, **k: None  # the wrapper's own work only
+        try:
+            out["backward wrapper"] = _cost(lambda: backward(None), number) * 1e6
+        finally:
+            orig.cell_contents = real
+        out["optimizer pre+post (marks the step)"] = _cost(optimizer_hooks, number) * 1e6
+        out["model forward pre+post"] = _cost(forward_hooks, number) * 1e6
+        out["region enter+exit"] = _cost(_region_once, number) * 1e6
+        out["empty Python call (reference)"] = _cost(lambda: None, number) * 1e6
+    return out
+
+
+def _cell(fn: Any, name: str) -> Any:
+    """The closure cell of ``fn`` holding its free variable ``name``."""
+    return fn.__closure__[fn.__code__.co_freevars.index(name)]
+
+
+def print_call_counts() -> None:
+    """The load-independent side (benchmarks/_hotpath.py): stepscope calls per step, by hook."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks._hotpath import by_hook, measure
+
+    m = measure()
+    step = m["step"]
+    print(f"\nstepscope's own work per step (does not move with machine load): {step.py_calls:.1f} Python calls, "
+          f"{step.c_calls:.1f} C calls, {m['step_blocks']:.1f} memory blocks kept until the flush")
+    print(f"{'hook':<24}{'Python calls':>14}")
+    for hook, n in by_hook(step).items():
+        print(f"{hook:<24}{n:>14.1f}")
+    r = m["region"]
+    print(f"region enter+exit: {r.py_calls:.1f} Python calls, {r.c_calls:.1f} C calls, "
+          f"{m['region_blocks']:.1f} blocks kept until the flush")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from stepscope.collect.options import ENV_DISABLE, ENV_RUN_DIR, Options
 from stepscope.collect.session import Session, current, set_current
-from stepscope.model.run import Run, RunStatus
 
 T = TypeVar("T")
 _perf = time.perf_counter_ns
@@ -45,6 +44,7 @@ def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | 
                 tags: dict[str, str] | None = None, store: str | None = None) -> Session:
     from stepscope.collect.bootstrap import attach
     from stepscope.collect.metadata import command_line, git_info, host_info, hostname, software_info
+    from stepscope.model.run import Run, RunStatus
     from stepscope.store import open_store
     from stepscope.store.rundir import process_start_ticks, write_end, write_manifest
 

@@ -30,7 +30,10 @@ def _first_tensor(obj: Any, depth: int = 0) -> Any:
 
 def batch_size(batch: Any) -> float | None:
     """First dimension of the batch's first tensor (dict keys like ``input_ids`` first); None if none."""
-    t = _first_tensor(batch)
+    # fast path, the common batch: a tensor or a tuple / list starting with one
+    t = batch[0] if (type(batch) is tuple or type(batch) is list) and batch else batch
+    if not (hasattr(t, "shape") and hasattr(t, "dtype")):
+        t = _first_tensor(batch)
     try:
         return float(t.shape[0]) if t is not None and len(t.shape) > 0 else None
     except Exception:

@@ -9,6 +9,10 @@ from typing import Any
 STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns", "forward_ns", "backward_ns",
              "optimizer_ns", "comm_ns", "device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
              "epoch", "phase")
+StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int]
+"""A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
+forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
+from ``step_device`` records at read time and are None here."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
@@ -18,28 +22,28 @@ class Buffers:
     """Lists per column per record kind. Appends are plain list appends (the GIL keeps them whole);
     ``drain`` swaps every list under a lock so a flush never sees half a row.
 
-    Regions, the one record a user can write thousands of times a step, take no lock: ``region_rows`` is a
-    deque (appends and pops are atomic), its rows hold raw perf-counter times, and ``drain`` converts them
-    to wall clock with ``wall_offset_ns`` (the session clock's fixed perf -> epoch offset)."""
+    Steps and regions, the records written on the training thread's hot path, take no lock: ``step_rows``
+    and ``region_rows`` are deques (appends and pops are atomic, so a flush takes whole rows only and
+    leaves rows appended meanwhile for the next one), their rows are tuples holding raw perf-counter times,
+    and ``drain`` turns them into columns, converting times to wall clock with ``wall_offset_ns`` (the
+    session clock's fixed perf -> epoch offset)."""
 
     def __init__(self, wall_offset_ns: int = 0) -> None:
         self.lock = threading.Lock()
         self.wall_offset_ns = wall_offset_ns
         self.region_rows: deque[tuple[str, int, int, int, int]] = deque()
         """(path, step, perf start ns, perf end ns, depth)"""
+        self.step_rows: deque[StepRow] = deque()
         self._reset()
 
     def _reset(self) -> None:
-        self.steps: dict[str, list[Any]] = {c: [] for c in STEP_COLS}
         self.metrics: dict[str, list[Any]] = {c: [] for c in METRIC_COLS}
         self.comm: dict[str, list[Any]] = {c: [] for c in COMM_COLS}
         self.samples: list[dict[str, Any]] = []
         self.other: list[dict[str, Any]] = []
 
-    def add_step(self, row: dict[str, Any]) -> None:
-        with self.lock:
-            for c in STEP_COLS:
-                self.steps[c].append(row.get(c))
+    def add_step(self, row: StepRow) -> None:
+        self.step_rows.append(row)
 
     def add_region(self, path: str, step: int, t0_perf: int, t1_perf: int, depth: int) -> None:
         self.region_rows.append((path, step, t0_perf, t1_perf, depth))
@@ -68,12 +72,12 @@ class Buffers:
     def drain(self) -> list[dict[str, Any]]:
         """Everything buffered so far as record lines, leaving the buffers empty."""
         with self.lock:
-            steps, metrics, comm = self.steps, self.metrics, self.comm
+            metrics, comm = self.metrics, self.comm
             samples, other = self.samples, self.other
             self._reset()
-        q = self.region_rows
-        rows = [q.popleft() for _ in range(len(q))]  # rows appended meanwhile wait for the next drain
         off = self.wall_offset_ns
+        steps = _step_cols(_take(self.step_rows), off)
+        rows = _take(self.region_rows)
         regions: dict[str, list[Any]] = {
             "path": [r[0] for r in rows], "step": [r[1] for r in rows], "start_ns": [r[2] + off for r in rows],
             "duration_ns": [r[3] - r[2] for r in rows], "depth": [r[4] for r in rows]}
@@ -88,3 +92,18 @@ class Buffers:
             out.append({"kind": "samples", "cols": {n: [s.get(n) for s in samples] for n in names}})
         out.extend(other)
         return out
+
+
+def _take(q: deque[Any]) -> list[Any]:
+    """The rows in ``q`` now, removed from it; rows appended meanwhile wait for the next drain."""
+    return [q.popleft() for _ in range(len(q))]
+
+
+def _step_cols(rows: list[StepRow], off: int) -> dict[str, list[Any]]:
+    none: list[Any] = [None] * len(rows)
+    cols: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(12)]
+    index, start, end, samples, tokens, wait, fwd, bwd, opt, comm, epoch, phase = cols
+    return {"index": index, "start_ns": [t + off for t in start], "end_ns": [t + off for t in end],
+            "samples": samples, "tokens": tokens, "data_wait_ns": wait, "forward_ns": fwd, "backward_ns": bwd,
+            "optimizer_ns": opt, "comm_ns": comm, "device_ns": none, "mem_allocated_peak_bytes": list(none),
+            "mem_reserved_peak_bytes": list(none), "epoch": epoch, "phase": phase}

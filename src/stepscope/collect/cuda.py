@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from stepscope.collect.session import Session
+from stepscope.collect.session import DONE, Session
 
 
 class CudaStepTimer:
@@ -27,7 +27,14 @@ class CudaStepTimer:
     def usable() -> bool:
         import torch
 
-        return bool(torch.cuda.is_available() and torch.cuda.is_initialized())  # type: ignore[no-untyped-call]
+        return bool(torch.cuda.is_initialized() and torch.cuda.is_available())  # type: ignore[no-untyped-call]
+
+    @staticmethod
+    def available() -> bool:
+        """A GPU this process can use (fixed for the process: torch caches the device count)."""
+        import torch
+
+        return bool(torch.cuda.is_available())
 
     def on_step(self) -> None:
         torch = self.torch
@@ -61,15 +68,16 @@ def install_cuda_timer(session: Session) -> None:
     """Per-step CUDA timing, once CUDA is in use (checked at each boundary, cheap)."""
     holder: dict[str, CudaStepTimer] = {}
 
-    def on_step() -> None:
+    def on_step() -> object:
         timer = holder.get("t")
         if timer is None:
             if not CudaStepTimer.usable():
-                return
+                return DONE if not CudaStepTimer.available() else None  # no GPU: never checked again
             timer = holder["t"] = CudaStepTimer(session)
             session.timing = "cuda_events"
             session.update_stream(timing="cuda_events")
             session.closers.insert(0, lambda: timer.drain(block=True))
         timer.on_step()
+        return None
 
     session.extras.append(on_step)

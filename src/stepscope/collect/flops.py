@@ -31,7 +31,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from stepscope.collect.session import Session
+from stepscope.collect.session import DONE, Session
 
 MEASURE_STEP = 2
 """Index of the training step measured (steps 0 and 1 are warm-up: allocation, autotuning, caches)."""
@@ -257,12 +257,13 @@ def install_flop_meter(session: Session) -> None:
         return
     meter = FlopMeter(session)
 
-    def on_step() -> None:
+    def on_step() -> object:
         try:
             meter.on_step()
         except Exception as e:
             meter.close()
             session.warn_once("flops", f"FLOPs per step could not be measured ({e})")
+        return DONE if meter.done else None
 
     session.extras.append(on_step)
     session.closers.append(meter.close)

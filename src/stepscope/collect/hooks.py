@@ -77,33 +77,45 @@ def _install_optimizer_hooks(session: Session) -> None:
     from stepscope.collect import nesting
 
     perf = time.perf_counter_ns
-    state: dict[str, Any] = {"marker": None, "span": None, "depth": 0}
     fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
+    marker: Any = None
+    span: nesting.Span | None = None
+    depth = 0
+    adopted: set[int] = set()
+    """ids of the optimizers whose models are watched already (ModuleWatch.adopt is asked once each)"""
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
-        if state["depth"] == 0:
-            state["span"] = nesting.enter(session)
-        state["depth"] += 1
+        nonlocal span, depth
+        if depth == 0:
+            span = nesting.enter(session)
+        depth += 1
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
+        nonlocal marker, depth
         t1 = perf()
-        state["depth"] -= 1
-        if state["depth"] or session.disabled:
+        depth -= 1
+        if depth or session.disabled:
             return
         try:
             if fault:
                 raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
             # own time only: a closure (Lightning) runs forward and backward inside the step
-            session.step.optimizer += nesting.own_time(session, state["span"], t1)
+            session.step.optimizer += nesting.own_time(session, span, t1)  # type: ignore[arg-type]
+            if opt is marker:
+                session.mark_step(t1, source="optimizer")
+                return
             watch = _WATCH.get("modules")
-            if state["marker"] is None:
-                state["marker"] = opt
+            if marker is None:
+                marker = opt
                 if watch is not None:
                     watch.finish(opt)
-            elif watch is not None:
-                watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
-            if opt is state["marker"]:
+                    watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
+                adopted.add(id(opt))
                 session.mark_step(t1, source="optimizer")
+            elif id(opt) not in adopted:
+                adopted.add(id(opt))
+                if watch is not None:
+                    watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
         except Exception as e:
             session.warn_once("optimizer", f"step marking failed ({e})")
 
@@ -130,8 +142,9 @@ def _install_backward_hook(session: Session) -> None:
             return orig(*args, **kwargs)
         finally:
             try:
+                t1 = perf()
                 st = session.step
-                st.backward += nesting.own_time(session, span, perf())
+                st.backward += nesting.own_time(session, span, t1)
                 if st.start is None:
                     st.start = span[2]
                 if not session.active and not session.disabled:

@@ -89,29 +89,47 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
             raise
         t1 = perf()
+        s = session
+        if s.disabled:
+            return batch
         try:
-            if session.disabled:
-                return batch
-            epoch = _epoch_of(self, confirm, passes)
-            if epoch is not None:
-                session.step.epoch = epoch  # the step in progress only: see Session.mark_step
-            if session.api_fetch:  # stepscope.steps() times this fetch itself
-                return batch
-            session.touch(t0)
-            session.activate()
-            n = batch_size(batch)
-            st = session.step
+            st = s.step
             key = getattr(self, "_stepscope_loader", None)
-            if key is not None and getattr(self, "_stepscope_batches", 0) == 1:
+            if key is not None:  # count the batch on its pass; the pass's epoch (provisional until confirmed)
+                nb = self._stepscope_batches = self._stepscope_batches + 1
+                epoch = self._stepscope_epoch
+                if epoch is None:
+                    if nb >= 2:
+                        confirm(self)
+                        epoch = self._stepscope_epoch
+                    else:
+                        epoch = passes.get(key, 0)
+                st.epoch = epoch  # the step in progress only: see Session.mark_step
+            if s.api_fetch:  # stepscope.steps() times this fetch itself
+                return batch
+            if not s.active and not s.activate():
+                return batch
+            n = batch_size(batch)
+            if key is not None and nb == 1:
                 prev = first_batch.get(key)
                 if prev is not None and prev[0] != self._stepscope_token and prev[1] is st and st.samples >= prev[2]:
                     st.samples -= prev[2]  # the earlier iterator was a peek at the batch, not trained on
                 first_batch[key] = (self._stepscope_token, st, n or 0.0)
-            if not st.fetched and st.samples:
-                st.samples = 0.0  # read from a forward input before this batch came: the batches count
-            session.add_fetch(t0, t1, n, batch_tokens(batch))
+            # Session.add_fetch written out (the per-batch hot path)
+            if st.start is None:
+                st.start = t0
+            if not st.fetched:
+                st.fetched = True
+                st.samples = 0.0  # samples read from a forward input before this batch came: the batches count
+            st.data_wait += t1 - t0
+            if n:
+                st.samples += n
+            if isinstance(batch, dict):
+                tokens = batch_tokens(batch)
+                if tokens:
+                    st.tokens += tokens
         except Exception as e:
-            session.warn_once("loader", f"DataLoader timing failed ({e})")
+            s.warn_once("loader", f"DataLoader timing failed ({e})")
         return batch
 
     def __iter__(self: Any) -> Any:
@@ -142,15 +160,3 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         _BATCHES.clear()
 
     undo.append(restore)
-
-
-def _epoch_of(it: Any, confirm: Callable[[Any], None], passes: dict[int, int]) -> int | None:
-    """Count the batch on its iterator; the epoch of its pass (provisional until confirmed)."""
-    key = getattr(it, "_stepscope_loader", None)
-    if key is None:
-        return None
-    it._stepscope_batches += 1
-    if it._stepscope_epoch is None and it._stepscope_batches >= 2:
-        confirm(it)
-    epoch: int | None = it._stepscope_epoch
-    return passes.get(key, 0) if epoch is None else epoch

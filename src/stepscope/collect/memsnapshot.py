@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.collect.session import Session
-from stepscope.store.rundir import ARTIFACTS
 
 MAX_ENTRIES = 200_000
 """Ring-buffer size of the allocator history (older entries are dropped first)."""
@@ -32,6 +31,8 @@ NO_GPU = "--memory-snapshot needs a CUDA GPU: this process has none, so no memor
 
 
 def snapshot_path(run_dir: Path, rank: int) -> Path:
+    from stepscope.store.rundir import ARTIFACTS  # here: the store is not imported before a run records
+
     return run_dir / ARTIFACTS / "memory" / f"rank{rank}.pickle"
 
 

@@ -32,7 +32,6 @@ from stepscope.collect import nesting
 from stepscope.collect.batch import batch_size
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
-from stepscope.model.tables import Phase
 
 DISCOVERY_LIMIT = 5000
 """Top-level forward calls watched before giving up on discovery (an inference-only script)."""
@@ -116,17 +115,19 @@ class ModuleWatch:
         if self.depth == 0:
             t0 = time.perf_counter_ns()
             s = self.session
-            s.touch(t0)
-            try:
-                st = s.step
-                if not st.fetched and self.sampled is not st and s.options.samples_per_step is None:
-                    self.sampled = st
-                    n = batch_size(args)
-                    if n:
-                        st.samples = n
-            except Exception as e:
-                s.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
-            self.span = nesting.enter(s, t0)
+            st = s.step
+            if st.start is None:
+                st.start = t0
+            if not st.fetched and self.sampled is not st:
+                try:
+                    if s.options.samples_per_step is None:
+                        self.sampled = st
+                        n = batch_size(args)
+                        if n:
+                            st.samples = n
+                except Exception as e:
+                    s.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
+            self.span = (st, st.data_wait + st.forward + st.backward + st.optimizer + st.comm, t0)  # nesting.enter
         self.depth += 1
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
@@ -147,7 +148,9 @@ class ModuleWatch:
                 self.calls += 1
                 if self.calls > DISCOVERY_LIMIT:
                     self.finish(None)
-            elif s.step_source == "optimizer" and not module.training and not self.torch.is_grad_enabled():
+            elif not module.training and s.step_source == "optimizer" and not self.torch.is_grad_enabled():
+                from stepscope.model.tables import Phase  # here: numpy is not imported at start-up for it
+
                 s.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
         except Exception as e:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")

@@ -23,14 +23,17 @@ def attributed(st: Any) -> int:
 
 def enter(session: Any, t0: int | None = None) -> Span:
     st = session.step
-    return st, attributed(st), time.perf_counter_ns() if t0 is None else t0
+    return (st, st.data_wait + st.forward + st.backward + st.optimizer + st.comm,
+            time.perf_counter_ns() if t0 is None else t0)
 
 
 def own_time(session: Any, span: Span, t1: int) -> int:
     """Wall time since ``span`` began minus what other phases took meanwhile (a step boundary inside
-    the span included: the time attributed after entry to the old step, and all of the new one's)."""
+    the span included: the time attributed after entry to the old step, and all of the new one's).
+    (``attributed`` written out: this runs several times a step.)"""
     st0, a0, t0 = span
-    nested = attributed(st0) - a0
-    if session.step is not st0:
-        nested += attributed(session.step)
-    return max(0, t1 - t0 - nested)
+    nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
+    st = session.step
+    if st is not st0:
+        nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+    return max(0, int(t1 - t0 - nested))

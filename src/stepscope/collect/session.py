@@ -16,17 +16,20 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.collect.buffers import Buffers
 from stepscope.collect.clock import Clock
 from stepscope.collect.options import Options
-from stepscope.model.run import RankStream
-from stepscope.model.tables import Phase
-from stepscope.store.rundir import RANKS, RecordWriter, stream_header
+
+if TYPE_CHECKING:  # imported when the session opens: a dormant session (every process) stays light
+    from stepscope.model.run import RankStream
+    from stepscope.store.rundir import RecordWriter
 
 log = logging.getLogger("stepscope")
 _NAN = float("nan")
+DONE = "done"
+"""What a per-step callback (``Session.extras``) returns when it has nothing left to do."""
 
 
 def detect_rank() -> tuple[int, int, int]:
@@ -112,8 +115,9 @@ class Session:
         self.region_stack: list[str] = []
         self.timing = "cpu_wall"
         self.stream: RankStream | None = None
-        self.extras: list[Callable[[], None]] = []
-        """Per-step callbacks (CUDA events, profiler window) run at each step boundary."""
+        self.extras: list[Callable[[], object]] = []
+        """Per-step callbacks (CUDA events, profiler window) run at each step boundary; one that returns
+        :data:`DONE` is not called again."""
         self.closers: list[Callable[[], None]] = []
         self._warned: set[str] = set()
         self._writer: RecordWriter | None = None
@@ -150,6 +154,8 @@ class Session:
 
     def _open(self) -> None:
         from stepscope.collect.metadata import gpus_from_torch, software_info
+        from stepscope.model.run import RankStream
+        from stepscope.store.rundir import RANKS, RecordWriter, stream_header
 
         rank, local_rank, world = detect_rank()
         self._writer = RecordWriter.create_rank_file(self.run_dir / RANKS, rank, os.getpid())
@@ -254,6 +260,8 @@ class Session:
         except Exception:
             # the disk is still full: give up what is pending and try the few bytes that say so
             writer.drop_pending()
+            from stepscope.store.rundir import stream_header
+
             head = [stream_header(self.stream)] if self.stream is not None and writer.size() == 0 else []
             try:
                 writer.append(head + self._lost_note(writer) + [end])
@@ -325,13 +333,17 @@ class Session:
             if self.active:
                 self.update_stream(step_source=source)
 
-    def mark_step(self, t: int, *, source: str, phase: Phase = Phase.TRAIN) -> None:
-        """End the step in progress at perf time ``t`` (ignored unless ``source`` owns the steps)."""
-        if self.step_source is None:
+    def mark_step(self, t: int, *, source: str, phase: int = 0) -> None:
+        """End the step in progress at perf time ``t`` (ignored unless ``source`` owns the steps);
+        ``phase`` is a ``model.tables.Phase`` (TRAIN: 0, the default).
+
+        The hot path of every hook: one tuple appended (no dict, no lock, no clock call; times stay
+        perf-counter ns until the flush converts them) and one new StepState."""
+        if source != self.step_source:
+            if self.step_source is not None:
+                return
             self.set_step_source(source)
-        elif source != self.step_source:
-            return
-        if not self.activate():
+        if not self.active and not self.activate():
             return
         st = self.step
         start = t if st.start is None else st.start
@@ -339,18 +351,12 @@ class Session:
         samples = o.samples_per_step if o.samples_per_step is not None else (
             st.samples if st.fetched or st.samples else _NAN)  # samples: from a batch or the forward input
         tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
-        index = self.step_index if phase == Phase.TRAIN else self.val_index
-        self.buffers.add_step({
-            "index": index, "start_ns": self.clock.wall(start), "end_ns": self.clock.wall(t),
-            "samples": samples, "tokens": tokens,
-            "data_wait_ns": st.data_wait if st.fetched else _NAN,
-            "forward_ns": st.forward if st.forward else _NAN,
-            "backward_ns": st.backward if st.backward else _NAN,
-            "optimizer_ns": st.optimizer if st.optimizer else _NAN,
-            "comm_ns": st.comm if st.comm else _NAN,
-            "epoch": st.epoch, "phase": int(phase),
-        })
-        if phase != Phase.TRAIN:
+        train = phase == 0
+        self.buffers.step_rows.append((
+            self.step_index if train else self.val_index, start, t, samples, tokens,
+            st.data_wait if st.fetched else _NAN, st.forward or _NAN, st.backward or _NAN, st.optimizer or _NAN,
+            st.comm or _NAN, st.epoch, 0 if train else 1))
+        if not train:
             self.val_index += 1
             self.step = StepState(t, self.epoch)  # a validation step: no per-step collector runs
             return
@@ -358,13 +364,16 @@ class Session:
         if st.epoch >= 0:
             self.epoch = st.epoch  # the training loader's epoch; a validation loader never sets it
         self.step = StepState(t, self.epoch)
+        retired = None
         for cb in self.extras:
             try:
-                cb()
+                if cb() is not DONE:
+                    continue
             except Exception as e:
-                self.extras.remove(cb)
                 self.warn_once(f"extra:{cb!r}", f"a per-step collector failed and was turned off ({e})")
-                break
+            retired = [cb] if retired is None else [*retired, cb]  # failed or done: not called again
+        if retired is not None:
+            self.extras = [cb for cb in self.extras if cb not in retired]
 
     def add_fetch(self, t0: int, t1: int, samples: float | None, tokens: float | None) -> None:
         st = self.step

@@ -1,0 +1,87 @@
+"""The zero-code hooks' per-step work, held to a budget without timing anything.
+
+A timing test either flakes on a busy machine or allows so much that it catches nothing; the number of
+Python calls stepscope's code makes per training step, and the C functions it calls, do not depend on the
+load. benchmarks/_hotpath.py counts them (sys.setprofile); benchmarks/hook_costs.py turns them into µs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("torch")
+
+from benchmarks._hotpath import count_calls, measure
+
+from stepscope.collect.buffers import STEP_COLS, Buffers
+
+STEP_PY_CALLS = 18
+"""Budget of stepscope Python calls per DataLoader + Linear + SGD step (15 at the time of writing:
+the loader's __next__ and batch_size, the module pre/post hooks, backward, optimizer pre/post, mark_step,
+a StepState, nesting's enter/own_time, one per-step collector; 39 before issue 20)."""
+STEP_C_CALLS = 25
+"""Budget of C calls made by stepscope code per step (19 at the time of writing; 56 before issue 20)."""
+
+
+@pytest.fixture(scope="module")
+def counts() -> dict[str, object]:
+    return measure(steps=60)
+
+
+def test_step_calls_within_budget(counts: dict[str, object]) -> None:
+    step = counts["step"]
+    listing = "\n".join(f"{v:5.1f} {k}" for k, v in step.by_function.most_common())  # type: ignore[attr-defined]
+    assert step.py_calls <= STEP_PY_CALLS, listing  # type: ignore[attr-defined]
+    assert step.c_calls <= STEP_C_CALLS, listing  # type: ignore[attr-defined]
+    # the hooks did run (a budget met by hooks that never fire would prove nothing)
+    for fn in ("loader.py:__next__", "hooks.py:backward", "hooks.py:post", "session.py:mark_step"):
+        # once a step (the loader's also once per pass, at its end)
+        assert 1.0 <= step.by_function[f"collect/{fn}"] <= 1.1, listing  # type: ignore[attr-defined]
+
+
+def test_region_is_three_python_calls(counts: dict[str, object]) -> None:
+    region = counts["region"]
+    assert region.py_calls <= 3.0  # region(), __enter__, __exit__: nothing else  # type: ignore[attr-defined]
+    assert region.c_calls <= 6.0  # type: ignore[attr-defined]
+
+
+def test_counter_sees_calls() -> None:
+    """The counter attributes calls to stepscope's files only, one per call."""
+    from stepscope.collect import nesting
+
+    class St:
+        data_wait = forward = backward = optimizer = comm = 1
+
+    class S:
+        step = St()
+
+    c = count_calls(lambda: nesting.enter(S()), 10)
+    assert c.py_calls == 1.0 and c.c_calls == 1.0  # enter() and its perf_counter_ns()
+    assert c.by_function == {"collect/nesting.py:enter": 1.0}
+
+
+def test_flush_takes_whole_step_rows_while_a_thread_appends() -> None:
+    """Steps take no lock: a drain running while rows are appended gets each row once, whole."""
+    b = Buffers(wall_offset_ns=1000)
+    n = 20000
+
+    def writer() -> None:
+        for i in range(n):
+            b.add_step((i, i, i + 1, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0, 0))
+
+    t = threading.Thread(target=writer)
+    t.start()
+    got: list[dict[str, list[object]]] = []
+    while t.is_alive():
+        got.extend(r["cols"] for r in b.drain() if r["kind"] == "steps")
+    t.join()
+    got.extend(r["cols"] for r in b.drain() if r["kind"] == "steps")
+    assert all(list(cols) == list(STEP_COLS) for cols in got)
+    index = [i for cols in got for i in cols["index"]]
+    assert index == list(range(n))
+    starts = [s for cols in got for s in cols["start_ns"]]
+    assert starts == [i + 1000 for i in range(n)]  # converted to wall clock at the drain
+    assert all(len(set(map(len, cols.values()))) == 1 for cols in got)  # no half row
+    assert all(x is None for cols in got for x in cols["device_ns"])
