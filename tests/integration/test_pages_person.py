@@ -5,7 +5,7 @@ page of two real runs, and the dashboard of a real store (runs list, regressions
 On every page: each section there, every chart drawn, no text box of an axis title, tick, bar label, legend or
 caption over another on ANY chart, no console error, no network request; drag-to-zoom narrows a chart's
 visible range. The two reports stay under 1.5 MB. Screenshots go to $STEPSCOPE_SCREENSHOTS (else a temporary
-folder): the whole page and the first viewport of each."""
+folder): the first viewport of each page at each width."""
 
 from __future__ import annotations
 
@@ -49,6 +49,29 @@ TEXT_BOXES_JS = """() => {
   });
   return {checked: checked, overlaps: out};
 }"""
+
+CANVAS_TEXT_INIT = """(() => {
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  window.__canvasText = [];
+  CanvasRenderingContext2D.prototype.fillText = function (t, x, y, ...rest) {
+    const w = this.measureText(String(t)).width, al = this.textAlign;
+    const left = al === 'right' || al === 'end' ? x - w : al === 'center' ? x - w / 2 : x;
+    window.__canvasText.push({canvas: this.canvas, text: String(t), left: left, right: left + w});
+    return fill.call(this, t, x, y, ...rest);
+  };
+})()"""
+
+CANVAS_TEXT_OUTSIDE_JS = """() => {
+  const out = [];
+  for (const [id, u] of Object.entries(window.stepscope.charts || {})) {
+    const l = u.bbox.left, r = u.bbox.left + u.bbox.width;
+    window.__canvasText.filter(e => e.canvas === u.ctx.canvas && e.text.trim() && (e.left < l - 1 || e.right > r + 1))
+      .forEach(e => out.push(id + ': "' + e.text + '" drawn at ' + Math.round(e.left) + '..' + Math.round(e.right)
+                             + ' outside the plot ' + Math.round(l) + '..' + Math.round(r)));
+  }
+  return out;
+}"""
+"""Text drawn on a chart's canvas (shade and rule labels) lies inside the plot, never over the tick labels."""
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +140,12 @@ def _zoom(page: Any, chart: str) -> None:
 
 
 def _look(chromium: Any, path: Path, name: str, sections: tuple[str, ...], zoom: str | None, shots: Path, *,
-          charts: bool = True) -> None:
-    """Open ``path`` at each width; every check of the module docstring; screenshots (the first viewport at
-    each width, the whole page at the widest)."""
+          charts: bool = True, focus: str | None = None) -> None:
+    """Open ``path`` at each width; every check of the module docstring; a screenshot of the viewport (at the
+    top of the page, or with section ``focus`` at the top: the pictures of docs/reports.md)."""
     for width in WIDTHS:
         viewer = Viewer(chromium, width)
+        viewer.page.add_init_script(CANVAS_TEXT_INIT)
         page = viewer.open(path)
         page.wait_for_function("n => { const f = document.querySelectorAll('figure.ss-plot'); return f.length >= n "
                                "&& [...f].every(e => e.dataset.drawn === '1'); }", arg=int(charts), timeout=10_000)
@@ -131,10 +155,10 @@ def _look(chromium: Any, path: Path, name: str, sections: tuple[str, ...], zoom:
         assert (boxes["checked"] > 0) == charts and boxes["overlaps"] == [], (name, width, boxes["overlaps"])
         if zoom is not None:
             _zoom(page, zoom)
-        page.evaluate("() => window.scrollTo(0, 0)")
+        assert page.evaluate(CANVAS_TEXT_OUTSIDE_JS) == [], (name, width)
+        page.evaluate("f => { if (f) { document.getElementById(f).scrollIntoView(); window.scrollBy(0, -40); } "
+                      "else window.scrollTo(0, 0); }", focus)
         page.screenshot(path=str(shots / f"{name}_{width}.png"))
-        if width == WIDTHS[0]:
-            page.screenshot(path=str(shots / f"{name}_{width}_full.png"), full_page=True)
         assert viewer.errors == [] and viewer.requests == [] and viewer.refused == [], (name, width)
         viewer.page.close()
 
@@ -153,7 +177,8 @@ def test_report_of_a_profiled_run(chromium: Any, pages: dict[str, Path], tmp_pat
             assert not re.search(r"_(pct|bytes|bps|ns)$", series["label"]), (ident, series["label"])
     assert specs["plot-throughput"]["series"][0]["smooth"] > 1
     assert specs["plot-throughput"]["yAxis"]["unit"] == "samples/s"
-    _look(chromium, pages["report"], "report", REPORT_SECTIONS, "plot-step-time", screenshots_dir(tmp_path))
+    _look(chromium, pages["report"], "report", REPORT_SECTIONS, "plot-step-time", screenshots_dir(tmp_path),
+          focus="speed")
 
 
 def test_report_of_a_run_with_an_imported_gpu_trace(chromium: Any, pages: dict[str, Path], tmp_path: Path) -> None:
@@ -164,7 +189,8 @@ def test_report_of_a_run_with_an_imported_gpu_trace(chromium: Any, pages: dict[s
     for heading in ("Temporal breakdown", "GPU idle time by cause", "Time per profiler step", "Kernel launches",
                     "Memory copies and sets", "Overlap and utilisation", "CPU operators"):
         assert heading in html, heading
-    _look(chromium, pages["gpu"], "report-gpu", REPORT_SECTIONS, "plot-step-time", screenshots_dir(tmp_path))
+    _look(chromium, pages["gpu"], "report-gpu", REPORT_SECTIONS, "plot-step-time", screenshots_dir(tmp_path),
+          focus="kernels")
 
 
 def test_diff_of_two_real_runs(chromium: Any, pages: dict[str, Path], tmp_path: Path) -> None:
