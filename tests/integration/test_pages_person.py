@@ -207,6 +207,12 @@ def test_dashboard_pages(chromium: Any, pages: dict[str, Path], tmp_path: Path) 
     viewer = Viewer(chromium, 1400)
     page = viewer.open(pages["regressions"])
     assert page.locator('#ss-regressions tr[data-metric="step_time_median_s"]').count() >= 1
+    # commit, change and verdict cells are one line each: never "regressi / on"
+    lines = page.evaluate("() => [...document.querySelectorAll('#ss-regressions td.mono, "
+                          "#ss-regressions td.ss-nowrap')].map(td => { const r = document.createRange(); "
+                          "r.selectNodeContents(td); "
+                          "return [td.textContent, r.getClientRects().length]; })")
+    assert lines and all(n == 1 for _, n in lines), lines
     page = viewer.open(pages["history"])
     page.wait_for_selector("figure.ss-plot[data-drawn='1'][data-kind=xy]")
     chart = page.locator("figure.ss-plot[data-kind=xy]").first.get_attribute("id")
