@@ -6,21 +6,8 @@ import json
 import math
 import re
 
-from stepscope.report.html import (
-    Band,
-    Col,
-    Section,
-    Series,
-    bar_chart,
-    esc,
-    heatmap,
-    json_for_script,
-    json_script,
-    line_chart,
-    render_page,
-    table,
-    tiles,
-)
+from stepscope.report.html import Col, Section, esc, json_for_script, json_script, render_page, table, tiles
+from stepscope.report.html.charts import Axis, Band, Bars, Series, bar_chart, heat_map, xy_chart
 
 HOSTILE = "<script>alert(1)</script>&\u2028\u2029'\""
 
@@ -42,7 +29,7 @@ def test_json_for_script_cannot_close_the_script_and_round_trips() -> None:
 
 
 def test_page_escapes_title_and_keeps_one_script_pair_per_block() -> None:
-    body = line_chart(HOSTILE, [0, 1], [Series(HOSTILE, [1.0, 2.0])], xlabel="step", ylabel="t", yunit="ns")
+    body = xy_chart(HOSTILE, [0, 1], [Series(HOSTILE, [1.0, 2.0])], x_axis=Axis("step"), y_axis=Axis("t", "ns"))
     page = render_page(HOSTILE, [Section("s", HOSTILE, body + tiles([(HOSTILE, HOSTILE, HOSTILE)]), note=HOSTILE)],
                        subtitle=HOSTILE, badge="failed")
     assert "<script>alert(1)" not in page
@@ -54,14 +41,14 @@ def test_page_escapes_title_and_keeps_one_script_pair_per_block() -> None:
 
 
 def test_plot_specs_embed_the_data() -> None:
-    html = line_chart("t", [0, 1, 2], [Series("a", [1, None, 3])], xlabel="step", ylabel="time", yunit="ns",
-                      stacked=True, bands=[Band(0, 1, "warm-up")])
+    html = xy_chart("t", [0, 1, 2], [Series("a", [1, None, 3])], x_axis=Axis("step"), y_axis=Axis("time", "ns"),
+                    stacked=True, shades=[Band(0, 1, "warm-up")])
     spec = json.loads(re.search(r'class="ss-spec">(.*?)</script>', html).group(1))  # type: ignore[union-attr]
     assert spec["kind"] == "xy" and spec["series"][0]["y"] == [1, None, 3] and spec["stacked"] is True
     assert spec["shades"] == [{"color": None, "label": "warm-up", "x0": 0, "x1": 1}]
-    bar = bar_chart("b", ["k"], [("s", [2.0])], ylabel="time", yunit="ns")
+    bar = bar_chart("b", ["k"], [Bars("s", [2.0])], axis=Axis("time", "ns"))
     assert '"kind":"bars"' in bar
-    hm = heatmap("h", ["0"], ["0"], [[math.nan]], xlabel="r", ylabel="r")
+    hm = heat_map("h", ["0"], ["0"], [[math.nan]], x_title="r", y_title="r")
     assert '"values":[[null]]' in hm
 
 

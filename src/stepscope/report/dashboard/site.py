@@ -94,7 +94,8 @@ align-items:center}.ss-links select,.ss-filters select{padding:3px 6px;max-width
 .ss-btn[aria-pressed=true]{background:#2b6cb0;border-color:#2b6cb0;color:#fff;font-weight:600}
 .ss-toggles span{margin-right:6px;color:#4a5568}.ss-pager button{margin-right:6px}
 .ss-up{color:#c53030;font-weight:600}.ss-down{color:#2f855a;font-weight:600}
-.ss-table-wrap{overflow-x:auto}.ss-steps td.mono,.ss-steps td.ss-nowrap{white-space:nowrap;word-break:normal}"""
+.ss-table-wrap{overflow-x:auto}
+table.ss-table.ss-steps td.mono,table.ss-table.ss-steps td.ss-nowrap{white-space:nowrap;word-break:normal}"""
 
 
 _SLUG_MAX = 100

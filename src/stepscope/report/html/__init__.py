@@ -22,18 +22,10 @@ Page layout
     ``tiles([(label, value, hint|None)])``      headline-number cards.
     ``kv_table([(key, value)])``, ``notice(msg, level="info"|"warn"|"bad")``, ``heading(text)``,
     ``paragraph(text)``, ``details(summary, body_html, open_=False)``, ``grid(*blocks_html)``.
-Plots (each returns a <figure class="ss-plot"> with its spec as JSON; drawn on load by charts.js: round
-ticks in human units, axis titles with the unit, legend, tooltips, drag-to-zoom with reset). These keep
-their old signatures; new code calls ``stepscope.report.html.charts`` (``xy_chart``, ``bar_chart``,
-``heat_map``, ``Axis``, ``Series``, ``Bars``; see its docstring) directly.
-    ``line_chart(title, x, [Series(name, y, color=, dash=, area=)], xlabel=, ylabel=, xunit=, yunit=,
-                 stacked=False, bands=[Band(x0, x1, label)], marks=[Mark(x, label)], ymin=, ymax=, height=)``
-                                                lines, or stacked areas with ``stacked=True``; bands
-                                                shade intervals (warm-up), marks draw vertical lines.
-    ``bar_chart(title, categories, [(name, values)], ylabel=, yunit=, stacked=False)``
-                                                horizontal bars (several series grouped or stacked).
-    ``heatmap(title, xlabels, ylabels, values[row][col], xlabel=, ylabel=, unit=, vmin=, vmax=)``
-    Units: ``ns s ms bytes bytes/s % share ""`` or any unit word (see charts.py).
+Charts: ``stepscope.report.html.charts`` (``xy_chart``, ``bar_chart``, ``heat_map``, ``Axis``, ``Series``,
+``Bars``, ``Band``, ``Mark``; see its docstring). Each returns a <figure class="ss-plot"> with its spec as JSON,
+drawn on load by charts.js: round ticks in human units, axis titles with the unit, legend in words, tooltips,
+drag-to-zoom with reset, gaps as gaps, a rolling median under spiky per-step series.
 Tables
     ``Col(key, label, unit="", hint=None)``      unit: ns, bytes, bytes/s, share, %, count, "" or text.
     ``table(columns, rows, table_id=, filter_box=None, tree=False, caption=None) -> str``
@@ -61,11 +53,9 @@ from stepscope.report.html.page import (
     render_page,
     tiles,
 )
-from stepscope.report.html.plots import Band, Mark, Series, bar_chart, heatmap, line_chart
 from stepscope.report.html.tables import Col, table
 
 __all__ = [
-    "Band", "Col", "Mark", "Section", "Series", "bar_chart", "details", "esc", "grid", "heading", "heatmap",
-    "json_for_script", "json_script", "kv_table", "line_chart", "notice", "paragraph", "render_page", "table",
-    "tiles",
+    "Col", "Section", "details", "esc", "grid", "heading", "json_for_script", "json_script", "kv_table", "notice",
+    "paragraph", "render_page", "table", "tiles",
 ]

@@ -16,10 +16,10 @@ from stepscope.analyze.advisor import Advice
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.steps import CATEGORIES
 from stepscope.report import format as f
+from stepscope.report.html.charts import Axis, Bars, bar_chart
 from stepscope.report.html.escape import esc
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
-from stepscope.report.html.plots import bar_chart
 from stepscope.report.html.tables import Col, table
 
 TOP_KERNEL_BARS = 15
@@ -177,9 +177,9 @@ def temporal_chart(a: TraceAnalysis) -> str:
     assert a.temporal is not None
     t = a.temporal
     return bar_chart("GPU window: where the time goes", ["window"],
-                     [("computation", [t.compute_ns]), ("communication / memory not hidden", [t.non_compute_ns]),
-                      ("idle", [t.idle_ns])], ylabel="time", yunit="ns", stacked=True,
-                     plot_id=f"plot-temporal-r{a.rank}")
+                     [Bars("computation", [t.compute_ns]),
+                      Bars("communication / memory not hidden", [t.non_compute_ns]), Bars("idle", [t.idle_ns])],
+                     axis=Axis("time", "ns"), stacked=True, chart_id=f"plot-temporal-r{a.rank}")
 
 
 def idle_table(a: TraceAnalysis) -> str:
@@ -204,8 +204,8 @@ def steps_html(a: TraceAnalysis) -> str:
     steps = a.steps.steps
     cats = [c for c in CATEGORIES if any(s.breakdown_ns[c] for s in steps)]
     chart = bar_chart("Profiler step time by category (stacked)", [f"step {s.step}" for s in steps],
-                      [(c, [s.breakdown_ns[c] for s in steps]) for c in cats], ylabel="time", yunit="ns",
-                      stacked=True, plot_id=f"plot-steps-r{a.rank}")
+                      [Bars(c, [s.breakdown_ns[c] for s in steps]) for c in cats], axis=Axis("time", "ns"),
+                      stacked=True, chart_id=f"plot-steps-r{a.rank}")
     cols = [Col("step", "step"), Col("dur", "step time", "ns")] + [Col(c, c, "ns") for c in CATEGORIES]
     rows = [{"step": s.step, "dur": s.dur_ns, **s.breakdown_ns} for s in steps]
     tab = table(cols, rows, table_id=f"steps-r{a.rank}",
@@ -234,8 +234,8 @@ def kernels_html(a: TraceAnalysis) -> str:
     top = list(range(min(TOP_KERNEL_BARS, len(ks))))
     labels = short_names([ks[i].key for i in top], BAR_LABEL_LIMIT)
     chart = bar_chart(f"Top {len(top)} kernels by total time", labels,
-                      [("total time", [ks[i].sum_ns for i in top])], ylabel="total time", yunit="ns",
-                      plot_id=f"plot-kernels-r{a.rank}")
+                      [Bars("total time", [ks[i].sum_ns for i in top])], axis=Axis("total time", "ns"),
+                      chart_id=f"plot-kernels-r{a.rank}")
     rows = [{"name": shorts[i], "full": k.key, "component": k.component, "count": k.count, "sum": k.sum_ns,
              "mean": k.mean_ns, "min": k.min_ns, "max": k.max_ns, "std": k.std_ns, "pct": k.pct}
             for i, k in enumerate(ks)]

@@ -14,11 +14,11 @@ from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.app import RunAnalysis
 from stepscope.model.tables import RankData, StepTable
 from stepscope.report import format as f
+from stepscope.report.html.charts import Axis, Band, Series, xy_chart
 from stepscope.report.html.flamegraph import CSS as FLAME_CSS
 from stepscope.report.html.flamegraph import FLAME_JS, flamegraph_section
 from stepscope.report.html.gpu_sections import RANK_CSS, RANK_JS
 from stepscope.report.html.page import Section, heading, kv_table, notice, paragraph, render_page, tiles
-from stepscope.report.html.plots import Band, Series, line_chart
 from stepscope.report.html.run_sections import (
     kernels_section,
     memory_section,
@@ -173,32 +173,40 @@ def _thin(n: int) -> np.ndarray:
     return np.arange(0, n, step)
 
 
+def rolling_window(n: int) -> int:
+    """The rolling-median window (odd, 5 to 51 points) for a per-step series of ``n`` values; 0 when too short."""
+    return (max(5, min(51, n // 25)) | 1) if n >= 10 else 0
+
+
 def speed_section(r: RankData | None, s: RankSummary | None, summary: RunSummary) -> str:
     if r is None or s is None or not len(r.steps):
         return paragraph("No steps were recorded: nothing to plot.")
     steps = r.steps
     train = steps.take(steps["phase"] == 0)
-    idx = _thin(len(train))
-    x = train["index"][idx].astype(float)
-    dur = train.duration_ns[idx].astype(float)
+    x = train["index"].astype(float)
+    dur = train.duration_ns.astype(float)
     warm = s.steps.warmup_steps
     bands = [Band(float(x[0]), float(train["index"][min(warm, len(train) - 1)]), "warm-up")] if warm and len(x) else []
-    parts = [line_chart("Step time", x, [Series("step time", dur)], xlabel="step", ylabel="step time", yunit="ns",
-                        bands=bands, plot_id="plot-step-time")]
-    phases = [Series(name.replace("_", " "), train[f"{name}_ns"][idx].astype(float))
+    step_axis = Axis("step")
+    parts = [xy_chart("Step time", x, [Series("step time", dur)], x_axis=step_axis, y_axis=Axis("step time", "ns"),
+                      shades=bands, chart_id="plot-step-time")]
+    phases = [Series(name.replace("_", " "), train[f"{name}_ns"].astype(float))
               for name in ("data_wait", "forward", "backward", "optimizer", "comm")
               if np.isfinite(train[f"{name}_ns"]).any()]
     if phases:
         measured = np.sum([np.nan_to_num(np.asarray(p.y, dtype=float)) for p in phases], axis=0)
         phases.append(Series("other", np.clip(dur - measured, 0, None)))
-        parts.append(line_chart("Step time by phase (stacked)", x, phases, xlabel="step", ylabel="time per step",
-                                yunit="ns", stacked=True, bands=bands, plot_id="plot-phases"))
-    samples = train["samples"][idx]
+        parts.append(xy_chart("Step time by phase (stacked)", x, phases, x_axis=step_axis,
+                              y_axis=Axis("time per step", "ns"), stacked=True, shades=bands, chart_id="plot-phases"))
+    samples = train["samples"].astype(float)
     if np.isfinite(samples).any():
-        t = (train["end_ns"][idx] - steps["start_ns"][0]) / 1e9
-        rate = samples / (dur / 1e9)
-        parts.append(line_chart("Throughput over time", t, [Series("samples/s", rate)], xlabel="time since first step",
-                                xunit="s", ylabel="throughput", yunit="samples/s", plot_id="plot-throughput"))
+        t = (train["end_ns"] - steps["start_ns"][0]) / 1e9
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(dur > 0, samples / (dur / 1e9), np.nan)
+        parts.append(xy_chart("Throughput over time (rolling median, raw steps faint)", t,
+                              [Series("samples per second", rate, smooth=rolling_window(len(rate)))],
+                              x_axis=Axis("time since the first step", "s"), y_axis=Axis("throughput", "samples/s"),
+                              chart_id="plot-throughput"))
     val = steps.take(steps["phase"] == 1)
     if len(val) and len(train):
         parts.append(_train_val(train, val))
@@ -206,16 +214,14 @@ def speed_section(r: RankData | None, s: RankSummary | None, summary: RunSummary
 
 
 def _train_val(train: StepTable, val: StepTable) -> str:
+    """Training and validation step times on one time axis, each its own continuous line (its own x)."""
     t0 = min(int(train["start_ns"][0]), int(val["start_ns"][0]))
     ti, vi = _thin(len(train)), _thin(len(val))
-    xs = np.concatenate([(train["end_ns"][ti] - t0) / 1e9, (val["end_ns"][vi] - t0) / 1e9])
-    order = np.argsort(xs)
-    n = len(ti)
-    ytrain = np.concatenate([train.duration_ns[ti].astype(float), np.full(len(vi), np.nan)])[order]
-    yval = np.concatenate([np.full(n, np.nan), val.duration_ns[vi].astype(float)])[order]
-    return line_chart("Training and validation step time over time", xs[order],
-                      [Series("train", ytrain), Series("validation", yval)], xlabel="time", xunit="s",
-                      ylabel="step time", yunit="ns", plot_id="plot-val")
+    xt, xv = (train["end_ns"][ti] - t0) / 1e9, (val["end_ns"][vi] - t0) / 1e9
+    return xy_chart("Training and validation step time over time", np.concatenate([xt, xv]),
+                    [Series("training step", train.duration_ns[ti].astype(float), x=xt),
+                     Series("validation step", val.duration_ns[vi].astype(float), x=xv)],
+                    x_axis=Axis("time since the first step", "s"), y_axis=Axis("step time", "ns"), chart_id="plot-val")
 
 
 def ranks_html(summary: RunSummary) -> str:

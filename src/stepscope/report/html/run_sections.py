@@ -13,9 +13,9 @@ from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.model.events import EventTable
 from stepscope.model.tables import RunData
 from stepscope.report import format as f
+from stepscope.report.html.charts import Axis, Mark, Series, xy_chart
 from stepscope.report.html.gpu_sections import gpu_section
 from stepscope.report.html.page import grid, heading, paragraph
-from stepscope.report.html.plots import Mark, Series, line_chart
 from stepscope.report.html.tables import Col, table
 
 SYSTEM_PLOTS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -78,8 +78,9 @@ def system_section(data: RunData, s: RunSummary) -> str:
         cols = [n.format(i=i) for n in names for i in (gpus if "{i}" in n else [0])]
         series = [Series(c, smp.columns[c]) for c in cols if c in smp.columns and np.isfinite(smp.columns[c]).any()]
         if series:
-            plots.append(line_chart(title, x, series, xlabel="time", xunit="s", ylabel=ylabel, yunit=unit, marks=marks,
-                                    height=200, plot_id=f"plot-sys-{title.lower().replace(' ', '-').replace('/', '')}"))
+            plots.append(xy_chart(title, x, series, x_axis=Axis("time since the run started", "s"),
+                                  y_axis=Axis(ylabel, unit), rules=marks, height=200,
+                                  chart_id=f"plot-sys-{title.lower().replace(' ', '-').replace('/', '')}"))
     note = paragraph(f"Rank {data.ranks[0].stream.rank}'s process and host, sampled every "
                      f"{data.run.options.get('sample_interval_s', '?')} s; dashed lines mark epochs.")
     return note + grid(*plots) if plots else paragraph("No system metric was readable.")
@@ -141,8 +142,9 @@ def metrics_section(data: RunData) -> str:
         if not m.any():
             continue
         steps, vals, t = mt["step"][m].astype(float), mt["value"][m], (mt["t_ns"][m] - t0) / 1e9
-        plots.append(line_chart(f"{name} by step", steps, [Series(name, vals)], xlabel="step", ylabel=name,
-                                height=200, plot_id=f"plot-metric-step-{code}"))
-        plots.append(line_chart(f"{name} over time", t, [Series(name, vals)], xlabel="time", xunit="s", ylabel=name,
-                                height=200, plot_id=f"plot-metric-time-{code}"))
+        plots.append(xy_chart(f"{name} by step", steps, [Series(name, vals)], x_axis=Axis("step"),
+                              y_axis=Axis(name), height=200, chart_id=f"plot-metric-step-{code}"))
+        plots.append(xy_chart(f"{name} over time", t, [Series(name, vals)],
+                              x_axis=Axis("time since the run started", "s"), y_axis=Axis(name), height=200,
+                              chart_id=f"plot-metric-time-{code}"))
     return grid(*plots)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from stepscope.analyze.scaling import ScalingAnalysis, ScalingTable
 from stepscope.analyze.sweep import SweepAnalysis
-from stepscope.report.html import Col, Section, heatmap, line_chart, notice, render_page, table
-from stepscope.report.html.charts import Axis, Series, xy_chart
+from stepscope.report.html import Col, Section, notice, render_page, table
+from stepscope.report.html.charts import Axis, Series, heat_map, xy_chart
 
 COLORS = {"local": "#1f77b4", "total": "#ff7f0e", "time": "#2ca02c"}
 TITLES = {"all": "All steps after warm-up", "first_epoch": "First epoch", "later_epochs": "Later epochs"}
@@ -66,18 +66,17 @@ def sweep_page(s: SweepAnalysis) -> str:
     sections = []
     if s.heatmap is not None:
         h = s.heatmap
-        sections.append(Section("heatmap", "Heat map", heatmap(f"{s.metric}", list(h.col_values), list(h.row_values),
-                                                                [list(r) for r in h.cells], xlabel=h.col_param,
-                                                                ylabel=h.row_param)))
+        sections.append(Section("heatmap", "Heat map", heat_map(f"{s.metric}", list(h.col_values), list(h.row_values),
+                                                                 [list(r) for r in h.cells], x_title=h.col_param,
+                                                                 y_title=h.row_param)))
     if s.lines:
         labels = s.lines[0].x
         numeric = all(_is_number(v) for v in labels)
         x = [float(v) for v in labels] if numeric else list(range(len(labels)))
-        sections.append(Section("lines", "Lines", line_chart(
-            f"{s.metric} against {s.params[0]}" + ("" if numeric else f" (x: {', '.join(labels)})")
-            + f", one line per {s.params[1]}", x,
-            [Series(f"{s.params[1]}={ln.group_value}", list(ln.mean), smooth=0) for ln in s.lines], xlabel=s.params[0],
-            ylabel=s.metric)))
+        sections.append(Section("lines", "Lines", xy_chart(
+            f"{s.metric} against {s.params[0]}, one line per {s.params[1]}", x,
+            [Series(f"{s.params[1]}={ln.group_value}", list(ln.mean), smooth=0, points=True) for ln in s.lines],
+            x_axis=Axis(s.params[0], labels=None if numeric else list(labels)), y_axis=Axis(s.metric))))
     rows = [{**p.values, "runs": p.runs, "failed": p.failed, "mean": p.mean, "std": p.std} for p in s.points]
     cols = [Col(k, k, "text") for k in s.params] + [Col("runs", "runs", "count"), Col("failed", "failed", "count"),
                                                     Col("mean", s.metric), Col("std", "± std")]

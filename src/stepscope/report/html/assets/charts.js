@@ -358,6 +358,7 @@
         if (!(c > a)) return;
         ctx.save(); ctx.fillStyle = b.color || "#edf2f7"; ctx.fillRect(a, top, c - a, h);
         if (b.label) { ctx.fillStyle = "#5b6475"; ctx.font = Math.round(10 * uPlot.pxRatio) + "px sans-serif";
+                       ctx.textAlign = "left"; ctx.textBaseline = "alphabetic"; /* uPlot leaves its axes' alignment */
                        ctx.fillText(b.label, a + 4 * uPlot.pxRatio, top + 12 * uPlot.pxRatio); }
         ctx.restore();
       });
@@ -370,6 +371,7 @@
         ctx.save(); ctx.strokeStyle = m.color || "#a0aec0"; ctx.setLineDash([3 * uPlot.pxRatio, 3 * uPlot.pxRatio]);
         ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, top + h); ctx.stroke();
         if (m.label) { ctx.fillStyle = "#5b6475"; ctx.font = Math.round(9 * uPlot.pxRatio) + "px sans-serif";
+                       ctx.textAlign = "left"; ctx.textBaseline = "alphabetic";
                        ctx.fillText(m.label, px + 2 * uPlot.pxRatio, top + h - 4 * uPlot.pxRatio); }
         ctx.restore();
       });
