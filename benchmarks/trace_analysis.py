@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/trace_analysis.py [--quick] [--events 5000000] [--hta-events 1000000]
         [--repeats 3] [--ranks 4] [--hta-python /tmp/hta-venv/bin/python] [--workdir DIR]
     .venv/bin/python benchmarks/trace_analysis.py --by-source [--source-events 1000000] [--repeats 1]
-        [--sources v100,nccl2,diff8,mi250,alexnet,cpu]
+        [--sources v100,nccl2,diff8,mi250,alexnet,cpu] [--baseline-src /path/to/old/src] [--no-hta]
 
 Cases: the v100 fixture (68k events), a synthetic trace HTA also runs on (--hta-events), a big synthetic
 trace (--events; HTA too if it fits, see --hta-max-events) and a folder of --ranks synthetic ranks.
@@ -297,6 +297,9 @@ def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
     py = sys.executable
     ours, floor = Tool("stepscope", py, OURS_ALL), Tool("orjson.loads, gc off", py, BARE_NOGC)
     tools = [ours, floor] + ([Tool("HTA", hta, HTA_ALL)] if hta else [])
+    if args.baseline_src:  # the same analyses from another source tree (e.g. a checkout of main): before/after
+        tools.insert(1, Tool("baseline", py, f"import sys; sys.path.insert(0, {str(args.baseline_src)!r})\n"
+                                             + OURS_ALL))
     rows = []
     for key in args.sources.split(","):
         label, rel = SOURCES[key]
@@ -317,6 +320,13 @@ def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
                      fmt(ratio(runs, "HTA", "stepscope", "wall"), ".1f"), fmt(ratio(runs, "HTA", "stepscope", "cpu"),
                                                                               ".1f"),
                      fmt(ratio(runs, "stepscope", "HTA", "rss_mb"))))
+        b = ok_runs(runs, "baseline")
+        if b:
+            print(f"  baseline: CPU {med(x.cpu for x in b):.2f} s, wall {med(x.wall for x in b):.2f} s, "
+                  f"{med(x.rss_mb for x in b):.0f} MB; baseline / stepscope CPU "
+                  f"{fmt(ratio(runs, 'baseline', 'stepscope', 'cpu'))}, wall "
+                  f"{fmt(ratio(runs, 'baseline', 'stepscope', 'wall'))}; baseline / orjson CPU "
+                  f"{fmt(ratio(runs, 'baseline', 'orjson.loads, gc off', 'cpu'))}")
     head = ("source", "events", "MB", "stepscope s", "stepscope MB", "orjson s", "÷ orjson wall", "÷ orjson CPU",
             "HTA s", "HTA MB", "HTA ÷ us wall", "HTA ÷ us CPU", "RSS ÷ HTA")
     print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
@@ -338,7 +348,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes, 3 repeats: a few minutes")
     ap.add_argument("--by-source", action="store_true", help="only the per-source table (see above)")
     ap.add_argument("--sources", default=",".join(SOURCES), help="comma-separated keys of SOURCES")
-    ap.add_argument("--source-events", type=int, default=1_000_000)
+    ap.add_argument("--source-events", type=int, default=1_000_000,
+                    help="events per --by-source trace (smaller for a quick run)")
+    ap.add_argument("--baseline-src", type=Path, default=None,
+                    help="--by-source: also run stepscope from this src folder (before/after, interleaved)")
+    ap.add_argument("--no-hta", action="store_true", help="leave HTA out even where it is installed")
     ap.add_argument("--hta-python", default=None,
                     help="Python with HTA installed (default: this one if it imports hta, else /tmp/hta-venv)")
     ap.add_argument("--workdir", type=Path, help="keep synthetic traces here and reuse them")
@@ -352,8 +366,8 @@ def main() -> int:
     if args.hta_python is None:
         has = subprocess.run([sys.executable, "-c", "import hta"], capture_output=True).returncode == 0
         args.hta_python = sys.executable if has else "/tmp/hta-venv/bin/python"
-    hta = args.hta_python if Path(args.hta_python).exists() else None
-    if hta is None:
+    hta = args.hta_python if Path(args.hta_python).exists() and not args.no_hta else None
+    if hta is None and not args.no_hta:
         print(f"HTA not found at {args.hta_python}: HTA columns are n/a (pip install HolisticTraceAnalysis)")
     py = sys.executable
     ours, bare, nogc = Tool("stepscope", py, OURS), Tool("orjson.loads", py, BARE), Tool("orjson.loads, gc off",

@@ -26,6 +26,9 @@ _EMPTY: dict[str, Any] = {}
 _FLOW_CATS = frozenset({"ac2g", "async_cpu_to_gpu"})
 _ON_STREAM = np.asarray([EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET, EventKind.SYNC,
                          EventKind.GPU_USER_ANNOTATION], dtype=np.int8)
+_IS_ON_STREAM = np.isin(np.arange(len(EventKind)), _ON_STREAM)
+"""Indexed by kind code: whether the kind is on a stream (a lookup, cheaper than ``np.isin`` per chunk)."""
+_IS_GPU_WORK = np.isin(np.arange(len(EventKind)), _ON_STREAM[:3])
 
 
 class NotTraceEvents(ValueError):
@@ -82,6 +85,9 @@ class _StructArgs:
 
 
 _PH = attrgetter("ph")
+_CAT = attrgetter("cat")
+_FLOW_PHS = frozenset({"s", "f"})
+_FLOW_FIELDS = attrgetter("ph", "ts", "pid", "tid", "id")
 _TOP = tuple(map(attrgetter, ("ts", "dur", "cat", "name", "pid", "tid", "args")))
 _Access = type[_DictArgs] | type[_StructArgs]
 
@@ -177,7 +183,10 @@ class ChunkColumns:
             raise NotTraceEvents("traceEvents holds a value that is not an event object") from None
         xs = [r for r in rows if r[0] == "X"]
         if len(xs) < len(rows):
-            self._add_flows([r for r in rows if (r[0] == "s" or r[0] == "f") and r[3] in _FLOW_CATS])
+            flows = [(r[0], r[1], r[5], r[6], r[8]) for r in rows
+                     if (r[0] == "s" or r[0] == "f") and r[3] in _FLOW_CATS]
+            if flows:
+                self._add_flows(list(zip(*flows)))
         del rows
         if xs:
             self._add_complete(list(zip(*xs)), _DictArgs)
@@ -186,10 +195,13 @@ class ChunkColumns:
         """Structs: each column is read by ``attrgetter`` in C, straight from the Structs."""
         is_x = list(map("X".__eq__, map(_PH, events)))
         xs = list(compress(events, is_x))
-        if len(xs) < len(events):
-            self._add_flows([(e.ph, e.ts, None, e.cat, e.name, e.pid, e.tid, None, e.id) for e in
-                             compress(events, map(operator.not_, is_x))
-                             if (e.ph == "s" or e.ph == "f") and e.cat in _FLOW_CATS])
+        if len(xs) < len(events):  # flow ends and starts of the launch categories, selected without a Python loop
+            rest = list(compress(events, map(operator.not_, is_x)))
+            keep = map(operator.and_, map(_FLOW_PHS.__contains__, map(_PH, rest)),
+                       map(_FLOW_CATS.__contains__, map(_CAT, rest)))
+            flows = list(compress(rest, keep))
+            if flows:
+                self._add_flows(list(zip(*map(_FLOW_FIELDS, flows))))
         if xs:
             self._add_complete([(), *(list(map(get, xs)) for get in _TOP)], _StructArgs)
 
@@ -251,12 +263,12 @@ class ChunkColumns:
                "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
         for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
             out[key] = np.full(n, np.nan, np.float32)
-        gi = np.flatnonzero(np.isin(kind, _ON_STREAM))
+        gi = np.flatnonzero(_IS_ON_STREAM[kind])
         if not gi.size:
             return out
         ga = [args[i] for i in gi.tolist()]
         out["stream"][gi] = _int_arg(acc, ga, "stream")
-        no_stream = gi[(out["stream"][gi] < 0) & np.isin(kind[gi], _ON_STREAM[:3])]
+        no_stream = gi[(out["stream"][gi] < 0) & _IS_GPU_WORK[kind[gi]]]
         if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
             out["stream"][no_stream] = tid[no_stream]
         out["device"][gi] = _int_arg(acc, ga, "device")
@@ -293,10 +305,9 @@ class ChunkColumns:
             out[np.asarray([i for i, _ in have])] = self._codes(self.shape_codes, texts)
         return out
 
-    def _add_flows(self, flows: list[tuple[Any, ...]]) -> None:
-        if not flows:
-            return
-        ph, ts, _, _, _, pid, tid, _, ids = zip(*flows)
+    def _add_flows(self, fields: list[tuple[Any, ...]]) -> None:
+        """Flow events' fields, one sequence each: ph, ts, pid, tid, id."""
+        ph, ts, pid, tid, ids = fields
         self.flow_parts["id"].append(_ints(ids))
         self.flow_parts["is_start"].append(np.asarray([p == "s" for p in ph], dtype=bool))
         self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(_floats(ts, "a flow's ts"), nan=-1.0)))
@@ -385,7 +396,7 @@ def _products(dims: list[Any]) -> Array:
 
 def _fill_correlation_from_flows(cols: dict[str, Array], flows: dict[str, Array]) -> None:
     """GPU events without a correlation arg take the id of the flow that ends on them (pid, tid, ts)."""
-    missing = np.flatnonzero(np.isin(cols["kind"], _ON_STREAM[:3]) & (cols["correlation"] < 0))
+    missing = np.flatnonzero(_IS_GPU_WORK[cols["kind"]] & (cols["correlation"] < 0))
     if not missing.size or not flows:
         return
     ends = ~flows["is_start"]

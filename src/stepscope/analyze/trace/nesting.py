@@ -9,8 +9,6 @@ open one take the exact Python walk (:func:`parents_walk`), which defines the re
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
@@ -77,7 +75,9 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
         clear = new.copy()
         clear[1:] |= s2[1:] >= reach[:-1]
         seg = np.cumsum(clear)
-        walk = np.isin(seg, np.unique(seg[bad]))
+        marked = np.zeros(int(seg[-1]) + 1, dtype=bool)  # seg counts up from 1: mark the segments with a bad event
+        marked[seg[bad]] = True
+        walk = marked[seg]
         inside &= ~walk
         sel = np.sort(order[walk])
         sub = parents_walk(pid[sel], tid[sel], ts[sel], end[sel], leaf[sel] if leaf is not None else None)
@@ -93,21 +93,27 @@ def parents_walk(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np
     if not n:
         return out
     order = np.lexsort((-end, ts, tid, pid))
-    p, t, s, e = pid[order].tolist(), tid[order].tolist(), ts[order].tolist(), end[order].tolist()
-    idx = order.tolist()
-    is_leaf = leaf[order].tolist() if leaf is not None else [False] * n
-    res = out
-    stack: list[int] = []
-    key: Any = None
-    for j in range(n):
-        k = (p[j], t[j])
-        if k != key:
-            stack, key = [], k
-        sj, ej = s[j], e[j]
-        while stack and e[stack[-1]] <= sj:
-            stack.pop()
-        if stack and ej <= e[stack[-1]]:
-            res[idx[j]] = idx[stack[-1]]
-        if not is_leaf[j]:
-            stack.append(j)
-    return res
+    p, t = pid[order], tid[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])  # first event of its (pid, tid): the stack starts empty
+    pushed = ~leaf[order] if leaf is not None else np.ones(n, dtype=bool)
+    found: list[int] = [-1] * n  # parent of each position, as a position in ``order``
+    at: list[int] = []  # the stack: positions, and their ends alongside
+    ends: list[int] = []
+    for j, sj, ej, first, push in zip(range(n), ts[order].tolist(), end[order].tolist(), new.tolist(),
+                                      pushed.tolist()):
+        if first:
+            at, ends = [], []
+        while ends and ends[-1] <= sj:
+            ends.pop()
+            at.pop()
+        if ends and ej <= ends[-1]:
+            found[j] = at[-1]
+        if push:
+            at.append(j)
+            ends.append(ej)
+    par = np.asarray(found, dtype=np.int64)
+    has = par >= 0
+    out[order[has]] = order[par[has]]
+    return out

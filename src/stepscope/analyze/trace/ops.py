@@ -33,10 +33,9 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     """CPU self time from nesting; GPU time of each GPU work item goes to the operator that launched it
     (see :func:`_launching_ops`) and, for GPU total, to every enclosing host event."""
     kind, corr = table["kind"], table["correlation"]
-    rows = np.flatnonzero(np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION,
-                                                    EventKind.PYTHON_FUNCTION], dtype=np.int8)))
+    rows = np.flatnonzero(_IS_HOST[kind])
     rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr >= 0))
-    rt = rt[np.isin(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
+    rt = rt[_member(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
     both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
     leaf = np.zeros(both.size, dtype=bool)
     leaf[rows.size:] = True
@@ -50,6 +49,21 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     hit = owner >= 0
     np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
     return HostTimes(rows, par, cpu_self, dev_self, subtree_sums(dev_self, par))
+
+
+_IS_HOST = np.zeros(len(EventKind), dtype=bool)
+_IS_HOST[[EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION]] = True
+"""Indexed by kind code: host events (operators, annotations, Python functions)."""
+
+
+def _member(values: Array, pool: Array) -> Array:
+    """``np.isin(values, pool)`` for integers by a sort and a binary search (no hash table of ``values``)."""
+    if not pool.size:
+        return np.zeros(values.size, dtype=bool)
+    s = np.sort(pool)
+    at = np.minimum(np.searchsorted(s, values), s.size - 1)
+    out: Array = s[at] == values
+    return out
 
 
 def subtree_sums(values: Array, par: Array) -> Array:
