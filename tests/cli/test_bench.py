@@ -82,7 +82,8 @@ def test_ab_interleaves_and_gives_a_paired_verdict(tmp_path: Path, monkeypatch, 
     ab = json.loads(capsys.readouterr().out)
     step = next(r for r in ab["diff"]["overview"] if r["key"] == "step_time_median_ns")
     assert ab["diff"]["verdict"] == "slower" and step["change"]["method"] == "paired_log"
-    assert step["change"]["n_baseline"] == 3 and step["change"]["ci_low"] > 1.3 and step["change"]["mde"] > 0
+    # the interval sits well above 1 (on a machine at load 15 its low end was seen at 1.26, not the quiet 1.5+)
+    assert step["change"]["n_baseline"] == 3 and step["change"]["ci_low"] > 1.15 and step["change"]["mde"] > 0
     # the runs are stored in pair order, alternating, and tagged with their side
     st = open_store(store)
     rows = st.index.runs("grp = ?", (ab["group"],), order="start_ns")
