@@ -24,7 +24,7 @@ T0 = 1_709_294_400_000_000_000  # 2024-03-01T12:00Z
 def make_run(store_root: Path, steps: int) -> str:
     """One completed run of ``steps`` steps of ~30 ms (data wait, forward, backward, optimizer), 64 samples
     each, a spike every 997 steps, epochs of 10,000 steps and a system sample every 0.5 s."""
-    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.analyze.run.summary import index_metrics, summarize_run
     from stepscope.model.run import HostInfo, RankStream, Run, RunStatus, SoftwareInfo
     from stepscope.store import open_store
     from stepscope.store.rundir import RANKS, RecordWriter, rank_file_name, stream_header, write_end, write_manifest

@@ -3,7 +3,7 @@
 Speed: seconds (best of --repeats) and peak traced memory to fit asv's staircase test series (six steps
 plus noise) of 1,000 / 3,000 / 10,000 points, for
 
-* ``stepscope``: ``stepscope.analyze.stepdetect.detect_steps`` (the whole detector: penalty path + criterion);
+* ``stepscope``: ``stepscope.analyze.runs.stepdetect.detect_steps`` (the whole detector: penalty path + criterion);
 * ``naive``: the exact L1 Potts dynamic programme over all segmentations at one penalty
   (``fit_potts(max_size=None)``: every segment's cost, O(n^2) segments; skipped above --naive-max points);
 * ``asv``: ``asv.step_detect.detect_steps`` (with its compiled range-median), when asv is installed.
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.stepdetect import detect_steps, fit_potts
+from stepscope.analyze.runs.stepdetect import detect_steps, fit_potts
 
 
 def load_asv_step_detect() -> Any | None:

@@ -57,7 +57,7 @@ def run_data(ranks: list[RankData], *, run_id: str = "r1", command: tuple[str, .
 
 def write_run(store_root: Path, data: RunData) -> str:
     """Write ``data`` into a real store (created if needed) with the store's writers; returns the run id."""
-    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.analyze.run.summary import index_metrics, summarize_run
     from stepscope.store import open_store
     from stepscope.store.rundir import RANKS, RecordWriter, rank_file_name, stream_header, write_end, write_manifest
 

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from stepscope.analyze.run.steps import step_stats, warmup_steps
 from stepscope.analyze.stats import distribution, mann_whitney_u, median_ci
-from stepscope.analyze.steps import step_stats, warmup_steps
 from stepscope.model.tables import StepTable
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stepscope.analyze.databench import InputVerdict, data_bench
+from stepscope.analyze.run.databench import InputVerdict, data_bench
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SLEEP_S = 0.004  # tests/scripts/databench_sleep.py

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analyze.flops import peak_for, precision_of
-from stepscope.analyze.summary import index_metrics, summarize_run
+from stepscope.analyze.run.flops import peak_for, precision_of
+from stepscope.analyze.run.summary import index_metrics, summarize_run
 from tests.conftest import load
 
 # tests/scripts/tiny_train.py: Linear(16, 32) -> ReLU -> Linear(32, 4), batch 8, input without grad.
@@ -135,7 +135,7 @@ def test_lstm_run_counts_recurrent_flops(observed, cli, store: Path) -> None:
 def test_uncounted_layers_mark_flops_and_mfu_partial() -> None:
     """Layers counted neither by PyTorch nor by formula (an LSTM with proj_size under cuDNN) make the
     figures lower bounds: the FLOPs table says so on each figure that depends on them."""
-    from stepscope.analyze.flops import FlopsSummary
+    from stepscope.analyze.run.flops import FlopsSummary
     from stepscope.report.flops import flops_table
     from stepscope.report.terminal import console
 

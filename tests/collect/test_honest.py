@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.analyze.summary import summarize_run
+from stepscope.analyze.run.summary import summarize_run
 from tests.conftest import load
 
 pytestmark = pytest.mark.slow

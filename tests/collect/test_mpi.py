@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.analyze.commmatrix import comm_matrix_from_tables
-from stepscope.analyze.ranks import analyze_ranks
-from stepscope.analyze.roles import analyze_roles
+from stepscope.analyze.ranks.commmatrix import comm_matrix_from_tables
+from stepscope.analyze.ranks.ranks import analyze_ranks
+from stepscope.analyze.ranks.roles import analyze_roles
 from stepscope.cli import main
 from tests.conftest import EXAMPLES, SCRIPTS, load
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.hostprof import host_profile
+from stepscope.analyze.run.hostprof import host_profile
 from stepscope.collect.stacks import StackSampler, classify
 from tests.conftest import Result, load
 

@@ -37,7 +37,7 @@ def test_profiled_run_saves_a_trace_of_exactly_the_window(observed, store):
     assert any(e.get("cat") == "cpu_op" and e["name"] == "aten::addmm" for e in trace["traceEvents"])
     # the traced steps (4..7) and the step that carried writing the trace (8) are not in the step
     # statistics; 20 steps, 2 warm-up, and the one step whose FLOPs were counted (slowed by counting)
-    from stepscope.analyze.summary import summarize_run
+    from stepscope.analyze.run.summary import summarize_run
 
     assert window["carried_step"] == 8
     flops_steps = {r["step"] for r in data.ranks[0].extra.get("flops", [])} - {0, 1, 4, 5, 6, 7, 8}
@@ -55,7 +55,7 @@ def test_profile_memory_names_the_allocating_operators(observed, cli, store):
     r = observed("tiny_train.py", "--steps", "14", opts=("--profile-steps", "2", "--profile-memory",
                                                          "--flops-per-step", "0"))
     assert r.rc == 0, r
-    from stepscope.analyze.summary import summarize_run
+    from stepscope.analyze.run.summary import summarize_run
 
     ops = {o.name: o for o in summarize_run(load(store)).ranks[0].memory_ops}
     # forward of Linear(16, 32) on a batch of 8 allocates its float32 output in aten::addmm: 8*32*4 bytes,
@@ -67,7 +67,7 @@ def test_profile_memory_names_the_allocating_operators(observed, cli, store):
 
 
 def test_auto_skip_places_the_window_after_the_automatic_warmup():
-    from stepscope.analyze.steps import MAX_AUTO_WARMUP, warmup_steps
+    from stepscope.analyze.run.steps import MAX_AUTO_WARMUP, warmup_steps
     from stepscope.collect import window
 
     assert window.MAX_AUTO_WARMUP == MAX_AUTO_WARMUP
@@ -84,7 +84,7 @@ def test_auto_skip_places_the_window_after_the_automatic_warmup():
 def test_writing_the_trace_is_left_out_of_the_step_statistics(observed, store):
     """The trace of a window of 3 steps with 2,000 ops each takes seconds to write, at the boundary
     after the window: the step that carries it is named and left out, so no measured step holds it."""
-    from stepscope.analyze.summary import summarize_run
+    from stepscope.analyze.run.summary import summarize_run
 
     r = observed("honest_train.py", "many-ops", opts=("--profile-steps", "3", "--flops-per-step", "0"))
     assert r.rc == 0, r

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-from stepscope.analyze.summary import summarize_run
+from stepscope.analyze.run.summary import summarize_run
 from stepscope.errors import StoreFormatError
 from stepscope.report.export.tables import run_tables
 from stepscope.report.terminal import console, short_report

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analyze.ranks import analyze_ranks
+from stepscope.analyze.ranks.ranks import analyze_ranks
 from stepscope.cli import main
 from tests.conftest import SCRIPTS, load
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analyze.summary import summarize_run
+from stepscope.analyze.run.summary import summarize_run
 from tests.conftest import SCRIPTS, load
 
 pytest.importorskip("transformers")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stepscope.analyze.summary import summarize_run
+from stepscope.analyze.run.summary import summarize_run
 from tests.conftest import SCRIPTS, load
 
 pytest.importorskip("lightning")

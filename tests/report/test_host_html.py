@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from stepscope.analyze.commmatrix import comm_matrix_from_tables
+from stepscope.analyze.ranks.commmatrix import comm_matrix_from_tables
 from stepscope.model.tables import CommTable
 from stepscope.report.html import render_page
 from stepscope.report.html.commmatrix import comm_matrix_section

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from stepscope.analyze.advisor import Advice, AdvisorInput, CommFacts, TraceFacts, advise, comm_facts
 from stepscope.analyze.advisor.tracefacts import facts_of
-from stepscope.analyze.quality import Quality, measurement_quality
-from stepscope.analyze.summary import RunSummary, index_metrics, summarize_run
+from stepscope.analyze.run.quality import Quality, measurement_quality
+from stepscope.analyze.run.summary import RunSummary, index_metrics, summarize_run
 from stepscope.app.runtraces import RunTraces, load_traces, trace_files
 from stepscope.model.tables import RunData
 

@@ -53,7 +53,7 @@ class BenchCommand:
 
 
 def run_repeats(args: argparse.Namespace) -> int:
-    from stepscope.analyze.history import pooled, tracked_metrics
+    from stepscope.analyze.runs.history import pooled, tracked_metrics
     from stepscope.cli.finish import finish_run
     from stepscope.cli.historydata import load_points
     from stepscope.collect.launch import check_command, launch

@@ -14,7 +14,7 @@ from stepscope.cli.history import add_history_args
 from stepscope.errors import UserError
 
 if TYPE_CHECKING:
-    from stepscope.analyze.history import RunPoint
+    from stepscope.analyze.runs.history import RunPoint
     from stepscope.store.store import Store
 
 GATE_METRICS = ("step_time_median_s",)
@@ -110,9 +110,9 @@ def check(run: str | None = None, *, store: StoreLike = None, max_regression: st
 def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoint], base_key: str,
          base: list[RunPoint], options: GateOptions, threshold: float) -> Any:
     """The gate's outcome: checks against the window (and the creep anchor), the commit named, quality."""
-    from stepscope.analyze.history import metric_history
-    from stepscope.analyze.quality import measurement_quality
-    from stepscope.analyze.regression import GateOutcome, MetricVerdict, check_regression, locate_step, name_commit
+    from stepscope.analyze.run.quality import measurement_quality
+    from stepscope.analyze.runs.history import metric_history
+    from stepscope.analyze.runs.regression import GateOutcome, MetricVerdict, check_regression, locate_step, name_commit
     from stepscope.errors import StepscopeError
 
     gated, metrics = gate_metrics(options.metrics, cand)
@@ -211,7 +211,7 @@ def baseline_runs(points: list[RunPoint], ref: str | None, cand_key: str, *,
 
 def gate_metrics(named: Sequence[str], cand: list[RunPoint]) -> tuple[list[str], list[str]]:
     """(gated metrics, all metrics shown): --metric's, else step time gated and throughput / main regions shown."""
-    from stepscope.analyze.history import tracked_metrics
+    from stepscope.analyze.runs.history import tracked_metrics
     from stepscope.cli.historydata import resolve_metric
 
     available = {k for p in cand for k, v in p.metrics.items() if v}

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from stepscope.analyze.history import RunPoint, metric_history, tracked_metrics
-from stepscope.analyze.historysteps import THRESHOLD, StepKind, history_steps
+from stepscope.analyze.runs.history import RunPoint, metric_history, tracked_metrics
+from stepscope.analyze.runs.historysteps import THRESHOLD, StepKind, history_steps
 from stepscope.cli.historydata import default_name, point_from_row
 from stepscope.report.dashboard.site import DashRun, NameView, Site
 

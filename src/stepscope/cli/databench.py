@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stepscope.analyze.databench import DataBenchResult, bench_metrics, data_bench, worker_sweep
+from stepscope.analyze.run.databench import DataBenchResult, bench_metrics, data_bench, worker_sweep
 from stepscope.cli.common import StoreLike, add_store_args, as_store, print_json
 from stepscope.errors import UserError
 from stepscope.store import Store

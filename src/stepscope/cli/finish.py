@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from stepscope.analyze.summary import RunSummary
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.app import RunAnalysis
 from stepscope.errors import StepscopeError
 from stepscope.store import Store

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from stepscope.cli.common import StoreLike, add_store_args, as_store, print_json
 
 if TYPE_CHECKING:
-    from stepscope.analyze.history import MetricHistory
+    from stepscope.analyze.runs.history import MetricHistory
     from stepscope.store import Store
 
 
@@ -80,7 +80,7 @@ def build_histories(store: Store, *, metrics: Sequence[str] = (), name: str | No
                     since: str | None = None, baseline: str | None = None,
                     order: str = "commit") -> list[MetricHistory]:
     """Selected runs -> one MetricHistory per requested (or tracked) metric."""
-    from stepscope.analyze.history import Order, metric_history, tracked_metrics
+    from stepscope.analyze.runs.history import Order, metric_history, tracked_metrics
     from stepscope.cli.historydata import default_name, load_points, parse_since, resolve_baseline, resolve_metric
 
     name = default_name(store, name)

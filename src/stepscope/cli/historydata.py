@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.history import RunPoint
+from stepscope.analyze.runs.history import RunPoint
 from stepscope.errors import UserError
 from stepscope.store import Store
 from stepscope.store.index import RunRow

@@ -16,7 +16,7 @@ from stepscope.store import Store
 
 def parse_target(text: str | None):  # type: ignore[no-untyped-def]
     """``loss=0.5`` -> Target; a one-line error otherwise."""
-    from stepscope.analyze.scaling import Target
+    from stepscope.analyze.runs.scaling import Target
 
     if text is None:
         return None
@@ -87,7 +87,7 @@ def scaling(runs: Sequence[str] = (), *, store: StoreLike = None, tags: Mapping[
             warmup: int | None = None, json: bool = False, html: str | Path | None = None,
             width: int | None = None) -> int:
     """The scaling study of ``runs`` (or of the runs with ``tags`` / whose name matches ``name``)."""
-    from stepscope.analyze.scaling import analyze_scaling
+    from stepscope.analyze.runs.scaling import analyze_scaling
 
     target = parse_target(target_spec)
     opened = as_store(store)

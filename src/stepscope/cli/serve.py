@@ -231,11 +231,11 @@ class LiveRuns:
 
 
 def live_figures(tail: RunTail) -> dict[str, Any]:
-    """What a page shows of a running run: analyze/live.py's figures, the summary's headline and the
+    """What a page shows of a running run: analyze/run/live.py's figures, the summary's headline and the
     advisor's findings on the records read so far (the same functions as `stepscope top`)."""
     import time
 
-    from stepscope.analyze.live import live_state
+    from stepscope.analyze.run.live import live_state
     from stepscope.app import RunAnalysis
 
     data = tail.poll()

@@ -52,7 +52,7 @@ def fill(command: list[str], values: dict[str, str]) -> list[str]:
 
 def sweep_runs(store: Store, group: str) -> list[Any]:
     """The runs of a stored sweep group as analysis inputs."""
-    from stepscope.analyze.sweep import SweepRun
+    from stepscope.analyze.runs.sweep import SweepRun
     from stepscope.cli.common import ensure_metrics
 
     rows = [r for r in store.rows() if r.grp == group]
@@ -124,7 +124,7 @@ def sweep(command: Sequence[str] = (), *, params: Sequence[str] = (), repeat: in
           db: str | None = None, json: bool = False, html: str | Path | None = None) -> int:
     """Run ``command`` over the grid of ``params`` ("NAME=V1,V2"), ``repeat`` times each, and show ``metric``
     per setting; with ``group``, show that stored sweep again without running anything. 1: a point failed."""
-    from stepscope.analyze.sweep import analyze_sweep
+    from stepscope.analyze.runs.sweep import analyze_sweep
 
     if repeat < 1:
         raise UserError(f"--repeat {repeat}: must be 1 or more")

@@ -46,7 +46,7 @@ class TopCommand:
 
 def frame(tail: RunTail, interval_s: float) -> tuple[RenderableType, RunStatus]:
     """Read what the run appended and render one frame; the run's status."""
-    from stepscope.analyze.live import live_state
+    from stepscope.analyze.run.live import live_state
     from stepscope.app import RunAnalysis
     from stepscope.report.live_terminal import live_view
 

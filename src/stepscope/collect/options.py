@@ -24,7 +24,7 @@ class Options:
     """Overrides the batch size read from the batch."""
     tokens_per_step: float | None = None
     warmup_steps: int | None = None
-    """Steps excluded from statistics; None: automatic (see analyze/steps.py)."""
+    """Steps excluded from statistics; None: automatic (see analyze/run/steps.py)."""
     profile_steps: int = 0
     """Active steps of the torch.profiler window; 0: no window."""
     profile_skip: int = 0

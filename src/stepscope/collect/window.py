@@ -16,7 +16,7 @@ begins there, so the record names it (``carried_step``, ``boundary_s``) and step
 out like the window.
 
 Placement: ``--profile-skip N`` steps are skipped first. By default (``AUTO_SKIP``) the window is placed
-after the automatic warm-up of the step statistics (analyze/steps.py: 10% of the steps, at most 10):
+after the automatic warm-up of the step statistics (analyze/run/steps.py: 10% of the steps, at most 10):
 at the first boundary the skip becomes 10% of a training loader's batches per epoch, at least 3 and
 at most ``MAX_AUTO_WARMUP`` (10 when no loader is known). With ``--warmup-steps N`` it is max(3, N).
 A run that ends before its window is complete says so in a note.

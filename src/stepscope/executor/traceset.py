@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.commmatrix import CommMatrix
+from stepscope.analyze.ranks.commmatrix import CommMatrix
 from stepscope.analyze.trace.analysis import TraceAnalysis, analyze_trace
 from stepscope.analyze.trace.comm import RankComm, comm_matrix, trace_comm_calls
 from stepscope.analyze.trace.multirank import TraceSetAnalysis, combine

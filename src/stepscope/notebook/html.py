@@ -9,7 +9,7 @@ from typing import Any
 
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.diff import RunDiff
-from stepscope.analyze.summary import RunSummary
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.report.format import duration_ns, metric_value, nbytes, rate, share
 

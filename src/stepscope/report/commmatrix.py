@@ -1,4 +1,4 @@
-"""Terminal rendering of the communication matrix (analyze/commmatrix.py)."""
+"""Terminal rendering of the communication matrix (analyze/ranks/commmatrix.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.commmatrix import CommMatrix
+from stepscope.analyze.ranks.commmatrix import CommMatrix
 from stepscope.report import format as f
 
 MAX_COLUMNS = 16

@@ -1,4 +1,4 @@
-"""Terminal rendering of data-pipeline benchmarks (analyze/databench.py results)."""
+"""Terminal rendering of data-pipeline benchmarks (analyze/run/databench.py results)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.databench import DataBenchResult, InputVerdict, LoaderBench, PhaseThroughput, WorkerSweep
+from stepscope.analyze.run.databench import DataBenchResult, InputVerdict, LoaderBench, PhaseThroughput, WorkerSweep
 from stepscope.report import format as f
 
 

@@ -1,11 +1,11 @@
-"""Terminal rendering of FLOPs per step, achieved FLOP/s and MFU (numbers from analyze/flops.py)."""
+"""Terminal rendering of FLOPs per step, achieved FLOP/s and MFU (numbers from analyze/run/flops.py)."""
 
 from __future__ import annotations
 
 from rich.console import RenderableType
 from rich.table import Table
 
-from stepscope.analyze.flops import FlopsSummary
+from stepscope.analyze.run.flops import FlopsSummary
 from stepscope.report import format as f
 
 

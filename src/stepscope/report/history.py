@@ -11,9 +11,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.history import CommitPoint, MetricHistory
-from stepscope.analyze.quality import Quality
-from stepscope.analyze.regression import CheckResult, CheckVerdict, MetricVerdict, StepLocation
+from stepscope.analyze.run.quality import Quality
+from stepscope.analyze.runs.history import CommitPoint, MetricHistory
+from stepscope.analyze.runs.regression import CheckResult, CheckVerdict, MetricVerdict, StepLocation
 from stepscope.report import format as fmt
 
 SPARKS = "▁▂▃▄▅▆▇█"

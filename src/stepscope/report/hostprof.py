@@ -1,4 +1,4 @@
-"""Terminal rendering of a host profile (analyze/hostprof.py): hottest functions per process, phase and
+"""Terminal rendering of a host profile (analyze/run/hostprof.py): hottest functions per process, phase and
 region."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.hostprof import FunctionCost, HostProfile, ProcessProfile
+from stepscope.analyze.run.hostprof import FunctionCost, HostProfile, ProcessProfile
 from stepscope.report import format as f
 
 

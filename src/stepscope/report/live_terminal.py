@@ -1,5 +1,5 @@
 """The frame of `stepscope top`: a running run's recent figures, phases, system, ranks and advice.
-Renderers only render: every figure comes computed (analyze/live.py, analyze/summary.py, the advisor)."""
+Renderers only render: every figure comes computed (analyze/run/live.py, analyze/run/summary.py, the advisor)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.advisor import Advice
-from stepscope.analyze.live import STRAGGLER_RATIO, LiveState
-from stepscope.analyze.summary import RunSummary
+from stepscope.analyze.run.live import STRAGGLER_RATIO, LiveState
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.model.run import RunStatus
 from stepscope.report import format as f
 from stepscope.report.advice import saving_text

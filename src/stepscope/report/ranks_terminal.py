@@ -6,9 +6,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.commsplit import CommSplit
-from stepscope.analyze.ranks import PopMetrics, RankAnalysis
-from stepscope.analyze.roles import RoleAnalysis
+from stepscope.analyze.ranks.commsplit import CommSplit
+from stepscope.analyze.ranks.ranks import PopMetrics, RankAnalysis
+from stepscope.analyze.ranks.roles import RoleAnalysis
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.rankdist import (
     RANK_ROWS_MAX,

@@ -6,8 +6,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.scaling import ScalingAnalysis, ScalingTable
-from stepscope.analyze.sweep import SweepAnalysis
+from stepscope.analyze.runs.scaling import ScalingAnalysis, ScalingTable
+from stepscope.analyze.runs.sweep import SweepAnalysis
 from stepscope.report import format as f
 
 TITLES = {"all": "all steps after warm-up", "first_epoch": "first epoch", "later_epochs": "later epochs"}

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.advisor import Advice
-from stepscope.analyze.quality import Quality
-from stepscope.analyze.summary import RankSummary, RunSummary
+from stepscope.analyze.run.quality import Quality
+from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.analyze.trace.ops import ModuleNode
 from stepscope.report import format as f
 from stepscope.report.advice import advice_view
@@ -228,7 +228,7 @@ def _present(items: Iterable[RenderableType | None]) -> list[RenderableType]:
 
 
 def quality_view(q: Quality | None) -> RenderableType | None:
-    """The measurement-quality verdict (analyze/quality.py), shown first: noisy figures say so loudly."""
+    """The measurement-quality verdict (analyze/run/quality.py), shown first: noisy figures say so loudly."""
     if q is None:
         return None
     return Text(q.headline(), style="bold yellow" if q.noisy else "dim")

@@ -11,9 +11,9 @@ import pytest
 from stepscope.analyze.advisor import AdvisorInput, advise
 from stepscope.analyze.advisor.commfacts import LATENCY_BOUND_BYTES, CommFacts, CommOp
 from stepscope.analyze.advisor.parallel import ACCUMULATION, CommNotOverlapped
+from stepscope.analyze.run.steps import PhaseShare
+from stepscope.analyze.run.summary import RankSummary, RunSummary, summarize_run
 from stepscope.analyze.stats import distribution
-from stepscope.analyze.steps import PhaseShare
-from stepscope.analyze.summary import RankSummary, RunSummary, summarize_run
 from stepscope.app import RunAnalysis
 from tests.conftest import PY, SCRIPTS, load
 from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)

@@ -11,8 +11,8 @@ import pytest
 
 from stepscope.analyze.advisor import AdvisorInput, advise
 from stepscope.analyze.advisor.host import CpuOversubscription
-from stepscope.analyze.summary import RunSummary, summarize_run
-from stepscope.analyze.system import MetricStats
+from stepscope.analyze.run.summary import RunSummary, summarize_run
+from stepscope.analyze.run.system import MetricStats
 from tests.conftest import load
 from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 

@@ -10,16 +10,16 @@ import pytest
 from stepscope.analyze.advisor import AdvisorInput
 from stepscope.analyze.advisor.memory import MemoryHeadroom
 from stepscope.analyze.advisor.parallel import RankImbalance
+from stepscope.analyze.run.steps import PhaseShare
+from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.analyze.stats import distribution
-from stepscope.analyze.steps import PhaseShare
-from stepscope.analyze.summary import RankSummary, RunSummary
 from stepscope.model.run import GpuInfo
 from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 
 @pytest.fixture
 def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
-    from stepscope.analyze.summary import summarize_run
+    from stepscope.analyze.run.summary import summarize_run
     from tests.conftest import load
 
     return summarize_run(load(profiled_store))

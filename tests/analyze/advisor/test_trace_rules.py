@@ -13,7 +13,7 @@ import pytest
 from stepscope.analyze.advisor import AdvisorInput, advise, trace_facts
 from stepscope.analyze.advisor.gpu import GpuIdle, LaunchBound, NoMixedPrecision, UnfusedOptimizer
 from stepscope.analyze.advisor.parallel import CommNotOverlapped, RankImbalance
-from stepscope.analyze.summary import RunSummary, headline
+from stepscope.analyze.run.summary import RunSummary, headline
 from stepscope.analyze.trace.intervals import intersection, merge
 from stepscope.model.run import HostInfo, Run, RunStatus, SoftwareInfo
 from stepscope.traces.components import ComponentRules

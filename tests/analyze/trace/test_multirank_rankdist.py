@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from stepscope.analyze.ranks import RankAnalysis, RankTimes
+from stepscope.analyze.ranks.ranks import RankAnalysis, RankTimes
 from stepscope.analyze.trace.analysis import TraceAnalysis, analyze_trace
 from stepscope.analyze.trace.multirank import combine
 from stepscope.analyze.trace.rankdist import NAMED_OUTLIERS, RANK_ROWS_MAX, distribution, traceset_distributions

@@ -24,7 +24,7 @@ def sha(name: str, i: int) -> str:
 
 def write_run(st: Any, *, name: str, sha: str, subject: str, start_ns: int, work_ms: float, seed: int) -> str:
     """One completed run in the open store ``st``; returns its id."""
-    from stepscope.analyze.summary import index_metrics, summarize_run
+    from stepscope.analyze.run.summary import index_metrics, summarize_run
     from stepscope.model.run import GitInfo, HostInfo, RankStream, Run, RunStatus, SoftwareInfo
     from stepscope.store.rundir import RANKS, RecordWriter, rank_file_name, stream_header, write_end, write_manifest
 

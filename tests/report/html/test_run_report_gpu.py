@@ -240,7 +240,7 @@ def test_a100_nccl_trace_shows_communication_and_its_overlap(stacks_store: Path)
 def test_flame_graph_of_the_sampled_stacks(stacks_store: Path) -> None:
     from html import escape
 
-    from stepscope.analyze.hostprof import NO_REGION, stack_rows
+    from stepscope.analyze.run.hostprof import NO_REGION, stack_rows
 
     data = load(stacks_store)
     html = render_run_report(RunAnalysis(data))

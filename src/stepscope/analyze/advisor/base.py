@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol
 
 from stepscope.analyze.advisor.commfacts import CommFacts
 from stepscope.analyze.advisor.tracefacts import TraceFacts
-from stepscope.analyze.summary import RankSummary, RunSummary
+from stepscope.analyze.run.summary import RankSummary, RunSummary
 
 ADVICE_SCHEMA = "stepscope.advice/1"
 

@@ -2,7 +2,7 @@
 
 Over the analysed steps (warm-up excluded, as everywhere): per operation, calls per step and rank, the
 median payload per call and the time per step and rank; and the share of the collectives' time spent
-waiting for other ranks (the transfer / synchronisation split of :mod:`stepscope.analyze.commsplit`).
+waiting for other ranks (the transfer / synchronisation split of :mod:`stepscope.analyze.ranks.commsplit`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.commsplit import P2P_OPS, split_calls
-from stepscope.analyze.ranks import step_window
+from stepscope.analyze.ranks.commsplit import P2P_OPS, split_calls
+from stepscope.analyze.ranks.ranks import step_window
 from stepscope.model.tables import RunData
 
 LATENCY_BOUND_BYTES = 1 << 20

@@ -6,7 +6,7 @@ import math
 from typing import ClassVar
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
-from stepscope.analyze.summary import RankSummary
+from stepscope.analyze.run.summary import RankSummary
 
 INPUT_BOUND_SHARE = 0.10
 FIRST_STEP_RATIO = 5.0

@@ -15,7 +15,7 @@ from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, ste
 from stepscope.analyze.diff.sides import DiffSide
 from stepscope.analyze.diff.significance import Change, DiffSettings, Verdict, compare_runs
 from stepscope.analyze.diff.traces import TraceDiff, trace_diff, trace_overview
-from stepscope.analyze.quality import NOISE_INFLATION, Quality
+from stepscope.analyze.run.quality import NOISE_INFLATION, Quality
 from stepscope.analyze.stats import NoiseFloor, default_noise_floor
 
 DIFF_SCHEMA = "stepscope.diff/2"

@@ -10,8 +10,8 @@ import numpy as np
 
 from stepscope.analyze.diff.runlevel import RunValues
 from stepscope.analyze.diff.significance import Change, DiffSettings, compare_runs
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.analyze.stats import NoiseFloor
-from stepscope.analyze.summary import RunSummary
 from stepscope.model.tables import RunData
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.analyze.diff.sides import StepSample, region_per_step, step_sample
-from stepscope.analyze.quality import Quality, measurement_quality
-from stepscope.analyze.summary import RunSummary, summarize_run
+from stepscope.analyze.run.quality import Quality, measurement_quality
+from stepscope.analyze.run.summary import RunSummary, summarize_run
 from stepscope.model.tables import RunData
 
 

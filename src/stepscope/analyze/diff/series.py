@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.diff.sides import StepSample
-from stepscope.analyze.system import metric_stats
+from stepscope.analyze.run.system import metric_stats
 from stepscope.model.tables import RankData
 
 MAX_POINTS = 600

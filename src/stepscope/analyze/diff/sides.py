@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.steps import PHASES, step_stats
-from stepscope.analyze.summary import profiled_steps
+from stepscope.analyze.run.steps import PHASES, step_stats
+from stepscope.analyze.run.summary import profiled_steps
 from stepscope.model.tables import Phase, RankData, RunData
 
 

@@ -8,7 +8,7 @@ the world size, every rank), a send's / receive's peer = ``Dst Rank`` / ``Src Ra
 member of a two-rank group). Older traces only have the kernel name (``ncclKernel_AllReduce_...``): the
 collective comes from the name, the group is the world of ``distributedInfo`` (none without it), the
 bytes are unknown (time only), and a ``SendRecv`` kernel's peer is known only in a world of two. Time is
-the kernel's GPU duration. The matrix conventions are those of :mod:`stepscope.analyze.commmatrix`.
+the kernel's GPU duration. The matrix conventions are those of :mod:`stepscope.analyze.ranks.commmatrix`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stepscope.analyze.commmatrix import CommCall, CommMatrix, matrix_from_calls
+from stepscope.analyze.ranks.commmatrix import CommCall, CommMatrix, matrix_from_calls
 from stepscope.analyze.trace.gpuview import KernelType, gpu_view
 from stepscope.model.events import CollectiveArgs, EventKind, EventTable
 

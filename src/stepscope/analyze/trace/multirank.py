@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.ranks import PopMetrics, pop_metrics
+from stepscope.analyze.ranks.ranks import PopMetrics, pop_metrics
 from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis
 
 

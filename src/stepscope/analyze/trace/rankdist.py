@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.ranks import RankAnalysis
+from stepscope.analyze.ranks.ranks import RankAnalysis
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 

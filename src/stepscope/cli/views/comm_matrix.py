@@ -11,7 +11,7 @@ from stepscope.errors import UserError
 
 
 def show_comm_matrix(ra: RunAnalysis, *, json: bool = False, width: int | None = None) -> int:
-    from stepscope.analyze.commmatrix import CommMatrix, comm_matrix
+    from stepscope.analyze.ranks.commmatrix import CommMatrix, comm_matrix
 
     data = ra.data
     m: CommMatrix | None

@@ -6,7 +6,7 @@ from stepscope.app import RunAnalysis
 
 
 def show_host(ra: RunAnalysis, *, json: bool = False, width: int | None = None) -> int:
-    from stepscope.analyze.hostprof import host_profile
+    from stepscope.analyze.run.hostprof import host_profile
 
     profile = host_profile(ra.data)
     if json:

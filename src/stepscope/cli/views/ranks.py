@@ -6,8 +6,8 @@ from stepscope.app import RunAnalysis
 
 
 def show_ranks(ra: RunAnalysis, *, json: bool = False, width: int | None = None) -> int:
-    from stepscope.analyze.ranks import analyze_ranks
-    from stepscope.analyze.roles import analyze_roles
+    from stepscope.analyze.ranks.ranks import analyze_ranks
+    from stepscope.analyze.ranks.roles import analyze_roles
 
     analysis = analyze_ranks(ra.data, warmup=ra.warmup, traces=ra.traces.tables)
     roles = analyze_roles(ra.data)

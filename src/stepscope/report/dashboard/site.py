@@ -23,8 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.history import MetricHistory
-from stepscope.analyze.historysteps import HistoryStep, StepKind
+from stepscope.analyze.runs.history import MetricHistory
+from stepscope.analyze.runs.historysteps import HistoryStep, StepKind
 from stepscope.report.dashboard.columns import finite, table
 from stepscope.report.html import Section, esc, json_script, render_page
 
@@ -69,7 +69,7 @@ class Site:
     title: str = "stepscope dashboard"
     note: str = ""
     threshold: float = 0.05
-    """Smallest change the regressions page lists (see stepscope.analyze.historysteps)."""
+    """Smallest change the regressions page lists (see stepscope.analyze.runs.historysteps)."""
     diff_pairs: frozenset[tuple[str, str]] = frozenset()
     """(baseline, experiment) run ids with a full diff page at diffs/<a>--<b>.html."""
     live_diffs: bool = False

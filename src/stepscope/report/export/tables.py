@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.hostprof import stack_table
-from stepscope.analyze.summary import RunSummary
+from stepscope.analyze.run.hostprof import stack_table
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.model.tables import RunData
 from stepscope.report.export.schema import TRACE_TABLES, conform, empty
 
@@ -55,7 +55,7 @@ def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
     out["ranks"] = _ranks(summary)
     out = {name: conform(name, cols) for name, cols in out.items()}
     out.update({name: empty(name) for name in TRACE_TABLES})  # filled by trace_tables() when a window was profiled
-    if (stacks := stack_table(data))["rank"]:  # sampled stacks (--sample-stacks), see analyze/hostprof.py
+    if (stacks := stack_table(data))["rank"]:  # sampled stacks (--sample-stacks), see analyze/run/hostprof.py
         out["stacks"] = stacks
     return out
 

@@ -1,9 +1,9 @@
-"""Communication matrix section of the HTML report: heat maps of bytes and time (analyze/commmatrix.py)
+"""Communication matrix section of the HTML report: heat maps of bytes and time (analyze/ranks/commmatrix.py)
 and the busiest pairs. Call ``comm_matrix_section(matrix)``; None when there is no matrix."""
 
 from __future__ import annotations
 
-from stepscope.analyze.commmatrix import CommMatrix
+from stepscope.analyze.ranks.commmatrix import CommMatrix
 from stepscope.report.html import Section
 from stepscope.report.html.charts import heat_map
 from stepscope.report.html.tables import Col, table

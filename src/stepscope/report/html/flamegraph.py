@@ -1,4 +1,4 @@
-"""Flame graph section of the HTML report, from sampled Python stacks (analyze/hostprof.py).
+"""Flame graph section of the HTML report, from sampled Python stacks (analyze/run/hostprof.py).
 
 Drawn server-side as nested, absolutely positioned blocks (an icicle: root on top): width = share of
 samples, hover shows the function, its samples and share. Each block carries its position (``data-x``,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stepscope.analyze.hostprof import NO_REGION, collapsed, host_profile, stack_rows
+from stepscope.analyze.run.hostprof import NO_REGION, collapsed, host_profile, stack_rows
 from stepscope.model.tables import RunData
 from stepscope.report.html.escape import esc, json_script
 from stepscope.report.html.gpu_sections import per_rank

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from stepscope.analyze.advisor import Advice, Finding
-from stepscope.analyze.summary import RankSummary, RunSummary
+from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.app import RunAnalysis
 from stepscope.model.tables import RankData, StepTable
 from stepscope.report import format as f

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from stepscope.analyze.advisor import Advice
-from stepscope.analyze.summary import RunSummary
+from stepscope.analyze.run.summary import RunSummary
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.model.events import EventTable
 from stepscope.model.tables import RunData

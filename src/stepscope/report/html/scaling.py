@@ -9,8 +9,8 @@ Renders only: every number comes from the analysis results.
 
 from __future__ import annotations
 
-from stepscope.analyze.scaling import ScalingAnalysis, ScalingTable
-from stepscope.analyze.sweep import SweepAnalysis
+from stepscope.analyze.runs.scaling import ScalingAnalysis, ScalingTable
+from stepscope.analyze.runs.sweep import SweepAnalysis
 from stepscope.report.html import Col, Section, notice, render_page, table
 from stepscope.report.html.charts import Axis, Series, heat_map, xy_chart
 

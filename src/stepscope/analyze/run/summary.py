@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.flops import FlopsSummary, counted_steps, flops_summary
-from stepscope.analyze.memory import MemoryOp, memory_ops
-from stepscope.analyze.regions import RegionStats, region_stats
-from stepscope.analyze.steps import StepStats, step_stats
-from stepscope.analyze.system import MetricStats, energy_per_step_j, metric_stats
+from stepscope.analyze.run.flops import FlopsSummary, counted_steps, flops_summary
+from stepscope.analyze.run.memory import MemoryOp, memory_ops
+from stepscope.analyze.run.regions import RegionStats, region_stats
+from stepscope.analyze.run.steps import StepStats, step_stats
+from stepscope.analyze.run.system import MetricStats, energy_per_step_j, metric_stats
 from stepscope.model.run import Run
 from stepscope.model.tables import RankData, RunData
 
@@ -87,7 +87,7 @@ class RunSummary:
     artifacts: tuple[str, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
     flops: FlopsSummary | None = None
-    """FLOPs per step, achieved FLOP/s and MFU (analyze/flops.py); None when not measured or given."""
+    """FLOPs per step, achieved FLOP/s and MFU (analyze/run/flops.py); None when not measured or given."""
     framework: dict[str, Any] | None = None
     """Rank 0's ``framework`` record (Keras / TensorFlow / JAX versions, backend, thread pools, devices)."""
 

@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from stepscope.analyze.commmatrix import comm_matrix, comm_matrix_from_tables
+from stepscope.analyze.ranks.commmatrix import comm_matrix, comm_matrix_from_tables
 from stepscope.executor.traceset import comm_matrix_from_traces
 from stepscope.model.tables import CommTable
 from tests.conftest import SCRIPTS, TRACES, Result, load

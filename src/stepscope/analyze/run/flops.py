@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.analyze.steps import StepStats
+from stepscope.analyze.run.steps import StepStats
 from stepscope.model.tables import RankData, RunData
 
 PEAK_TABLE: tuple[tuple[str, dict[str, float]], ...] = (

@@ -77,7 +77,7 @@ class SweepAnalysis:
     """Run ids that did not complete."""
 
     def to_dict(self) -> dict[str, Any]:
-        from stepscope.analyze.summary import _clean
+        from stepscope.analyze.run.summary import _clean
 
         return {"schema": SWEEP_SCHEMA, **_clean(asdict(self))}
 

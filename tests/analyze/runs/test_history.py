@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from stepscope.analyze.history import (
+from stepscope.analyze.runs.history import (
     NO_COMMIT,
     Order,
     RunPoint,
@@ -16,7 +16,7 @@ from stepscope.analyze.history import (
     pooled,
     tracked_metrics,
 )
-from stepscope.analyze.regression import CheckVerdict, MetricVerdict, check_metric, check_regression, locate_step
+from stepscope.analyze.runs.regression import CheckVerdict, MetricVerdict, check_metric, check_regression, locate_step
 
 
 def rp(run_id: str, commit: str | None, ct: float | None, start: float, value: float, *, dirty: bool = False,

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from stepscope.analyze.stepdetect import detect_steps
+from stepscope.analyze.runs.stepdetect import detect_steps
 
 
 def ar1(rng: np.random.Generator, n: int, rho: float, sd: float) -> np.ndarray:

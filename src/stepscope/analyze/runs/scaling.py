@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.ranks import step_window
+from stepscope.analyze.ranks.ranks import step_window
 from stepscope.model.run import RunStatus
 from stepscope.model.tables import Phase, RunData
 
@@ -108,7 +108,7 @@ class ScalingAnalysis:
         return next((t for t in self.tables if t.selection == selection), None)
 
     def to_dict(self) -> dict[str, Any]:
-        from stepscope.analyze.summary import _clean
+        from stepscope.analyze.run.summary import _clean
 
         return {"schema": SCALING_SCHEMA, **_clean(asdict(self))}
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from stepscope.analyze.scaling import Target, analyze_scaling, script_of
+from stepscope.analyze.runs.scaling import Target, analyze_scaling, script_of
 from stepscope.model.run import RunStatus
 from tests.analyze.distdata import rank_data, run_data
 

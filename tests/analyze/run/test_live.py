@@ -1,4 +1,4 @@
-"""The live figures and straggler rule of `stepscope top` (analyze/live.py) on hand-built ranks with exact
+"""The live figures and straggler rule of `stepscope top` (analyze/run/live.py) on hand-built ranks with exact
 timings: A/A jitter is never flagged, a rank 40% slower in useful time is, the waiting ranks' comm time is
 left out, a rank behind in steps is, and too few steps decide nothing."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.analyze.live import live_state
+from stepscope.analyze.run.live import live_state
 from tests.analyze.distdata import MS, T0, rank_data, run_data
 
 NOW = T0 + 10**12

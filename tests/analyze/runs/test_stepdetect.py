@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from stepscope.analyze.stepdetect import (
+from stepscope.analyze.runs.stepdetect import (
     PottsFit,
     StepFit,
     detect_steps,

@@ -1,8 +1,8 @@
 """Each detected step of a metric's history, confirmed (or not) by the CI gate's run-level test.
 
-The step fit (:func:`stepscope.analyze.stepdetect.detect_steps`, run by :func:`metric_history`) says *where* a
+The step fit (:func:`stepscope.analyze.runs.stepdetect.detect_steps`, run by :func:`metric_history`) says *where* a
 series of per-commit medians changes level. Whether the change is real is asked as `stepscope check` asks it:
-:func:`stepscope.analyze.regression.check_metric` on one value per run, the runs of the ``window`` clean commits
+:func:`stepscope.analyze.runs.regression.check_metric` on one value per run, the runs of the ``window`` clean commits
 just before the step (inside the segment before it) against those of the ``window`` clean commits from the first
 changed one on (inside the segment after it). No second statistic is involved.
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from stepscope.analyze.history import CommitPoint, MetricHistory
-from stepscope.analyze.regression import MetricCheck, MetricVerdict, check_metric
+from stepscope.analyze.runs.history import CommitPoint, MetricHistory
+from stepscope.analyze.runs.regression import MetricCheck, MetricVerdict, check_metric
 
 THRESHOLD = 0.05
 """Smallest relative change listed as a regression or improvement (`stepscope check`'s default 5%)."""

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from stepscope.analyze.sweep import SweepRun, analyze_sweep, higher_is_better
+from stepscope.analyze.runs.sweep import SweepRun, analyze_sweep, higher_is_better
 
 
 def _runs() -> list[SweepRun]:

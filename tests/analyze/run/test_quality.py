@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analyze.quality import CV_NOISY, measurement_quality
+from stepscope.analyze.run.quality import CV_NOISY, measurement_quality
 from stepscope.cli import main
 from stepscope.store.rundir import read_run
 

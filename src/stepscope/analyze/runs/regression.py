@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.history import MetricHistory, lower_is_better
-from stepscope.analyze.quality import Quality
+from stepscope.analyze.run.quality import Quality
+from stepscope.analyze.runs.history import MetricHistory, lower_is_better
 from stepscope.analyze.stats import geometric_mean, welch_log_ratio
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.analyze.commsplit import split_calls, split_kernels
-from stepscope.analyze.ranks import analyze_ranks, pop_metrics
-from stepscope.analyze.roles import analyze_roles
+from stepscope.analyze.ranks.commsplit import split_calls, split_kernels
+from stepscope.analyze.ranks.ranks import analyze_ranks, pop_metrics
+from stepscope.analyze.ranks.roles import analyze_roles
 from tests.analyze.distdata import MS, rank_data, run_data
 
 

@@ -10,9 +10,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from stepscope.analyze.history import RunPoint, metric_history
-from stepscope.analyze.historysteps import StepKind, history_steps
-from stepscope.analyze.regression import MetricVerdict
+from stepscope.analyze.runs.history import RunPoint, metric_history
+from stepscope.analyze.runs.historysteps import StepKind, history_steps
+from stepscope.analyze.runs.regression import MetricVerdict
 
 NOISE = 0.02
 """Between-run standard deviation of log step time (2%)."""

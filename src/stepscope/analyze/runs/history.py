@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.runs.stepdetect import StepFit, detect_steps
 from stepscope.analyze.stats import run_interval
-from stepscope.analyze.stepdetect import StepFit, detect_steps
 
 NO_COMMIT = "(no commit)"
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.commsplit import CommSplit, split_calls
+from stepscope.analyze.ranks.commsplit import CommSplit, split_calls
+from stepscope.analyze.run.steps import warmup_steps
 from stepscope.analyze.stats import mann_whitney_u
-from stepscope.analyze.steps import warmup_steps
 from stepscope.model.tables import Phase, RankData, RunData
 
 RANKS_SCHEMA = "stepscope.ranks/1"
@@ -45,7 +45,7 @@ class RankTimes:
 
     comm_ns / data_wait_ns: 0 where measured as nothing, None where the rank could not measure them.
     transfer_ns / sync_ns: the rank's matched collective time per step split in transfer and waiting
-    (see analyze/commsplit.py); None without matched collectives.
+    (see analyze/ranks/commsplit.py); None without matched collectives.
     """
 
     rank: int
@@ -129,7 +129,7 @@ class RankAnalysis:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        from stepscope.analyze.summary import _clean
+        from stepscope.analyze.run.summary import _clean
 
         d = _clean(asdict(self))
         for r, rt in zip(d["ranks"], self.ranks, strict=True):
@@ -287,7 +287,7 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
 def _trace_split(traces: dict[int, Any] | None) -> CommSplit | None:
     if not traces or len(traces) < 2:
         return None
-    from stepscope.analyze.commsplit import split_kernels, trace_comm_kernels
+    from stepscope.analyze.ranks.commsplit import split_kernels, trace_comm_kernels
 
     rows = []
     for rank, table in sorted(traces.items()):
