@@ -6,8 +6,7 @@ so the package's modules never import one another through it."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from stepscope.analyze._entrypoints import lazy_exports
 
 _ENTRY_POINTS = {
     "metric_history": "history",
@@ -21,8 +20,4 @@ _ENTRY_POINTS = {
 }
 __all__ = sorted(_ENTRY_POINTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _ENTRY_POINTS:
-        return getattr(importlib.import_module(f"{__name__}.{_ENTRY_POINTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _ENTRY_POINTS)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -245,93 +245,6 @@ def heat_map(title: str, columns: Sequence[str], rows: Sequence[str], values: Se
     return figure(spec, title, chart_id)
 
 
-_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|\b[A-Za-z_]\w*)::")
-
-
-def _collapse_templates(s: str, depth: int) -> str:
-    """``s`` with template arguments nested deeper than ``depth`` replaced by an ellipsis."""
-    out, level = [], 0
-    for ch in s:
-        if ch == "<":
-            level += 1
-            if level == depth + 1:
-                out.append("<…")
-            if level > depth:
-                continue
-        elif ch == ">":
-            level -= 1
-            if level >= depth:
-                if level == depth:
-                    out.append(">")
-                continue
-        elif level > depth:
-            continue
-        out.append(ch)
-    return "".join(out)
-
-
-def _compact(name: str, width: int) -> str:
-    """A long C++ / operator name without the parts that say little: ``void``, namespace qualifiers, the
-    parameter list; then, while too long, template arguments below the first level."""
-    s = name.strip()
-    if len(s) <= width:
-        return s
-    s = _QUALIFIER.sub("", re.sub(r"^void\s+", "", s))
-    if s.endswith(")") and "(" in s:
-        depth = 0
-        for i in range(len(s) - 1, -1, -1):
-            depth += s[i] == ")"
-            depth -= s[i] == "("
-            if depth == 0:
-                if i > 0:
-                    s = s[:i]
-                break
-    s = re.sub(r"\s+", " ", s).strip()
-    if len(s) > width:
-        s = _collapse_templates(s, 1)
-    return s or name
-
-
-def _middle(s: str, width: int, tail: int) -> str:
-    if len(s) <= width:
-        return s
-    tail = min(tail, width - 2)
-    return s[: width - tail - 1] + "…" + s[len(s) - tail:]
-
-
-def _end(s: str, width: int) -> str:
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def shorten_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
-    """Short forms of ``names`` (at most ``width`` characters): a name that fits is kept; a longer one loses
-    ``void``, namespace qualifiers, its parameter list and nested template arguments, then is cut at the end,
-    or, where that makes two different names look alike, in the middle (keeping more of the end, where
-    templated kernels differ). Names still alike get their row number."""
-    width = max(12, width)
-    compact = [_compact(n, width) for n in names]
-    cuts: tuple[Callable[[str], str], ...] = (
-        lambda c: _end(c, width), lambda c: _middle(c, width, width // 3),
-        lambda c: _middle(c, width, width // 2), lambda c: _middle(c, width, (2 * width) // 3))
-    out: list[str | None] = [None] * len(names)
-    for cut in cuts:
-        cand = [cut(c) for c in compact]
-        owners: dict[str, set[str]] = {}
-        for c, k in zip(compact, cand, strict=True):
-            owners.setdefault(k, set()).add(c)
-        for i, k in enumerate(cand):
-            if out[i] is None and len(owners[k]) == 1:
-                out[i] = k
-    last = [o if o is not None else cuts[-1](c) for o, c in zip(out, compact, strict=True)]
-    counts: dict[str, int] = {}
-    final = []
-    for c, s in zip(compact, last, strict=True):
-        clash = any(t == s and d != c for d, t in zip(compact, last, strict=True))
-        counts[s] = counts.get(s, 0) + 1
-        final.append(f"{s} #{counts[s]}" if clash and counts[s] > 1 else s)
-    return final
-
-
 _WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^cpu_process_pct$"), "CPU, this process"),
     (re.compile(r"^cpu_system_pct$"), "CPU, whole machine"),
@@ -381,3 +294,11 @@ def chart_script() -> str:
 def chart_css() -> str:
     """The charts' CSS: uPlot's stylesheet, then charts.css (axis labels, legend, bars, heat maps, tooltip)."""
     return _asset("uplot.min.css") + "\n" + _asset("charts.css")
+
+
+def shorten_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
+    """Short forms of ``names`` (at most ``width`` characters, all different): the pages' one shortening
+    rule, :func:`stepscope.report.html.names.short_names`."""
+    from stepscope.report.html.names import short_names
+
+    return short_names(names, max(12, width))
