@@ -75,35 +75,30 @@ class CommNotOverlapped:
         if sync is not None:
             ev["peer_wait_share"] = sync
         mpi = main is not None and is_mpi_op(main.op)
-        if main is not None and main.latency_bound and mpi:
-            ev["bound"] = "latency"
-            save = exposed * (1 - 1 / ACCUMULATION) * (1 - (sync or 0.0))
-            return finding(self, inp, ev, per_step_s=save, source=source,
-                           title="Communication is latency-bound: small collectives every step", suggestion=(
-                f"Each step sends only {nbytes(main.bytes_median)} per {main.op} call "
-                f"({main.calls_per_step:.3g} per step): the call's fixed latency and waiting for the other ranks "
-                "cost the time, not the bytes. Communicate less often (one call for several steps' data, e.g. "
-                f"the {main.op} every k steps), or start it early with its non-blocking form ({_nonblocking(main.op)}"
-                " / Isend, then Wait after independent work) so the wait overlaps with computation; a larger "
-                "payload per call costs little more."),
-                basis=(f"communicating once per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed "
-                       "communication" + (", less its share spent waiting for slower ranks (rank-imbalance)"
-                                          if sync else "")))
         if main is not None and main.latency_bound:
             ev["bound"] = "latency"
             save = exposed * (1 - 1 / ACCUMULATION) * (1 - (sync or 0.0))
+            waiting = ", less its share spent waiting for slower ranks (rank-imbalance)" if sync else ""
+            if mpi:
+                remedy = (f"Communicate less often (one call for several steps' data, e.g. the {main.op} every k "
+                          f"steps), or start it early with its non-blocking form ({_nonblocking(main.op)} / Isend, "
+                          "then Wait after independent work) so the wait overlaps with computation; a larger "
+                          "payload per call costs little more.")
+                basis = (f"communicating once per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed "
+                         "communication" + waiting)
+            else:
+                remedy = ("Communicate less often: accumulate gradients over k micro-batches and skip the all-reduce "
+                          "on all but the last (with model.no_sync(): loss.backward()), or take fewer, larger steps "
+                          "(a larger batch per rank). Smaller buckets (bucket_cap_mb) or gradient compression cannot "
+                          "help: there are no bytes to split or shrink.")
+                basis = (f"with no_sync() accumulation over {ACCUMULATION} micro-batches the all-reduce runs once "
+                         f"per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed communication"
+                         + waiting + f"; the effective batch grows {ACCUMULATION}×")
             return finding(self, inp, ev, per_step_s=save, source=source,
                            title="Communication is latency-bound: small collectives every step", suggestion=(
                 f"Each step sends only {nbytes(main.bytes_median)} per {main.op} call "
                 f"({main.calls_per_step:.3g} per step): the call's fixed latency and waiting for the other ranks "
-                "cost the time, not the bytes. Communicate less often: accumulate gradients over k micro-batches "
-                "and skip the all-reduce on all but the last (with model.no_sync(): loss.backward()), or take "
-                "fewer, larger steps (a larger batch per rank). Smaller buckets (bucket_cap_mb) or gradient "
-                "compression cannot help: there are no bytes to split or shrink."),
-                basis=(f"with no_sync() accumulation over {ACCUMULATION} micro-batches the all-reduce runs once "
-                       f"per {ACCUMULATION} steps: {1 - 1 / ACCUMULATION:.0%} of the exposed communication"
-                       + (", less its share spent waiting for slower ranks (rank-imbalance)" if sync else "")
-                       + f"; the effective batch grows {ACCUMULATION}×"))
+                "cost the time, not the bytes. " + remedy), basis=basis)
         save = min(exposed, room)
         suggestion = self.suggestion
         if main is not None and main.latency_bound is False and mpi:
