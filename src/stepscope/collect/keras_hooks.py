@@ -7,8 +7,9 @@ custom loops, models are summarised.
   Keras keeps dispatching batch-end callbacks asynchronously where it would without stepscope.
   Samples come from fit's data adapter (arrays: the batch size, the partial last batch of an epoch; a
   ``tf.data`` dataset: its static batch dimension where it has one). Validation time is kept out of the
-  training step around it. Keras fetches fit's batches inside its compiled train function: data wait is
-  not separated there (NaN), it is part of the step.
+  training step around it. Keras fetches fit's batches inside its compiled train function; on the
+  TensorFlow backend the dataset fit iterates gets a stamping stage (collect/keras_datawait.py) that
+  measures how long each fetch blocked: that is the step's data wait (NaN on the other backends).
 * custom loops: the outermost ``optimizer.apply`` / ``apply_gradients`` of the first Keras optimizer that
   runs marks a step (source ``keras_optimizer``); inside a ``tf.function`` the function's return marks it
   (tensorflow_hooks.py). Data wait, samples and epochs come from the ``tf.data`` iterator.
@@ -38,7 +39,7 @@ prove that a failing hook never breaks training (as ``optimizer`` does for the t
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
 NOT_MEASURED: Any = float("nan")
-"""A step's data wait where the batch was fetched out of sight (the session writes it as is)."""
+"""A step's data wait where the fetch was not metered (the session writes it as is)."""
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ITERATORS = threading.local()
 """Per thread: the Keras epoch iterators created while ``fit`` runs (the first one is fit's training data)."""
@@ -106,11 +107,54 @@ def _install_fit(session: Session) -> None:
             created = getattr(_ITERATORS, "created", None)
             if created is not None:
                 created.append(self)
+                self._stepscope_fit = True
 
         return __init__
 
     _patch(fit_owner, "fit", make_fit)
     _patch(EpochIterator, "__init__", make_init)
+    if _backend() == "tensorflow":
+        _install_input_meter(session)
+
+
+def _backend() -> str | None:
+    try:
+        return str(sys.modules["keras"].backend.backend())
+    except Exception:
+        return None
+
+
+METER_ATTR = "_stepscope_meter"
+"""On a Keras ``TFEpochIterator`` created by an observed ``fit``: its InputWaitMeter (None: not metered)."""
+
+
+def _install_input_meter(session: Session) -> None:
+    """``TFEpochIterator._get_iterator`` hands out the metered dataset (collect/keras_datawait.py) of the
+    iterators an observed ``fit`` created (training and validation data)."""
+    from keras.src.backend.tensorflow.trainer import TFEpochIterator
+
+    def make_get_iterator(orig: Any) -> Any:
+        def _get_iterator(self: Any) -> Any:
+            dataset = orig(self)
+            if not self.__dict__.get("_stepscope_fit") or session.disabled:
+                return dataset
+            if METER_ATTR not in self.__dict__:
+                setattr(self, METER_ATTR, None)
+                try:
+                    from stepscope.collect.keras_datawait import meter_for, unmetered_reason
+
+                    setattr(self, METER_ATTR, meter_for(dataset))
+                    why = unmetered_reason(dataset)
+                except Exception as e:
+                    why = f"its input pipeline could not be metered ({e})"
+                if self.__dict__[METER_ATTR] is None:
+                    session.warn_once("keras.data-wait", f"data wait in Model.fit is not measured: {why}")
+            meter = self.__dict__[METER_ATTR]
+            return dataset if meter is None else meter.dataset
+
+        return _get_iterator
+
+    _patch(TFEpochIterator, "_get_iterator", make_get_iterator)
 
 
 FIT_CALLBACKS_POSITION = 5
@@ -201,6 +245,17 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def _meter(iterator: Any) -> Any:
+    return None if iterator is None else iterator.__dict__.get(METER_ATTR)
+
+
+def _take_wait(iterator: Any) -> Any:
+    """The input wait (int ns) of the steps since the last call, from the iterator's meter; NaN where fit's
+    data is not metered (Keras on the JAX or PyTorch backend, a distribution strategy's dataset)."""
+    meter = _meter(iterator)
+    return NOT_MEASURED if meter is None else round(meter.take_ns())
+
+
 def StepscopeKerasCallback(session: Session) -> Any:
     """A ``keras.callbacks.Callback`` (the class is made at run time, on Keras' own base class)."""
     return _callback_class()(session)
@@ -229,6 +284,7 @@ def _callback_class() -> type:
             self.pending: int | None = None
             """First batch index of the training step in progress (None: none)."""
             self.val_pending: int | None = None
+            self.val_iterator: Any = None
 
         def _guard(self, where: str, fn: Callable[[], None]) -> None:
             if self.session.disabled:
@@ -246,6 +302,9 @@ def _callback_class() -> type:
                 s.set_step_source(FIT_SOURCE)
                 s.activate()
                 self.train = _Samples(self.iterators[0]) if self.iterators else None
+                meter = _meter(self.iterators[0] if self.iterators else None)
+                if meter is not None:
+                    meter.reset()
                 s.step = StepState(None, s.epoch)
                 describe_once(s, self.model)
             self._guard("train-begin", go)
@@ -280,7 +339,7 @@ def _callback_class() -> type:
             if self.train is not None:
                 last = self._span(begin, None if next_begin is None else next_begin - 1, self.train)
                 st.samples, st.fetched = self.train.of(begin, last), True
-                st.data_wait = NOT_MEASURED  # fit fetches inside its train function
+                st.data_wait = _take_wait(self.iterators[0] if self.iterators else None)
             s.mark_step(t, source=FIT_SOURCE)
 
         def _end_val(self, t: int, next_begin: int | None) -> None:
@@ -292,7 +351,7 @@ def _callback_class() -> type:
             if self.val is not None:
                 last = self._span(begin, None if next_begin is None else next_begin - 1, self.val)
                 s.step.samples, s.step.fetched = self.val.of(begin, last), True
-                s.step.data_wait = NOT_MEASURED
+                s.step.data_wait = _take_wait(self.val_iterator)
             s.mark_step(t, source=FIT_SOURCE, phase=Phase.VALIDATION)
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
@@ -313,6 +372,10 @@ def _callback_class() -> type:
                 it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
                     self.iterators) > 1 else None)
                 self.val = _Samples(it) if it is not None else None
+                self.val_iterator = it
+                meter = _meter(it)
+                if meter is not None:
+                    meter.reset()
                 self.saved, s.step = s.step, StepState(t, s.epoch)
             self._guard("test-begin", go)
 
