@@ -13,7 +13,8 @@ Targets (issue 20): <= 10 µs per step for the zero-code hooks; a region enter/e
 <= 0.2 s.
 
 With TensorFlow and Keras installed, the same interleaved pairs for a Keras ``fit`` (benchmarks/_keras_loop.py,
-~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed.
+~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed,
+and beside it the hooks' own work timed in-process in each stepscope run (µs and share of the step).
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
 """
@@ -34,12 +35,15 @@ LOOP = HERE / "_loop.py"
 KERAS_LOOP = HERE / "_keras_loop.py"
 KERAS_MODES = ("keras-bare", "keras-stepscope")
 """Keras fit (TensorFlow backend, ~10 ms steps on one thread) bare and under `stepscope run` (zero-code hooks)."""
+KERAS_HOOK_COSTS: list[tuple[dict[str, float], float]] = []
+"""Per keras-stepscope run: the hooks' own work timed in-process (_keras_loop.py --hook-cost) and its step time."""
 
 
 def run_mode(mode: str, steps: int, hidden: int, store: str) -> float:
     base = [sys.executable, str(LOOP), "--steps", str(steps), "--hidden", str(hidden)]
     if mode in KERAS_MODES:
         base = [sys.executable, str(KERAS_LOOP), "--steps", str(steps), "--hidden", str(hidden)]
+        base += ["--hook-cost"] if mode == "keras-stepscope" else []
         mode = "stepscope" if mode == "keras-stepscope" else "bare-keras"
     if mode == "stepscope":
         cmd = [sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--", *base]
@@ -49,7 +53,10 @@ def run_mode(mode: str, steps: int, hidden: int, store: str) -> float:
         cmd = [*base, "--mode", mode]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in out.splitlines() if ln.startswith("{")][-1]
-    return float(json.loads(line)["median_step_ns"])
+    result = json.loads(line)
+    if "hook_cost" in result:
+        KERAS_HOOK_COSTS.append((result["hook_cost"], float(result["median_step_ns"])))
+    return float(result["median_step_ns"])
 
 
 def have_tensorflow() -> bool:
@@ -151,6 +158,10 @@ def main() -> None:
         print(f"\nKeras fit (TensorFlow, {args.keras_steps} steps, one thread), {args.rounds} interleaved pairs: "
               f"bare {kb / 1e6:.3f} ms, stepscope {ks / 1e6:.3f} ms per step; paired ratio median "
               f"{statistics.median(ratios):.4f} (range {min(ratios):.4f}-{max(ratios):.4f}; target < 1.01)")
+        from _keras_loop import describe_hook_cost
+
+        cost, step_ns = sorted(KERAS_HOOK_COSTS, key=lambda c: c[0]["per_step"] / c[1])[len(KERAS_HOOK_COSTS) // 2]
+        print(f"median of {len(KERAS_HOOK_COSTS)} runs: " + describe_hook_cost(cost, step_ns))
     if args.only_keras:
         return
     print(f"\nmedian step time over {args.rounds} interleaved rounds ({args.steps} steps each, warm-up excluded);"

@@ -25,6 +25,7 @@ stage is never added), a distribution strategy other than the default one (the d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 _SKIPPED = frozenset({"_OptionsDataset", "_ModelDataset", "_OptimizeDataset", "_MaxIntraOpParallelismDataset",
@@ -58,13 +59,11 @@ class InputWaitMeter:
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
+        self._read = _reader(self._waited_s)
         self._last_s = self._read()
 
-    def _read(self) -> float:
-        return float(self._waited_s.value().numpy())
-
     def take_ns(self) -> float:
-        """Input wait since the previous call, in ns (one float64 read of a CPU variable)."""
+        """Input wait since the previous call, in ns (one read of a float64 CPU variable)."""
         now = self._read()
         delta, self._last_s = now - self._last_s, now
         return max(delta, 0.0) * 1e9
@@ -72,6 +71,30 @@ class InputWaitMeter:
     def reset(self) -> None:
         """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
         self._last_s = self._read()
+
+
+def _reader(variable: Any) -> Callable[[], float]:
+    """A function reading the variable's value: TensorFlow's fast-path execution of one ``ReadVariableOp``
+    (what ``variable.value()`` ends in, without its Python layers: about 3x cheaper), proved once here; the
+    public ``variable.value()`` where that private path is not there."""
+    def public() -> float:
+        return float(variable.value().numpy())
+
+    try:
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import context
+
+        ctx, handle, dtype = context.context(), variable.handle, variable.dtype
+
+        def fast() -> float:
+            return float(pywrap_tfe.TFE_Py_FastPathExecute(ctx, "ReadVariableOp", None, handle, "dtype",
+                                                           dtype)._numpy())
+
+        if fast() == public():
+            return fast
+    except Exception:
+        pass
+    return public
 
 
 def would_inject_prefetch(dataset: Any) -> bool:
