@@ -1,6 +1,7 @@
 """Data wait inside Keras ``Model.fit`` (TensorFlow backend): measured by a stamping stage on fit's dataset
 (collect/keras_datawait.py), checked against a known sleep per batch in a real ``tf.data`` map, shown not
-to change what fit computes, and left out (NaN, a note) where TensorFlow's op determinism forbids it.
+to change what fit computes, and left out (NaN, a note) where TensorFlow's op determinism forbids it; on the
+JAX and PyTorch backends, the Python ``next`` Keras calls is timed.
 
 TensorFlow takes seconds to import: each process is started once per module and shared by its tests."""
 
@@ -26,8 +27,8 @@ SLEEP_S = 0.06
 SCRIPT = str(SCRIPTS / "keras_slow_fit.py")
 
 
-def _run(d: Path, *argv: str) -> tuple[Any, list[float]]:
-    env = {**os.environ, "STEPSCOPE_HOME": str(d / "store")}
+def _run(d: Path, *argv: str, backend: str = "tensorflow") -> tuple[Any, list[float]]:
+    env = {**os.environ, "STEPSCOPE_HOME": str(d / "store"), "KERAS_BACKEND": backend}
     env.pop("STEPSCOPE_DB", None)
     r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, SCRIPT, "--sleep", str(SLEEP_S), *argv),
                        capture_output=True, text=True, timeout=300, cwd=d, env=env)
@@ -79,3 +80,23 @@ def test_unmetered_under_op_determinism_and_the_same_results(waited: tuple[Any, 
     assert len(rank.steps) == 10 and np.isnan(rank.steps["data_wait_ns"]).all()
     assert sum("op determinism is on" in n for n in rank.notes) == 1
     assert losses == waited[1]
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_other_backends_time_the_python_next(tmp_path: Path, backend: str) -> None:
+    """On Keras' JAX and PyTorch backends the trainer calls next() on a Python iterator: a generator that
+    sleeps 60 ms per batch gives the steps that wait. Keras' generator adapter reads a batch or two ahead
+    (to learn the data's shapes) and hands them out later without a sleep: those steps did not wait, and
+    their own duration, timed apart from the wait, says so too."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    run, _ = _run(tmp_path, "--generator", backend=backend)
+    steps = run.ranks[0].steps
+    assert len(steps) == 10 and run.ranks[0].stream.step_source == "keras"
+    wait, duration = steps["data_wait_ns"], steps.duration_ns
+    assert np.isfinite(wait).all() and np.all(wait <= duration)
+    waited = wait >= 0.95 * SLEEP_S * 1e9
+    assert waited.sum() >= 6, wait  # most batches come from the sleeping generator
+    # no wait: the step was short too (but the first, which compiles the train function)
+    assert np.all((waited | (duration < SLEEP_S * 1e9))[1:]), (wait, duration)
+    assert np.median(wait) <= 2.0 * SLEEP_S * 1e9, wait

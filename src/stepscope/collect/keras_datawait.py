@@ -1,4 +1,5 @@
-"""Data wait of Keras ``fit`` on the TensorFlow backend, measured by the input pipeline itself.
+"""Data wait of Keras ``fit``: on the TensorFlow backend measured by the input pipeline itself; on the JAX
+and PyTorch backends, where Keras calls ``next()`` on a Python iterator, by timing that call.
 
 Keras fetches each batch with ``iterator.get_next()`` inside its compiled train function, so no Python hook
 sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one stage appended, in C++ only:
@@ -25,12 +26,14 @@ stage is never added), a distribution strategy other than the default one (the d
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 _SKIPPED = frozenset({"_OptionsDataset", "_ModelDataset", "_OptimizeDataset", "_MaxIntraOpParallelismDataset",
                       "_PrivateThreadPoolDataset", "_AssertNextDataset"})
 """Python classes of the datasets TensorFlow's ``inject_prefetch`` looks through (its ``kDatasetsToSkip``)."""
+_perf = time.perf_counter_ns
 
 
 class InputWaitMeter:
@@ -61,6 +64,10 @@ class InputWaitMeter:
         self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
         self._read = _reader(self._waited_s)
         self._last_s = self._read()
+
+    def wrap(self, dataset: Any) -> Any:
+        """What to hand to Keras in place of ``dataset`` (the one this meter was made for)."""
+        return self.dataset
 
     def take_ns(self) -> float:
         """Input wait since the previous call, in ns (one read of a float64 CPU variable)."""
@@ -136,3 +143,55 @@ def _deterministic() -> bool:
     from tensorflow.python.framework import config
 
     return bool(config.is_op_determinism_enabled())
+
+
+class PythonWaitMeter:
+    """Cumulative time ``next()`` blocked on the Python iterators of one iterable that ``fit`` iterates (Keras'
+    JAX and PyTorch backends: the data adapter's iterator or ``DataLoader``, ``next`` called by the trainer in
+    Python). Same interface as InputWaitMeter.
+
+    Attributes:
+        waited_ns: the time ``next()`` blocked, in all, on every iterable ``wrap`` handed out.
+    """
+
+    def __init__(self) -> None:
+        self.waited_ns = 0
+        self._last_ns = 0
+
+    def wrap(self, iterable: Any) -> Any:
+        """What to hand to Keras in place of ``iterable`` (each ``iter()`` of it times its ``next()`` calls)."""
+        return _TimedIterable(iterable, self)
+
+    def take_ns(self) -> float:
+        now = self.waited_ns
+        delta, self._last_ns = now - self._last_ns, now
+        return float(delta)
+
+    def reset(self) -> None:
+        self._last_ns = self.waited_ns
+
+
+class _TimedIterable:
+    def __init__(self, inner: Any, meter: PythonWaitMeter) -> None:
+        self._inner, self._meter = inner, meter
+
+    def __iter__(self) -> _TimedIterator:
+        return _TimedIterator(iter(self._inner), self._meter)
+
+    def __getattr__(self, name: str) -> Any:  # a DataLoader's attributes stay reachable
+        return getattr(self._inner, name)
+
+
+class _TimedIterator:
+    def __init__(self, inner: Any, meter: PythonWaitMeter) -> None:
+        self._inner, self._meter = inner, meter
+
+    def __iter__(self) -> _TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        t0 = _perf()
+        try:
+            return next(self._inner)
+        finally:
+            self._meter.waited_ns += _perf() - t0

@@ -113,8 +113,19 @@ def _install_fit(session: Session) -> None:
 
     _patch(fit_owner, "fit", make_fit)
     _patch(EpochIterator, "__init__", make_init)
-    if _backend() == "tensorflow":
-        _install_input_meter(session)
+    backend = _backend()
+    if backend == "tensorflow":
+        from keras.src.backend.tensorflow.trainer import TFEpochIterator
+
+        _install_input_meter(session, TFEpochIterator, "tensorflow")
+    elif backend == "jax":
+        from keras.src.backend.jax.trainer import JAXEpochIterator
+
+        _install_input_meter(session, JAXEpochIterator, "python")
+    elif backend == "torch":
+        from keras.src.backend.torch.trainer import TorchEpochIterator
+
+        _install_input_meter(session, TorchEpochIterator, "python")
 
 
 def _backend() -> str | None:
@@ -128,10 +139,10 @@ METER_ATTR = "_stepscope_meter"
 """On a Keras ``TFEpochIterator`` created by an observed ``fit``: its InputWaitMeter (None: not metered)."""
 
 
-def _install_input_meter(session: Session) -> None:
-    """``TFEpochIterator._get_iterator`` hands out the metered dataset (collect/keras_datawait.py) of the
-    iterators an observed ``fit`` created (training and validation data)."""
-    from keras.src.backend.tensorflow.trainer import TFEpochIterator
+def _install_input_meter(session: Session, epoch_iterator: type, kind: str) -> None:
+    """The backend's ``EpochIterator._get_iterator`` hands out the metered data (collect/keras_datawait.py:
+    a stamped ``tf.data`` dataset, or a Python iterable whose ``next`` is timed) of the iterators an observed
+    ``fit`` created (training and validation data)."""
 
     def make_get_iterator(orig: Any) -> Any:
         def _get_iterator(self: Any) -> Any:
@@ -141,20 +152,25 @@ def _install_input_meter(session: Session) -> None:
             if METER_ATTR not in self.__dict__:
                 setattr(self, METER_ATTR, None)
                 try:
-                    from stepscope.collect.keras_datawait import meter_for, unmetered_reason
+                    from stepscope.collect.keras_datawait import PythonWaitMeter, meter_for, unmetered_reason
 
-                    setattr(self, METER_ATTR, meter_for(dataset))
-                    why = unmetered_reason(dataset)
+                    if kind == "python":
+                        iterable = hasattr(dataset, "__iter__")
+                        setattr(self, METER_ATTR, PythonWaitMeter() if iterable else None)
+                        why = f"fit iterates a {type(dataset).__name__}, which is not iterable"
+                    else:
+                        setattr(self, METER_ATTR, meter_for(dataset))
+                        why = unmetered_reason(dataset)
                 except Exception as e:
                     why = f"its input pipeline could not be metered ({e})"
                 if self.__dict__[METER_ATTR] is None:
                     session.warn_once("keras.data-wait", f"data wait in Model.fit is not measured: {why}")
             meter = self.__dict__[METER_ATTR]
-            return dataset if meter is None else meter.dataset
+            return dataset if meter is None else meter.wrap(dataset)  # JAX: a new generator every epoch
 
         return _get_iterator
 
-    _patch(TFEpochIterator, "_get_iterator", make_get_iterator)
+    _patch(epoch_iterator, "_get_iterator", make_get_iterator)
 
 
 FIT_CALLBACKS_POSITION = 5
@@ -193,14 +209,13 @@ class _Samples:
     """Samples per batch of one Keras data adapter."""
 
     def __init__(self, iterator: Any) -> None:
-        adapter = getattr(iterator, "data_adapter", None)
-        self.batch = _int(getattr(adapter, "batch_size", None))
-        self.num_batches = _int(getattr(adapter, "num_batches", None))
-        self.partial = _int(getattr(adapter, "partial_batch_size", None)) if getattr(
-            adapter, "has_partial_batch", None) else None
+        adapter = _attr(iterator, "data_adapter")
+        self.batch = _int(_attr(adapter, "batch_size"))
+        self.num_batches = _int(_attr(adapter, "num_batches"))
+        self.partial = _int(_attr(adapter, "partial_batch_size")) if _attr(adapter, "has_partial_batch") else None
         if self.batch is None:  # a tf.data dataset batched without drop_remainder: read its batch op
-            self.batch, self.partial = _tf_data_batch(getattr(adapter, "_dataset", None))
-        steps = _int(getattr(iterator, "steps_per_epoch", None))
+            self.batch, self.partial = _tf_data_batch(_attr(adapter, "_dataset"))
+        steps = _int(_attr(iterator, "steps_per_epoch"))
         if steps is not None and (self.num_batches is None or steps < self.num_batches):
             self.num_batches, self.partial = steps, None  # an epoch cut short: every batch is full
 
@@ -213,6 +228,15 @@ class _Samples:
             is_last = self.num_batches is not None and i == self.num_batches - 1
             total += self.partial if (is_last and self.partial) else self.batch
         return float(total)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """``obj.name``, or None where it is missing or its property raises (a generator's adapter raises
+    NotImplementedError for ``has_partial_batch``)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
 
 
 def _tf_data_batch(dataset: Any, depth: int = 0) -> tuple[int | None, int | None]:
