@@ -16,7 +16,9 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
   during the fit;
 * ``stage_per_batch``: the input-wait stage (collect/keras_datawait.py) on fit's own dataset, pulled inside
   a ``tf.function`` loop with and without the stage, interleaved blocks, best block each;
-* ``per_step``: their sum, to set against ``median_step_ns``.
+* ``per_step``: their sum, to set against ``median_step_ns``; ``per_step_cpu`` the same with the callback's
+  thread CPU time (``time.thread_time_ns``: what the hooks make the CPU do, without the time the thread
+  was preempted by other processes, which a loaded machine adds to any wall time).
 
     python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost]
 """
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 _perf = time.perf_counter_ns
+_cpu = time.thread_time_ns
 
 
 def main() -> None:
@@ -84,6 +87,8 @@ class HookTimers:
         from stepscope.collect import keras_hooks
 
         self.callback_ns: dict[str, list[int]] = {}
+        self.cpu_ns: dict[int, list[int]] = {}
+        """Thread CPU time of each timed call, keyed by the id of its wall-clock list."""
         self.calls = 0
         cls = keras_hooks._callback_class()
         for name in [n for n in vars(cls) if n.startswith("on_")]:
@@ -104,14 +109,16 @@ class HookTimers:
 
         pf.Function.__call__ = counting
 
-    @staticmethod
-    def _timed(method: Callable[..., Any], into: list[int]) -> Callable[..., Any]:
+    def _timed(self, method: Callable[..., Any], into: list[int]) -> Callable[..., Any]:
+        cpu = self.cpu_ns.setdefault(id(into), [])
+
         def timed(cb: Any, *a: Any, **k: Any) -> Any:
-            t0 = _perf()
+            c0, t0 = _cpu(), _perf()
             try:
                 return method(cb, *a, **k)
             finally:
                 into.append(_perf() - t0)
+                cpu.append(_cpu() - c0)
 
         return timed
 
@@ -121,13 +128,17 @@ class HookTimers:
         pf.Function.__call__ = self.hooked_call
         wrapper = _paired_best(lambda: self._calls(self.hooked_call), lambda: self._calls(self.orig_call))
         stage = _stage_cost(x, y, batch)
-        per_batch = self.callback_ns.get("on_train_batch_begin", [])[10:] or [0]
+        wall = self.callback_ns.get("on_train_batch_begin", [])
+        per_batch = wall[10:] or [0]
+        cpu = self.cpu_ns.get(id(wall), [])[10:] or [0]
         out = {"callback_per_step": statistics.fmean(per_batch), "callback_median": statistics.median(per_batch),
+               "callback_cpu_per_step": statistics.fmean(cpu),
                "callback_once": float(sum(sum(v) for k, v in self.callback_ns.items() if k != "on_train_batch_begin")),
                "meter_read": statistics.fmean(self.meter_reads[10:] or [0]),
                "function_calls_per_step": self.calls / steps, "function_wrapper_per_call": wrapper,
                "stage_per_batch": stage}
         out["per_step"] = out["callback_per_step"] + out["function_calls_per_step"] * wrapper + stage
+        out["per_step_cpu"] = out["callback_cpu_per_step"] + out["function_calls_per_step"] * wrapper + stage
         return out
 
     @staticmethod
@@ -148,14 +159,22 @@ TARGET_SHARE = 0.01
 """Issue 16: the hooks' cost below 1% of a ~10 ms Keras step."""
 
 
+NOMINAL_STEP_NS = 10e6
+"""The step the target speaks of (issue 16: a ~10 ms Keras step)."""
+
+
 def describe_hook_cost(cost: dict[str, float], step_ns: float) -> str:
-    """The in-process hook cost (``hook_cost`` of this script's JSON) in µs and as a share of ``step_ns``."""
+    """The in-process hook cost (``hook_cost`` of this script's JSON) in µs and as a share of ``step_ns``; in
+    CPU time also as a share of the nominal 10 ms step (a loaded machine stretches wall times, not CPU work)."""
     share = cost["per_step"] / step_ns
-    return (f"hook work per step, timed in-process around the real steps: {cost['per_step'] / 1e3:.1f} µs = "
-            f"{share * 100:.2f}% of the measured {step_ns / 1e6:.2f} ms step (target < {TARGET_SHARE * 100:.0f}%: "
-            f"{'met' if share < TARGET_SHARE else 'NOT met'})\n"
-            f"  fit callback {cost['callback_per_step'] / 1e3:.1f} µs mean, {cost['callback_median'] / 1e3:.1f} µs "
-            f"median (of which the input-wait meter read {cost['meter_read'] / 1e3:.1f} µs); tf.function wrapper "
+    cpu_share = cost["per_step_cpu"] / NOMINAL_STEP_NS
+    return (f"hook work per step, timed in-process around the real steps: wall {cost['per_step'] / 1e3:.1f} µs = "
+            f"{share * 100:.2f}% of the measured {step_ns / 1e6:.2f} ms step; CPU {cost['per_step_cpu'] / 1e3:.1f} µs"
+            f" = {cpu_share * 100:.2f}% of a 10 ms step (target < {TARGET_SHARE * 100:.0f}%: wall "
+            f"{'met' if share < TARGET_SHARE else 'NOT met'}, CPU {'met' if cpu_share < TARGET_SHARE else 'NOT met'})"
+            f"\n  fit callback wall {cost['callback_per_step'] / 1e3:.1f} µs mean, {cost['callback_median'] / 1e3:.1f}"
+            f" µs median, CPU {cost['callback_cpu_per_step'] / 1e3:.1f} µs mean (wall of the input-wait meter read "
+            f"{cost['meter_read'] / 1e3:.1f} µs); tf.function wrapper "
             f"{cost['function_wrapper_per_call'] / 1e3:.1f} µs x {cost['function_calls_per_step']:.2f} calls; "
             f"input-wait stage {cost['stage_per_batch'] / 1e3:.1f} µs per batch; once per fit "
             f"{cost['callback_once'] / 1e6:.1f} ms (framework settings, model summary)")
