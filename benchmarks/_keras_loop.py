@@ -20,6 +20,9 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
   thread CPU time (``time.thread_time_ns``: what the hooks make the CPU do, without the time the thread
   was preempted by other processes, which a loaded machine adds to any wall time).
 
+With ``STEPSCOPE_KERAS_DATA_WAIT=off`` in the environment the hooks run without the input-wait metering (no
+stage, no meter read): the cost of the rest.
+
     python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost]
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -127,7 +131,10 @@ class HookTimers:
 
         pf.Function.__call__ = self.hooked_call
         wrapper = _paired_best(lambda: self._calls(self.hooked_call), lambda: self._calls(self.orig_call))
-        stage = _stage_cost(x, y, batch)
+        from stepscope.collect.keras_hooks import DATA_WAIT_ENV
+
+        metered = os.environ.get(DATA_WAIT_ENV, "").lower() not in ("0", "off", "no", "false")
+        stage = _stage_cost(x, y, batch) if metered else 0.0  # no stage in the pipeline when it is off
         wall = self.callback_ns.get("on_train_batch_begin", [])
         per_batch = wall[10:] or [0]
         cpu = self.cpu_ns.get(id(wall), [])[10:] or [0]

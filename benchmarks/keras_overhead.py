@@ -97,26 +97,32 @@ def main() -> None:
 
 
 def hook_cost(runs: int, steps: int, hidden: int) -> None:
-    """Part 2: _keras_loop.py --hook-cost under `stepscope run`, ``runs`` times; the run with the lowest share."""
+    """Part 2: _keras_loop.py --hook-cost under `stepscope run`, ``runs`` times with fit's input-wait metering
+    and ``runs`` times without it (STEPSCOPE_KERAS_DATA_WAIT=off), interleaved; the run with the lowest share
+    of each."""
     import json
+    import os
     import subprocess
     import sys
 
     from _keras_loop import describe_hook_cost
 
     loop = Path(__file__).resolve().parent / "_keras_loop.py"
-    best: tuple[float, dict[str, Any], float] | None = None
+    best: dict[str, tuple[float, dict[str, Any], float]] = {}
     with tempfile.TemporaryDirectory() as store:
         for _ in range(runs):
-            out = subprocess.run([sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--",
-                                  sys.executable, str(loop), "--steps", str(max(steps, 60)), "--hidden", str(hidden),
-                                  "--hook-cost"], capture_output=True, text=True, check=True).stdout
-            result = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
-            share = result["hook_cost"]["per_step"] / result["median_step_ns"]
-            if best is None or share < best[0]:
-                best = (share, result["hook_cost"], result["median_step_ns"])
-    if best is not None:
-        print(f"best of {runs} runs: " + describe_hook_cost(best[1], best[2]))
+            for label, value in (("with the data-wait metering", "on"), ("without it", "off")):
+                env = {**os.environ, "STEPSCOPE_KERAS_DATA_WAIT": value}
+                out = subprocess.run([sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--",
+                                      sys.executable, str(loop), "--steps", str(max(steps, 60)), "--hidden",
+                                      str(hidden), "--hook-cost"], capture_output=True, text=True, check=True,
+                                     env=env).stdout
+                result = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                share = result["hook_cost"]["per_step"] / result["median_step_ns"]
+                if label not in best or share < best[label][0]:
+                    best[label] = (share, result["hook_cost"], result["median_step_ns"])
+    for label, (_, cost, step_ns) in best.items():
+        print(f"{label}, best of {runs} runs: " + describe_hook_cost(cost, step_ns))
 
 
 if __name__ == "__main__":

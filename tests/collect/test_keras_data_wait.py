@@ -27,8 +27,8 @@ SLEEP_S = 0.06
 SCRIPT = str(SCRIPTS / "keras_slow_fit.py")
 
 
-def _run(d: Path, *argv: str, backend: str = "tensorflow") -> tuple[Any, list[float]]:
-    env = {**os.environ, "STEPSCOPE_HOME": str(d / "store"), "KERAS_BACKEND": backend}
+def _run(d: Path, *argv: str, backend: str = "tensorflow", **env_extra: str) -> tuple[Any, list[float]]:
+    env = {**os.environ, "STEPSCOPE_HOME": str(d / "store"), "KERAS_BACKEND": backend, **env_extra}
     env.pop("STEPSCOPE_DB", None)
     r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, SCRIPT, "--sleep", str(SLEEP_S), *argv),
                        capture_output=True, text=True, timeout=300, cwd=d, env=env)
@@ -80,6 +80,13 @@ def test_unmetered_under_op_determinism_and_the_same_results(waited: tuple[Any, 
     assert len(rank.steps) == 10 and np.isnan(rank.steps["data_wait_ns"]).all()
     assert sum("op determinism is on" in n for n in rank.notes) == 1
     assert losses == waited[1]
+
+
+def test_turned_off_by_the_environment(tmp_path: Path) -> None:
+    run, _ = _run(tmp_path, "--sleep", "0", STEPSCOPE_KERAS_DATA_WAIT="off")
+    rank = run.ranks[0]
+    assert len(rank.steps) == 10 and np.isnan(rank.steps["data_wait_ns"]).all()
+    assert sum("STEPSCOPE_KERAS_DATA_WAIT turned it off" in n for n in rank.notes) == 1
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])

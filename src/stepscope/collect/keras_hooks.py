@@ -36,6 +36,9 @@ FIT_SOURCE = "keras"
 FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 """Test switch: ``keras`` in this comma list makes every method of the fit callback raise on purpose, to
 prove that a failing hook never breaks training (as ``optimizer`` does for the torch hook)."""
+DATA_WAIT_ENV = "STEPSCOPE_KERAS_DATA_WAIT"
+"""``off`` (or 0, no, false) leaves fit's input unmetered: data wait in fit is then NaN and the hooks cost
+less (docs/frameworks.md, "Overhead")."""
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
 NOT_MEASURED: Any = float("nan")
@@ -114,7 +117,9 @@ def _install_fit(session: Session) -> None:
     _patch(fit_owner, "fit", make_fit)
     _patch(EpochIterator, "__init__", make_init)
     backend = _backend()
-    if backend == "tensorflow":
+    if os.environ.get(DATA_WAIT_ENV, "").lower() in ("0", "off", "no", "false"):
+        session.record("note", text=f"data wait in Model.fit is not measured: {DATA_WAIT_ENV} turned it off")
+    elif backend == "tensorflow":
         from keras.src.backend.tensorflow.trainer import TFEpochIterator
 
         _install_input_meter(session, TFEpochIterator, "tensorflow")
