@@ -118,7 +118,9 @@ def _install_fit(session: Session) -> None:
     _patch(EpochIterator, "__init__", make_init)
     backend = _backend()
     if os.environ.get(DATA_WAIT_ENV, "").lower() in ("0", "off", "no", "false"):
-        session.record("note", text=f"data wait in Model.fit is not measured: {DATA_WAIT_ENV} turned it off")
+        # a note as warn_once leaves one (no log line: the user asked for it), without activating the session
+        session.buffers.add_other({"kind": "note", "text": f"data wait in Model.fit is not measured: "
+                                   f"{DATA_WAIT_ENV} turned it off"})
     elif backend == "tensorflow":
         from keras.src.backend.tensorflow.trainer import TFEpochIterator
 
