@@ -100,7 +100,7 @@ class HookTimers:
         from stepscope.collect.keras_datawait import InputWaitMeter
 
         self.meter_reads: list[int] = []  # part of the callback's time: the input-wait meter's one read per step
-        InputWaitMeter.take_ns = self._timed(InputWaitMeter.take_ns, self.meter_reads)  # type: ignore[method-assign]
+        InputWaitMeter.take_batches = self._timed(InputWaitMeter.take_batches, self.meter_reads)  # type: ignore[method-assign]
         self.hooked_call = pf.Function.__call__
         self.orig_call = getattr(self.hooked_call, "__wrapped__", None)
         if self.orig_call is None:

@@ -4,13 +4,16 @@ and PyTorch backends, where Keras calls ``next()`` on a Python iterator, by timi
 Keras fetches each batch with ``iterator.get_next()`` inside its compiled train function, so no Python hook
 sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one stage appended, in C++ only:
 
-    zip((request_stamps, dataset)).map(lambda t_request, batch: accumulate(now - t_request); batch)
+    zip((request_stamps, dataset)).map(lambda t_request, batch: record(now - t_request); batch)
 
 ``zip`` pulls its inputs in order, so ``t_request`` (``tf.timestamp()``) is taken when the train function asks
 for the next batch, before the user's pipeline is pulled; the map runs in that same ``GetNext`` call as soon as
-the batch is there. ``now - t_request`` is the time the step was blocked on its input, accumulated in a
-float64 CPU variable that the fit callback reads once per step (the difference since its last read is the
-step's data wait). The batch itself passes through untouched (same values, order and structure).
+the batch is there. ``now - t_request`` is the time the fetch was blocked on its input. ``record`` numbers
+the batch (``n = count.assign_add(1)``, an int64 CPU variable) and writes its wait into slot ``(n - 1) % RING``
+of a float64 CPU ring variable: every batch keeps its own wait, so the fit callback need not read after each
+step (the first TensorFlow call after a Keras step is slow: tens to hundreds of µs); it reads the ring and
+the count together every few steps (``take_batches``) and hands each step the waits of its own batches. The
+batch itself passes through untouched (same values, order and structure).
 
 The stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
 a pipeline that does not end in a prefetch (``inject_prefetch``), which would move the stamps into a
@@ -36,56 +39,78 @@ _SKIPPED = frozenset({"_OptionsDataset", "_ModelDataset", "_OptimizeDataset", "_
 _perf = time.perf_counter_ns
 
 
+RING = 4096
+"""Slots of the ring of per-batch waits: the callback must read at least once per RING batches."""
+
+
 class InputWaitMeter:
-    """Cumulative input wait of one dataset that ``fit`` iterates (see the module docstring).
+    """Per-batch input wait of one dataset that ``fit`` iterates (see the module docstring).
 
     Attributes:
         dataset: the wrapped dataset to hand to ``fit`` in place of the original.
         prefetch_added: True where the ``prefetch(AUTOTUNE)`` TensorFlow would have injected was added
             explicitly (before the stamping stage).
+        deferred: True: the waits are read in batches (``take_batches``), not after every step.
     """
+
+    deferred = True
 
     def __init__(self, dataset: Any) -> None:
         import tensorflow as tf
 
         with tf.device("/CPU:0"):
-            self._waited_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="stepscope_input_wait")
+            self._ring = tf.Variable(tf.zeros([RING], tf.float64), trainable=False, name="stepscope_input_waits")
+            self._count = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="stepscope_input_batches")
         self.prefetch_added = would_inject_prefetch(dataset)
         upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
-        waited = self._waited_s
+        ring, count = self._ring, self._count
         requests = tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat().map(lambda _: tf.timestamp())
 
         def stamp(t_request: Any, batch: Any) -> Any:
-            waited.assign_add(tf.timestamp() - t_request)  # stateful: runs before the map returns
+            waited = tf.timestamp() - t_request
+            slot = tf.math.floormod(count.assign_add(1) - 1, RING)  # stateful: runs before the map returns
+            ring.scatter_update(tf.IndexedSlices(tf.reshape(waited, [1]), tf.reshape(slot, [1])))
             return batch
 
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
-        self._read = _reader(self._waited_s)
-        self._last_s = self._read()
+        self._read_ring = _reader(self._ring)
+        self._read_count = _reader(self._count)
+        self._taken = int(self._read_count())
 
     def wrap(self, dataset: Any) -> Any:
         """What to hand to Keras in place of ``dataset`` (the one this meter was made for)."""
         return self.dataset
 
+    def take_batches(self) -> list[float] | None:
+        """The wait (ns) of each batch fetched since the previous call, in order; None where more than RING
+        batches were fetched meanwhile (their waits are overwritten). Two reads of CPU variables."""
+        count = int(self._read_count())
+        ring = self._read_ring()
+        first, self._taken = self._taken, count
+        if count - first > RING:
+            return None
+        return [max(float(ring[i % RING]), 0.0) * 1e9 for i in range(first, count)]
+
     def take_ns(self) -> float:
-        """Input wait since the previous call, in ns (one read of a float64 CPU variable)."""
-        now = self._read()
-        delta, self._last_s = now - self._last_s, now
-        return max(delta, 0.0) * 1e9
+        """Input wait since the previous call, in ns (NaN where the ring overflowed)."""
+        waits = self.take_batches()
+        return float("nan") if waits is None else sum(waits)
 
     def reset(self) -> None:
         """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
-        self._last_s = self._read()
+        self._taken = int(self._read_count())
 
 
-def _reader(variable: Any) -> Callable[[], float]:
-    """A function reading the variable's value: TensorFlow's fast-path execution of one ``ReadVariableOp``
-    (what ``variable.value()`` ends in, without its Python layers: about 3x cheaper), proved once here; the
-    public ``variable.value()`` where that private path is not there."""
-    def public() -> float:
-        return float(variable.value().numpy())
+def _reader(variable: Any) -> Callable[[], Any]:
+    """A function reading the variable's value as numpy: TensorFlow's fast-path execution of one
+    ``ReadVariableOp`` (what ``variable.value()`` ends in, without its Python layers: about 3x cheaper), proved
+    once here; the public ``variable.value()`` where that private path is not there."""
+    import numpy as np
+
+    def public() -> Any:
+        return np.array(variable.value().numpy())
 
     try:
         from tensorflow.python import pywrap_tfe
@@ -93,11 +118,11 @@ def _reader(variable: Any) -> Callable[[], float]:
 
         ctx, handle, dtype = context.context(), variable.handle, variable.dtype
 
-        def fast() -> float:
-            return float(pywrap_tfe.TFE_Py_FastPathExecute(ctx, "ReadVariableOp", None, handle, "dtype",
-                                                           dtype)._numpy())
+        def fast() -> Any:
+            return np.array(pywrap_tfe.TFE_Py_FastPathExecute(ctx, "ReadVariableOp", None, handle, "dtype",
+                                                              dtype)._numpy())
 
-        if fast() == public():
+        if np.array_equal(fast(), public()):
             return fast
     except Exception:
         pass
@@ -148,11 +173,13 @@ def _deterministic() -> bool:
 class PythonWaitMeter:
     """Cumulative time ``next()`` blocked on the Python iterators of one iterable that ``fit`` iterates (Keras'
     JAX and PyTorch backends: the data adapter's iterator or ``DataLoader``, ``next`` called by the trainer in
-    Python). Same interface as InputWaitMeter.
+    Python). Same interface as InputWaitMeter, read after every step (reading is a Python int: cheap).
 
     Attributes:
         waited_ns: the time ``next()`` blocked, in all, on every iterable ``wrap`` handed out.
     """
+
+    deferred = False
 
     def __init__(self) -> None:
         self.waited_ns = 0

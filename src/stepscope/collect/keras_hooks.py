@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
+from stepscope.collect.keras_datawait import RING
 from stepscope.collect.session import Session, StepState
 from stepscope.model.tables import Phase
 
@@ -101,6 +102,8 @@ def _install_fit(session: Session) -> None:
                 return orig(self, *args, **kwargs)
             finally:
                 _ITERATORS.created = outer
+                if callback is not None:  # fit ended, or raised: the last steps' data waits are written
+                    callback.fill_waits()
 
         return fit
 
@@ -287,6 +290,10 @@ def _take_wait(iterator: Any) -> Any:
     return NOT_MEASURED if meter is None else round(meter.take_ns())
 
 
+FILL_EVERY = 64
+"""Training steps whose data waits the callback reads from the stage's ring at once (collect/keras_datawait.py)."""
+
+
 def StepscopeKerasCallback(session: Session) -> Any:
     """A ``keras.callbacks.Callback`` (the class is made at run time, on Keras' own base class)."""
     return _callback_class()(session)
@@ -316,6 +323,30 @@ def _callback_class() -> type:
             """First batch index of the training step in progress (None: none)."""
             self.val_pending: int | None = None
             self.val_iterator: Any = None
+            self.unfilled: list[tuple[int, int]] = []
+            """(step index, batches) of the training steps whose data wait is not read yet."""
+            self.unfilled_batches = 0
+
+        def fill_waits(self) -> None:
+            """Read the training meter's per-batch waits and write each unfilled step's sum as a
+            ``step_device`` record (the reader fills the step's ``data_wait_ns`` from it)."""
+            if not self.unfilled:
+                return
+            steps, self.unfilled, self.unfilled_batches = self.unfilled, [], 0
+            try:
+                waits = _meter(self.iterators[0]).take_batches()
+                if waits is None or len(waits) != sum(n for _, n in steps):
+                    why = "more batches than the ring holds" if waits is None else (
+                        f"{len(waits)} batches fetched for {sum(n for _, n in steps)} batches stepped")
+                    self.session.warn_once("keras.data-wait-fill", f"data wait of {len(steps)} fit steps is not "
+                                           f"known ({why})")
+                    return
+                add, at = self.session.buffers.add_other, 0
+                for index, n in steps:
+                    add({"kind": "step_device", "index": index, "data_wait_ns": round(sum(waits[at:at + n]))})
+                    at += n
+            except Exception as e:
+                self.session.warn_once("keras.data-wait-fill", f"data wait of fit steps could not be read ({e})")
 
         def _guard(self, where: str, fn: Callable[[], None]) -> None:
             if self.session.disabled:
@@ -370,7 +401,18 @@ def _callback_class() -> type:
             if self.train is not None:
                 last = self._span(begin, None if next_begin is None else next_begin - 1, self.train)
                 st.samples, st.fetched = self.train.of(begin, last), True
-                st.data_wait = _take_wait(self.iterators[0] if self.iterators else None)
+                meter = _meter(self.iterators[0] if self.iterators else None)
+                if meter is not None and meter.deferred:  # read every FILL_EVERY steps (fill_waits)
+                    st.data_wait = NOT_MEASURED
+                    index = s.step_index
+                    s.mark_step(t, source=FIT_SOURCE)
+                    if s.step_index == index + 1:
+                        self.unfilled.append((index, last - begin + 1))
+                        self.unfilled_batches += last - begin + 1
+                        if len(self.unfilled) >= FILL_EVERY or self.unfilled_batches >= RING // 2:
+                            self.fill_waits()
+                    return
+                st.data_wait = _take_wait(meter)
             s.mark_step(t, source=FIT_SOURCE)
 
         def _end_val(self, t: int, next_begin: int | None) -> None:
@@ -399,6 +441,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
+                self.fill_waits()
                 s = self.session
                 it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
                     self.iterators) > 1 else None)
@@ -434,6 +477,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
+                self.fill_waits()
                 s = self.session
                 for name, value in dict(logs or {}).items():
                     try:
@@ -447,6 +491,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
+                self.fill_waits()
                 self.session.flush()
             self._guard("train-end", go)
 

@@ -446,7 +446,8 @@ class RankFileParser:
         )
 
 
-_DEVICE_COLS = ("device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes")
+_DEVICE_COLS = ("device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "data_wait_ns")
+"""Step columns a ``step_device`` record fills after its row (data_wait_ns: Keras fit's deferred reads)."""
 
 
 def _merge_step_device(steps: StepTable, recs: list[dict[str, Any]]) -> StepTable:
