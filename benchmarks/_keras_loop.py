@@ -10,7 +10,8 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
   the mean of its per-batch method (``on_train_batch_begin``: ends the previous step into the session's
   buffers and reads the input-wait meter), steps 10 and later (``callback_median`` beside it); the once-per-fit
   and once-per-epoch methods (``on_train_begin`` records the framework settings and the model summary) are
-  ``callback_once`` in total, not per step; ``meter_read``: the part of it spent reading the input-wait meter;
+  ``callback_once`` in total, not per step; ``meter_read``: the part of it spent reading the input-wait meter
+  (its ring of per-batch waits, read every 64 steps and at the epoch's end: all its reads over the steps);
 * ``function_wrapper_per_call`` x ``function_calls_per_step``: stepscope's ``tf.function.__call__`` wrapper
   against the original ``__call__`` on a trivial function, interleaved blocks, best block each; calls counted
   during the fit;
@@ -99,8 +100,9 @@ class HookTimers:
             setattr(cls, name, self._timed(getattr(cls, name), self.callback_ns.setdefault(name, [])))
         from stepscope.collect.keras_datawait import InputWaitMeter
 
-        self.meter_reads: list[int] = []  # part of the callback's time: the input-wait meter's one read per step
-        InputWaitMeter.take_batches = self._timed(InputWaitMeter.take_batches, self.meter_reads)  # type: ignore[method-assign]
+        self.meter_reads: list[int] = []  # part of the callback's time: the input-wait meter's reads
+        InputWaitMeter.take_batches = self._timed(  # type: ignore[method-assign]
+            InputWaitMeter.take_batches, self.meter_reads)
         self.hooked_call = pf.Function.__call__
         self.orig_call = getattr(self.hooked_call, "__wrapped__", None)
         if self.orig_call is None:
@@ -141,7 +143,7 @@ class HookTimers:
         out = {"callback_per_step": statistics.fmean(per_batch), "callback_median": statistics.median(per_batch),
                "callback_cpu_per_step": statistics.fmean(cpu),
                "callback_once": float(sum(sum(v) for k, v in self.callback_ns.items() if k != "on_train_batch_begin")),
-               "meter_read": statistics.fmean(self.meter_reads[10:] or [0]),
+               "meter_read": sum(self.meter_reads) / max(len(wall), 1),
                "function_calls_per_step": self.calls / steps, "function_wrapper_per_call": wrapper,
                "stage_per_batch": stage}
         out["per_step"] = out["callback_per_step"] + out["function_calls_per_step"] * wrapper + stage
@@ -180,8 +182,8 @@ def describe_hook_cost(cost: dict[str, float], step_ns: float) -> str:
             f" = {cpu_share * 100:.2f}% of a 10 ms step (target < {TARGET_SHARE * 100:.0f}%: wall "
             f"{'met' if share < TARGET_SHARE else 'NOT met'}, CPU {'met' if cpu_share < TARGET_SHARE else 'NOT met'})"
             f"\n  fit callback wall {cost['callback_per_step'] / 1e3:.1f} µs mean, {cost['callback_median'] / 1e3:.1f}"
-            f" µs median, CPU {cost['callback_cpu_per_step'] / 1e3:.1f} µs mean (wall of the input-wait meter read "
-            f"{cost['meter_read'] / 1e3:.1f} µs); tf.function wrapper "
+            f" µs median, CPU {cost['callback_cpu_per_step'] / 1e3:.1f} µs mean (wall of the input-wait meter's reads "
+            f"{cost['meter_read'] / 1e3:.1f} µs per step); tf.function wrapper "
             f"{cost['function_wrapper_per_call'] / 1e3:.1f} µs x {cost['function_calls_per_step']:.2f} calls; "
             f"input-wait stage {cost['stage_per_batch'] / 1e3:.1f} µs per batch; once per fit "
             f"{cost['callback_once'] / 1e6:.1f} ms (framework settings, model summary)")

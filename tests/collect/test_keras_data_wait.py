@@ -82,6 +82,32 @@ def test_unmetered_under_op_determinism_and_the_same_results(waited: tuple[Any, 
     assert losses == waited[1]
 
 
+def test_read_in_batches_and_kept_when_fit_raises(tmp_path: Path) -> None:
+    """The callback reads the stage's per-batch waits every 64 steps (keras_hooks.FILL_EVERY) and at the
+    epoch's end; fit interrupted by an exception in its 100th step still leaves every step it ended with its
+    own data wait (the last partial read happens as fit unwinds). 70 steps per epoch, 5 ms of sleep per batch:
+    epoch 0 crosses one full read and ends on a partial one, epoch 1 stops 30 steps in."""
+    from stepscope.collect.keras_hooks import FILL_EVERY
+
+    sleep, per_epoch, raise_at = 0.005, 70, 100
+    assert FILL_EVERY < per_epoch < raise_at < per_epoch + FILL_EVERY
+    env = {**os.environ, "STEPSCOPE_HOME": str(tmp_path / "store"), "KERAS_BACKEND": "tensorflow"}
+    env.pop("STEPSCOPE_DB", None)
+    r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, SCRIPT, "--sleep", str(sleep), "--samples",
+                                     str(per_epoch * 16), "--raise-at", str(raise_at)),
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"loss": []}  # fit did raise
+    steps = load(tmp_path / "store").ranks[0].steps
+    # batch 100 raised before stepscope's callback ended step 99 (callbacks run in order, ours last)
+    assert len(steps) == raise_at - 1
+    assert list(steps["index"]) == list(range(raise_at - 1))
+    wait = steps["data_wait_ns"]
+    assert np.isfinite(wait).all(), np.flatnonzero(~np.isfinite(wait))
+    assert np.all(wait >= 0.95 * sleep * 1e9), wait
+    assert np.all(wait <= steps.duration_ns)
+
+
 def test_turned_off_by_the_environment(tmp_path: Path) -> None:
     run, _ = _run(tmp_path, "--sleep", "0", STEPSCOPE_KERAS_DATA_WAIT="off")
     rank = run.ranks[0]

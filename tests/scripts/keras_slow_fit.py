@@ -1,11 +1,14 @@
 """Keras ``fit`` on a ``tf.data`` pipeline whose map sleeps a known time per batch (a known data wait).
 
     keras_slow_fit.py --sleep 0.06 [--prefetch] [--step-sleep 0.1] [--deterministic] [--generator]
+                      [--samples 80] [--batch 16] [--raise-at N]
 
 Without ``--prefetch`` the pipeline's injected prefetch is turned off, so every batch is fetched while the
 step waits; with it, a callback that sleeps ``--step-sleep`` at each batch's begin gives the pipeline time to
 prepare the next batch. ``--deterministic`` turns TensorFlow's op determinism on. ``--generator`` feeds
 fit from a Python generator that sleeps ``--sleep`` per batch instead (any Keras backend, KERAS_BACKEND).
+``--raise-at N`` makes a callback raise at the begin of the N-th training batch of the fit (0-based, over
+epochs): fit stops with that exception, which the script catches (it then prints an empty loss list).
 Seeded, one thread: prints the loss of each epoch as JSON.
 """
 
@@ -33,6 +36,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--generator", action="store_true", help="a Python generator that sleeps, not tf.data")
+    p.add_argument("--raise-at", type=int, default=-1, help="raise at this training batch of the fit")
     args = p.parse_args()
 
     keras.utils.set_random_seed(0)
@@ -73,10 +77,21 @@ def main() -> None:
         ds = ds.with_options(opts)
 
     class StepWork(keras.callbacks.Callback):
+        seen = 0
+
         def on_train_batch_begin(self, batch: int, logs: object = None) -> None:
+            if self.seen == args.raise_at:
+                raise RuntimeError("raised on purpose (--raise-at)")
+            self.seen += 1
             time.sleep(args.step_sleep)
 
-    history = make_model().fit(ds, epochs=2, verbose=0, callbacks=[StepWork()])
+    try:
+        history = make_model().fit(ds, epochs=2, verbose=0, callbacks=[StepWork()])
+    except RuntimeError as e:
+        if "--raise-at" not in str(e):
+            raise
+        print(json.dumps({"loss": []}))
+        return
     print(json.dumps({"loss": [float(v) for v in history.history["loss"]]}))
 
 

@@ -103,7 +103,7 @@ def _install_fit(session: Session) -> None:
             finally:
                 _ITERATORS.created = outer
                 if callback is not None:  # fit ended, or raised: the last steps' data waits are written
-                    callback.fill_waits()
+                    callback.fill_waits(final=True)
 
         return fit
 
@@ -327,17 +327,20 @@ def _callback_class() -> type:
             """(step index, batches) of the training steps whose data wait is not read yet."""
             self.unfilled_batches = 0
 
-        def fill_waits(self) -> None:
+        def fill_waits(self, *, final: bool = False) -> None:
             """Read the training meter's per-batch waits and write each unfilled step's sum as a
-            ``step_device`` record (the reader fills the step's ``data_wait_ns`` from it)."""
+            ``step_device`` record (the reader fills the step's ``data_wait_ns`` from it). The batches read
+            must be those of the unfilled steps, in order; but as fit unwinds (``final``: it may have raised
+            in a step that was never ended) the batches of that last step are left over and dropped."""
             if not self.unfilled:
                 return
             steps, self.unfilled, self.unfilled_batches = self.unfilled, [], 0
             try:
                 waits = _meter(self.iterators[0]).take_batches()
-                if waits is None or len(waits) != sum(n for _, n in steps):
+                stepped = sum(n for _, n in steps)
+                if waits is None or len(waits) < stepped or (len(waits) > stepped and not final):
                     why = "more batches than the ring holds" if waits is None else (
-                        f"{len(waits)} batches fetched for {sum(n for _, n in steps)} batches stepped")
+                        f"{len(waits)} batches fetched for {stepped} batches stepped")
                     self.session.warn_once("keras.data-wait-fill", f"data wait of {len(steps)} fit steps is not "
                                            f"known ({why})")
                     return
