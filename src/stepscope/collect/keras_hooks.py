@@ -9,7 +9,10 @@ custom loops, models are summarised.
   ``tf.data`` dataset: its static batch dimension where it has one). Validation time is kept out of the
   training step around it. Keras fetches fit's batches inside its compiled train function; on the
   TensorFlow backend the dataset fit iterates gets a stamping stage (collect/keras_datawait.py) that
-  measures how long each fetch blocked: that is the step's data wait (NaN on the other backends).
+  measures how long each fetch blocked: that is the step's data wait (on the JAX and PyTorch backends the
+  trainer's Python ``next`` is timed). The callback reads those per-batch waits every FILL_EVERY training
+  steps (and at validation, the epoch's end, the training's end, as fit unwinds) and writes each step's wait
+  as a ``step_device`` record that the reader merges into the step row (written earlier with NaN).
 * custom loops: the outermost ``optimizer.apply`` / ``apply_gradients`` of the first Keras optimizer that
   runs marks a step (source ``keras_optimizer``); inside a ``tf.function`` the function's return marks it
   (tensorflow_hooks.py). Data wait, samples and epochs come from the ``tf.data`` iterator.
