@@ -9,7 +9,8 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
 * ``callback_per_step``: stepscope's fit callback, each call timed with ``perf_counter_ns`` by a wrapper:
   the mean of its per-batch method (``on_train_batch_begin``: ends the previous step into the session's
   buffers and, every 64 steps, reads the input-wait meter), steps 10 and later (``callback_median`` beside
-  it); the once-per-fit and once-per-epoch methods (``on_train_begin`` records the framework settings and the model summary) are
+  it); the once-per-fit and once-per-epoch methods (``on_train_begin`` records the framework settings and
+  the model summary) are
   ``callback_once`` in total, not per step; ``meter_read``: the part of it spent reading the input-wait meter
   (its ring of per-batch waits, read every 64 steps and at the epoch's end: all its reads over the steps);
 * ``function_wrapper_per_call`` x ``function_calls_per_step``: stepscope's ``tf.function.__call__`` wrapper
