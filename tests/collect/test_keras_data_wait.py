@@ -108,6 +108,19 @@ def test_read_in_batches_and_kept_when_fit_raises(tmp_path: Path) -> None:
     assert np.all(wait <= steps.duration_ns)
 
 
+def test_a_dataset_of_unknown_length(tmp_path: Path) -> None:
+    """Keras cannot know the length of a filtered dataset: in each epoch it begins a sixth step whose fetch
+    finds the end. That step fetched no batch: its data wait stays NaN (not measured), and the five real
+    steps of the epoch keep their own waits (the read at the epoch's end does not shift them)."""
+    run, _ = _run(tmp_path, "--sleep", "0.02", "--unknown-length")
+    steps = run.ranks[0].steps
+    assert len(steps) == 12 and not run.ranks[0].notes
+    wait = steps["data_wait_ns"]
+    last = np.r_[steps["epoch"][1:] != steps["epoch"][:-1], True]
+    assert np.isnan(wait[last]).all(), wait
+    assert np.all(wait[~last] >= 0.95 * 0.02 * 1e9), wait
+
+
 def test_turned_off_by_the_environment(tmp_path: Path) -> None:
     run, _ = _run(tmp_path, "--sleep", "0", STEPSCOPE_KERAS_DATA_WAIT="off")
     rank = run.ranks[0]

@@ -1,7 +1,7 @@
 """Keras ``fit`` on a ``tf.data`` pipeline whose map sleeps a known time per batch (a known data wait).
 
     keras_slow_fit.py --sleep 0.06 [--prefetch] [--step-sleep 0.1] [--deterministic] [--generator]
-                      [--samples 80] [--batch 16] [--raise-at N]
+                      [--samples 80] [--batch 16] [--raise-at N] [--unknown-length]
 
 Without ``--prefetch`` the pipeline's injected prefetch is turned off, so every batch is fetched while the
 step waits; with it, a callback that sleeps ``--step-sleep`` at each batch's begin gives the pipeline time to
@@ -9,6 +9,7 @@ prepare the next batch. ``--deterministic`` turns TensorFlow's op determinism on
 fit from a Python generator that sleeps ``--sleep`` per batch instead (any Keras backend, KERAS_BACKEND).
 ``--raise-at N`` makes a callback raise at the begin of the N-th training batch of the fit (0-based, over
 epochs): fit stops with that exception, which the script catches (it then prints an empty loss list).
+``--unknown-length`` puts a pass-all ``filter`` before the batch: the dataset's length is unknown to Keras.
 Seeded, one thread: prints the loss of each epoch as JSON.
 """
 
@@ -37,6 +38,7 @@ def main() -> None:
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--generator", action="store_true", help="a Python generator that sleeps, not tf.data")
     p.add_argument("--raise-at", type=int, default=-1, help="raise at this training batch of the fit")
+    p.add_argument("--unknown-length", action="store_true", help="a filter before the batch")
     args = p.parse_args()
 
     keras.utils.set_random_seed(0)
@@ -70,7 +72,10 @@ def main() -> None:
         xb.set_shape([None, 8])
         return xb, yb
 
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).map(slow)
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if args.unknown_length:
+        ds = ds.filter(lambda xi, yi: True)
+    ds = ds.batch(args.batch).map(slow)
     if not args.prefetch:
         opts = tf.data.Options()
         opts.experimental_optimization.inject_prefetch = False

@@ -330,18 +330,22 @@ def _callback_class() -> type:
             """(step index, batches) of the training steps whose data wait is not read yet."""
             self.unfilled_batches = 0
 
-        def fill_waits(self, *, final: bool = False) -> None:
+        def fill_waits(self, *, final: bool = False, at_end: bool = False) -> None:
             """Read the training meter's per-batch waits and write each unfilled step's sum as a
             ``step_device`` record (the reader fills the step's ``data_wait_ns`` from it). The batches read
-            must be those of the unfilled steps, in order; but as fit unwinds (``final``: it may have raised
-            in a step that was never ended) the batches of that last step are left over and dropped."""
+            must be those of the unfilled steps, in order, but for the last step: as fit unwinds (``final``:
+            it may have raised in a step that was never ended) that step's batches are left over and dropped;
+            at an epoch's end (``at_end``) the last step may have fetched nothing (a dataset of unknown
+            length: Keras begins a step whose fetch finds the end), and keeps NaN."""
             if not self.unfilled:
                 return
             steps, self.unfilled, self.unfilled_batches = self.unfilled, [], 0
             try:
                 waits = _meter(self.iterators[0]).take_batches()
                 stepped = sum(n for _, n in steps)
-                if waits is None or len(waits) < stepped or (len(waits) > stepped and not final):
+                short = stepped - len(waits) if waits is not None else 0
+                if waits is None or (short < 0 and not final) or (short > 0 and not (
+                        (at_end or final) and short <= steps[-1][1])):
                     why = "more batches than the ring holds" if waits is None else (
                         f"{len(waits)} batches fetched for {stepped} batches stepped")
                     self.session.warn_once("keras.data-wait-fill", f"data wait of {len(steps)} fit steps is not "
@@ -349,6 +353,8 @@ def _callback_class() -> type:
                     return
                 add, at = self.session.buffers.add_other, 0
                 for index, n in steps:
+                    if at + n > len(waits):
+                        break
                     add({"kind": "step_device", "index": index, "data_wait_ns": round(sum(waits[at:at + n]))})
                     at += n
             except Exception as e:
@@ -418,7 +424,7 @@ def _callback_class() -> type:
                         if len(self.unfilled) >= FILL_EVERY or self.unfilled_batches >= RING // 2:
                             self.fill_waits()
                     return
-                st.data_wait = _take_wait(meter)
+                st.data_wait = NOT_MEASURED if meter is None else round(meter.take_ns())
             s.mark_step(t, source=FIT_SOURCE)
 
         def _end_val(self, t: int, next_begin: int | None) -> None:
@@ -447,7 +453,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
-                self.fill_waits()
+                self.fill_waits(at_end=True)
                 s = self.session
                 it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
                     self.iterators) > 1 else None)
@@ -483,7 +489,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
-                self.fill_waits()
+                self.fill_waits(at_end=True)
                 s = self.session
                 for name, value in dict(logs or {}).items():
                     try:
@@ -497,7 +503,7 @@ def _callback_class() -> type:
 
             def go() -> None:
                 self._end_train(t, None)
-                self.fill_waits()
+                self.fill_waits(at_end=True)
                 self.session.flush()
             self._guard("train-end", go)
 
