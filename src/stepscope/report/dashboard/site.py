@@ -217,6 +217,17 @@ LIST_DIGITS = 6
 """Significant digits of the runs list's numbers (shown with 3; sorting needs a few more)."""
 
 
+LIST_COLUMNS = ("id", "name", "status", "start", "branch", "commit", "dirty", "subject", "params", "tags", "report",
+                "step", "thr")
+"""The runs list's columns (the run page's table has these, group, host and every metric)."""
+
+
+def list_table(full: dict[str, Any]) -> dict[str, Any]:
+    """The runs list's columns of the run page's table (:func:`runs_table` with metrics)."""
+    return {"n": full["n"], "cols": {k: full["cols"][k] for k in LIST_COLUMNS},
+            "dict": {k: v for k, v in full["dict"].items() if k in LIST_COLUMNS}}
+
+
 def runs_table(site: Site, *, metrics: bool) -> dict[str, Any]:
     """The runs as one column table (see :mod:`columns`); with ``metrics``, a column per metric name too."""
     rs = site.runs
@@ -239,7 +250,8 @@ def runs_table(site: Site, *, metrics: bool) -> dict[str, Any]:
     return out
 
 
-def index_page(site: Site) -> str:
+def index_page(site: Site, table: dict[str, Any] | None = None) -> str:
+    """The runs list; ``table``: the runs table with metrics when the caller has it (run.html embeds it)."""
     branches = sorted({r.branch for r in site.runs if r.branch})
     statuses = sorted({r.status for r in site.runs})
 
@@ -252,7 +264,7 @@ def index_page(site: Site) -> str:
                f'status <select id="f-status">{opts(statuses)}</select>'
                '<input id="f-tag" placeholder="tag key=value"><input id="f-param" placeholder="param key=value"></div>')
     body = (filters + '<div id="ss-runlist"></div><div class="ss-pager" id="ss-pager"></div>'
-            + json_script(runs_table(site, metrics=False), element_id="ss-runs"))
+            + json_script(list_table(table) if table else runs_table(site, metrics=False), element_id="ss-runs"))
     return _page(site, site.title, [Section("runs", "Runs", body, note="Click a header to sort; 100 rows a page.")],
                  prefix="", name=_default_name(site), active="runs", js=("runs.js",))
 
@@ -430,40 +442,40 @@ def compare_page(site: Site) -> str:
                  prefix="", name=_default_name(site), active="compare", js=("compare.js",))
 
 
-def run_page(site: Site) -> str:
-    body = '<div id="ss-run"></div>' + json_script(runs_table(site, metrics=True), element_id="ss-runs")
+def run_page(site: Site, table: dict[str, Any] | None = None) -> str:
+    body = '<div id="ss-run"></div>' + json_script(table or runs_table(site, metrics=True), element_id="ss-runs")
     return _page(site, "run", [Section("run", "Run", body)], prefix="", name=_default_name(site), active="run",
                  js=("run.js",))
 
 
 def pages(site: Site) -> dict[str, Callable[[], str]]:
     """Relative path -> function rendering that page (lazily: `serve` renders only what is asked)."""
-    out: dict[str, Callable[[], str]] = {"index.html": lambda: index_page(site),
+    table = cache(lambda: runs_table(site, metrics=True))  # computed once, for whichever page asks first
+    out: dict[str, Callable[[], str]] = {"index.html": lambda: index_page(site, table()),
                                          "regressions.html": lambda: regressions_page(site),
                                          "compare.html": lambda: compare_page(site),
-                                         "run.html": lambda: run_page(site)}
+                                         "run.html": lambda: run_page(site, table())}
     for v in site.names:
         for h in v.histories:
             out[history_file(v.name, h.metric)] = (lambda v=v, h=h: history_page(site, v, h))  # type: ignore[misc]
     return out
 
 
-def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None,
-               diffs: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
-    """Write every page, the given run reports (run id -> HTML) and diff pages ((a, b) -> HTML) under
-    ``out``; return the paths."""
+def write_files(out: Path, files: Mapping[str, str]) -> list[Path]:
+    """Write each page (relative path -> HTML) under ``out``; return the paths."""
     written = []
-
-    def write(rel: str, html: str) -> None:
+    for rel, html in files.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
         written.append(path)
-
-    for (a, b), html in (diffs or {}).items():
-        write(diff_file(a, b), html)
-    for rel, render in pages(site).items():
-        write(rel, render())
-    for run_id, html in (reports or {}).items():
-        write(f"runs/{run_id}.html", html)
     return written
+
+
+def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None,
+               diffs: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
+    """Write every page, the given run reports (run id -> HTML) and diff pages ((a, b) -> HTML) under
+    ``out``; return the paths."""
+    written = write_files(out, {diff_file(a, b): html for (a, b), html in (diffs or {}).items()})
+    written += write_files(out, {rel: render() for rel, render in pages(site).items()})
+    return written + write_files(out, {f"runs/{run_id}.html": html for run_id, html in (reports or {}).items()})
