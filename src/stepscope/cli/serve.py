@@ -373,7 +373,11 @@ class ServeCommand:
     (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
     at once. Links inside a run directory that leave the store are never followed. Running runs are marked
     in the runs list and their report pages show live figures, refreshed every 3 s without a reload
-    (/live/status.json, /live/runs/ID.json). Ctrl-C stops it."""
+    (/live/status.json, /live/runs/ID.json). Pages show the store as it is when asked, but are built once per
+    change of the store: a request compares a stamp of the index (every run row and metric, and the state of
+    runs still running) with the one the pages were built from, and rebuilds them only when it differs; a
+    run's report and a diff are kept by the stamps of their runs (index row and run directory). Ctrl-C stops
+    it."""
 
     name = "serve"
     help = "serve the dashboard live from the store on 127.0.0.1"
