@@ -294,18 +294,27 @@ def history_doc(site: Site, name: str, h: MetricHistory, steps: tuple[HistorySte
 CHART_UNITS = {"samples_per_s": "samples/s", "tokens_per_s": "tokens/s", "energy_per_step_j": "J"}
 
 
-def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, relative: bool) -> str:
+def _values(h: MetricHistory, *, relative: bool) -> list[tuple[float | None, ...]]:
+    """(median, interval low, high) of each point, relative to the baseline or absolute, to 6 significant
+    digits (a 2,000-commit page stays small); the same for both x axes."""
+    pts = h.points
+    cols = list(zip(*[(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high)
+                      for p in pts], strict=True))
+    short = [finite(list(c), digits=LIST_DIGITS) for c in cols] if cols else [[], [], []]
+    return list(zip(*short, strict=True))
+
+
+def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, relative: bool,
+           vals: list[tuple[float | None, ...]] | None = None) -> str:
     """One view of the history, drawn by the chart module: x = commit dates or commits in order, y = absolute
-    (the metric's unit) or relative to the baseline; the interval as two faint lines, steps as rules."""
+    (the metric's unit) or relative to the baseline; the interval as two faint lines, steps as rules.
+    ``vals``: :func:`_values` of the same ``relative``, when the caller has them."""
     from stepscope.report.html.charts import Axis, Mark, xy_chart
     from stepscope.report.html.charts import Series as ChartSeries
 
     pts = h.points
     x = [p.time_s for p in pts] if by_date else list(range(len(pts)))
-    cols = list(zip(*[(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high)
-                      for p in pts], strict=True))
-    short = [finite(list(c), digits=LIST_DIGITS) for c in cols] if cols else [[], [], []]
-    vals = list(zip(*short, strict=True))  # 6 significant digits: a 2,000-commit page stays small
+    vals = vals if vals is not None else _values(h, relative=relative)
     clean = [None if p.dirty else v[0] for p, v in zip(pts, vals, strict=True)]
     series = [ChartSeries("median of the commit's runs", clean, smooth=0, points=len(pts) <= 200),
               ChartSeries("95% interval, low", [v[1] for v in vals], color="#90cdf4", dash=True, smooth=0),
@@ -347,8 +356,9 @@ def history_page(site: Site, view: NameView, h: MetricHistory) -> str:
         extra = (f'<p class="ss-note">{len(h.no_commit.values)} run(s) outside a git work tree are not on this '
                  'axis.</p>')
     mine = tuple(s for s in view.steps if s.metric == h.metric)
+    vals = {r: _values(h, relative=r) for r in (True, False)}
     views = "".join(f'<template data-view="{"date" if d else "commit"}-{"rel" if r else "abs"}">'
-                    f'{_chart(h, mine, by_date=d, relative=r)}</template>'
+                    f'{_chart(h, mine, by_date=d, relative=r, vals=vals[r])}</template>'
                     for d in (True, False) for r in (True, False) if h.points and (not r or h.baseline))
     listed = "".join(
         f'<li class="ss-step" data-kind="{esc(st.kind.value)}" data-commit="{esc(st.commit or "")}">'
