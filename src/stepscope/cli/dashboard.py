@@ -113,6 +113,12 @@ class DashboardCommand:
         return 0
 
 
+def _pair(key: str) -> tuple[str, str]:
+    """('a', 'b') of a diff page's key 'a--b'."""
+    a, _, b = key.partition("--")
+    return a, b
+
+
 def _safe(store: Store, run_id: str) -> bool:
     return is_safe_id(run_id) and not store.links_leaving(run_id)
 
@@ -155,7 +161,7 @@ def build(store: Store, out: Path, *, name: str | None, reports: int, threshold:
         stamps |= run_stamps(store, sorted({i for p in pairs for i in p} - set(stamps)))
     else:
         assert old is not None
-        pairs = [(k.split("--", 1)[0], k.split("--", 1)[1]) for k in old.diffs]
+        pairs = [(a, b) for a, b in map(_pair, old.diffs) if _safe(store, a) and _safe(store, b)]
     diff_pages: dict[tuple[str, str], str] = {}
     diff_stamps: dict[str, str] = {}
     for a, b in pairs:
@@ -173,7 +179,7 @@ def build(store: Store, out: Path, *, name: str | None, reports: int, threshold:
     if site is not None:
         from stepscope.report.dashboard import write_site
 
-        site = replace(site, diff_pairs=frozenset((k.split("--", 1)[0], k.split("--", 1)[1]) for k in diff_stamps))
+        site = replace(site, diff_pairs=frozenset(map(_pair, diff_stamps)))
         written = write_site(site, out, report_pages, diff_pages)
         runs, names = len(site.runs), len(site.names)
         page_files = tuple(rel for p in written if not (rel := p.relative_to(out).as_posix()).startswith(

@@ -88,7 +88,9 @@ def _dir_stamp(store: Store, run_id: str, indexed: str) -> str:
     try:
         root = store.run_path(run_id)
         for p in sorted(root.rglob("*")):
-            if p.is_file() and not p.is_symlink():
+            if p.is_symlink():  # never followed; a link added or removed changes the stamp
+                h.update(f"{p.relative_to(root)}: link\n".encode())
+            elif p.is_file():
                 st = p.stat()
                 h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     except OSError:
