@@ -194,3 +194,40 @@ def test_serve_builds_once_per_change_of_the_store(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_serve_checks_runs_the_index_still_calls_running(tmp_path: Path) -> None:
+    """A run whose index row still says running while its run directory holds its end record (a launcher that
+    never updated the index) is listed as its directory says, in the runs list and in /live/status.json."""
+    import threading
+    import urllib.request
+    from http.server import ThreadingHTTPServer
+
+    from stepscope.cli.serve import make_handler
+    from stepscope.model.run import RunStatus
+    from stepscope.store import open_store
+
+    root = tmp_path / "store"
+    write_history(root, "stale", commits=2, repeats=1, seed=41)
+    st = open_store(root)
+    try:
+        row = st.index.runs(limit=1)[0]
+        run = st.manifest(row.id)
+        assert run.status is RunStatus.RUNNING  # the manifest as the launcher wrote it at the start
+        st.index.upsert_run(run, row.path)  # the index now says running; the end record says completed
+        assert st.index.runs(limit=1)[0].status == "running"
+    finally:
+        st.close()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(lambda: open_store(root), None))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        with urllib.request.urlopen(base + "live/status.json", timeout=60) as r:
+            assert json.loads(r.read()) == {"runs": {}}  # ended in 2024: neither running nor recently ended
+        with urllib.request.urlopen(base + "index.html", timeout=60) as r:
+            runs = _embedded(r.read().decode(), "ss-runs")
+        i = runs["cols"]["id"].index(row.id)
+        assert runs["dict"]["status"][runs["cols"]["status"][i]] == "completed"
+    finally:
+        server.shutdown()
+        server.server_close()

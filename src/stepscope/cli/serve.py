@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
 from stepscope.store import Store
+from stepscope.store.index import RunRow
 from stepscope.store.tail import RunTail
 
 IDLE_TIMEOUT_S = 10.0
@@ -254,15 +255,34 @@ class LiveRuns:
         self._lock = threading.Lock()
 
     @staticmethod
-    def running_ids(store: Store) -> set[str]:
-        return {r.id for r in store.rows() if r.status == "running"}
+    def rows(store: Store, where: str, params: list[Any]) -> list[RunRow]:
+        """The index rows matching ``where``, a row still ``running`` checked against its run directory as
+        Store.rows does (a killed launcher never updated it), without reading every row of a large store: the
+        pages poll this every few seconds."""
+        from stepscope.store.rundir import live_status
+
+        out = []
+        for r in store.index.runs(where, params):
+            if r.status == "running":
+                try:
+                    live = live_status(store.run_path(r.id))
+                except UserError:  # not a plain id, or a link out of the store: as the index says
+                    live = None
+                if live is not None and live[0].value != r.status:
+                    r = replace(r, status=live[0].value, end_ns=live[1], exit_code=live[2])
+            out.append(r)
+        return out
+
+    def running_ids(self, store: Store) -> set[str]:
+        return {r.id for r in self.rows(store, "status = ?", ["running"]) if r.status == "running"}
 
     def answer(self, store: Store, path: str) -> tuple[int, bytes]:
         if path == "live/status.json":  # running runs, and those that ended lately (a page turns them final)
             import time
 
             recent = time.time_ns() - int(RECENTLY_ENDED_S * 1e9)
-            return 200, _json({"runs": {r.id: r.status for r in store.rows()
+            return 200, _json({"runs": {r.id: r.status for r in self.rows(store, "status = ? OR end_ns >= ?",
+                                                                           ["running", recent])
                                         if r.status == "running" or (r.end_ns or 0) >= recent}})
         if not (path.startswith("live/runs/") and path.endswith(".json")):
             return 404, b"not found"
