@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
-from stepscope.analyze.trace.intervals import covered, merge, unique_sorted
+from stepscope.analyze.trace.intervals import merge, unique_sorted
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -94,15 +94,23 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
     cats = _category_intervals(table, gpu)
     bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
-    left, width = bounds[:-1], np.diff(bounds)
-    label = np.full(left.size, len(CATEGORIES) - 1, dtype=np.int64)
-    for c in range(len(cats) - 1, -1, -1):
-        label[covered(left, cats[c])] = c
-    steps: list[StepTime] = []
-    for r, s, e in zip(rows.tolist(), s0.tolist(), e0.tolist()):
-        lo, hi = np.searchsorted(left, s), np.searchsorted(left, e)
-        per = np.bincount(label[lo:hi], weights=width[lo:hi], minlength=len(CATEGORIES)).astype(np.int64)
-        per[-1] += (e - s) - int(per.sum())
-        m = STEP_NAME.match(table.names[table["name"][r]])
-        steps.append(StepTime(int(m.group(1)) if m else len(steps), s, e - s, dict(zip(CATEGORIES, per.tolist()))))
-    return StepSummary(tuple(steps))
+    lo, hi = np.searchsorted(bounds, s0), np.searchsorted(bounds, e0)
+    per = np.zeros((rows.size, len(CATEGORIES)), dtype=np.int64)
+    taken = np.zeros(bounds.size, dtype=bool)  # per elementary segment: covered by an earlier category
+    width = np.append(np.diff(bounds), 0)
+    for c, (cs, ce) in enumerate(cats):  # each segment counts once, in the first category active over it
+        depth = np.bincount(np.searchsorted(bounds, cs), minlength=bounds.size + 1) - \
+            np.bincount(np.searchsorted(bounds, ce), minlength=bounds.size + 1)
+        mine = (np.cumsum(depth[:-1]) > 0) & ~taken
+        taken |= mine
+        acc = np.concatenate([[0], np.cumsum(np.where(mine, width, 0))])
+        per[:, c] = acc[hi] - acc[lo]
+    per[:, -1] = (e0 - s0) - per[:, :-1].sum(axis=1)
+    number = _step_numbers(table.names)[table["name"][rows]]
+    return StepSummary(tuple(StepTime(n, s, e - s, dict(zip(CATEGORIES, p)))
+                             for n, s, e, p in zip(number.tolist(), s0.tolist(), e0.tolist(), per.tolist())))
+
+
+def _step_numbers(names: tuple[str, ...]) -> Array:
+    """N of each ``ProfilerStep#N`` name (-1 for other names)."""
+    return np.asarray([int(m.group(1)) if (m := STEP_NAME.match(n)) else -1 for n in names], dtype=np.int64)
