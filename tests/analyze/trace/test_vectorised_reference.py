@@ -73,10 +73,10 @@ def test_adversarial_nesting_cases() -> None:
     assert check([0, 0, 1, 1, 2, 2], [9, 9, 8, 8, 3, 3], pid=[1, 1, 1, 1, 1, 1], tid=[1, 2, 1, 2, 1, 2]) == \
         [-1, -1, 0, 1, 2, 3]
     depth = 300  # deep nesting, then a sibling after the whole tower
-    ts = list(range(depth)) + [2 * depth]
-    end = [2 * depth - k for k in range(depth)] + [2 * depth + 1]
-    assert check(ts, end) == [-1] + list(range(depth - 1)) + [-1]
-    assert check(ts[::-1], end[::-1]) == [-1] + list(range(2, depth + 1)) + [-1]
+    ts = [*range(depth), 2 * depth]
+    end = [*(2 * depth - k for k in range(depth)), 2 * depth + 1]
+    assert check(ts, end) == [-1, *range(depth - 1), -1]
+    assert check(ts[::-1], end[::-1]) == [-1, *range(2, depth + 1), -1]
 
 
 @pytest.mark.parametrize("seed", range(3))
