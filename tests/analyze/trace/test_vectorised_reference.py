@@ -14,7 +14,7 @@ import pytest
 
 from stepscope.analyze.trace.gpuview import gpu_view
 from stepscope.analyze.trace.kernels import _direction, memory_copies
-from stepscope.analyze.trace.nesting import _latest_cover, parents
+from stepscope.analyze.trace.nesting import _latest_cover, parents, thread_order
 from stepscope.analyze.trace.ops import host_times, operator_table
 from stepscope.analyze.trace.sets import kind_mask, member, unique_inverse
 from stepscope.analyze.trace.steps import CATEGORIES, _category_intervals, profiler_steps, step_summary
@@ -90,6 +90,19 @@ def test_random_nesting_against_the_reference(seed: int) -> None:
         leaf = rng.random(n) < 0.3
         check(ts.tolist(), end.tolist(), pid.tolist(), tid.tolist(), leaf.tolist())
         check(ts.tolist(), end.tolist(), pid.tolist(), tid.tolist())
+
+
+def test_thread_order_is_the_lexsort() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(0, 50))
+        ts = rng.integers(0, int(rng.integers(1, 10)), n)
+        if rng.random() < 0.5:
+            ts = np.sort(ts)
+        end = ts + rng.integers(0, 4, n)
+        pid, tid = rng.integers(0, int(rng.integers(1, 3)), n), rng.integers(0, int(rng.integers(1, 4)), n)
+        want = sorted(range(n), key=lambda k: (pid[k], tid[k], ts[k], -end[k], k))
+        assert thread_order(pid, tid, ts, end).tolist() == want
 
 
 def test_latest_cover_against_painting() -> None:

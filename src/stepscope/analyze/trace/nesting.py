@@ -31,7 +31,7 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     out = np.full(n, -1, dtype=np.int64)
     if not n:
         return out
-    order = np.lexsort((-end, ts, tid, pid))
+    order = thread_order(pid, tid, ts, end)
     s, e = ts[order], end[order]
     pushed = np.flatnonzero(~leaf[order]) if leaf is not None else np.arange(n, dtype=np.int64)
     # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
@@ -58,6 +58,26 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     ok[ok] = e[ok] <= e[top[ok]]
     out[order[ok]] = order[top[ok]]
     return out
+
+
+def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
+    """``np.lexsort((-end, ts, tid, pid))``: by thread, start, longest first, then index. Sorted by start
+    first (quick on the nearly sorted columns of a trace), equal starts put longest first, then a stable sort
+    by thread where there is more than one."""
+    order = np.argsort(ts, kind="stable")
+    s = ts[order]
+    tie = np.zeros(s.size, dtype=bool)
+    eq = s[1:] == s[:-1]
+    tie[1:] |= eq
+    tie[:-1] |= eq
+    if tie.any():  # runs of equal starts, each sorted by end descending (stable) in place
+        at = np.flatnonzero(tie)
+        sub = order[at]
+        order[at] = sub[np.lexsort((-end[sub], ts[sub]))]
+    p, t = pid[order], tid[order]
+    if s.size and not ((p == p[0]).all() and (t == t[0]).all()):
+        order = order[np.lexsort((t, p))]
+    return order
 
 
 def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
