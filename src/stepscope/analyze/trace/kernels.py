@@ -101,9 +101,9 @@ def memory_copies(table: EventTable, gpu: GpuView) -> tuple[CopyStats, ...]:
     rows = gpu.rows[sel]
     pairs, at, _ = unique_inverse(table["name"][rows].astype(np.int64) * len(EventKind) + gpu.kind[sel])
     names, kinds = np.divmod(pairs, len(EventKind))  # each distinct (name, kind) once
-    labels = sorted({_direction(table.names[n], k) for n, k in zip(names.tolist(), kinds.tolist())})
-    code = np.asarray([labels.index(_direction(table.names[n], k)) for n, k in zip(names.tolist(), kinds.tolist())],
-                      dtype=np.int64)[at] if pairs.size else np.zeros(0, dtype=np.int64)
+    per_pair = [_direction(table.names[n], k) for n, k in zip(names.tolist(), kinds.tolist())]
+    labels = sorted(set(per_pair))
+    code = np.asarray([labels.index(d) for d in per_pair], dtype=np.int64)[at] if per_pair else at
     out = []
     for c, d in enumerate(labels):
         r = rows[code == c]

@@ -90,10 +90,8 @@ def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
     """
     value = start - 1
     length = stop - start
-    top = int(length.max()).bit_length() - 1
-    level = np.zeros(length.size, dtype=np.int64)
-    for lv in range(1, top + 1):
-        level[length >= 1 << lv] = lv
+    level = (np.frexp(length)[1] - 1).astype(np.int64)  # floor(log2(length)), exact below 2^53
+    top = int(level.max())
     at = np.concatenate([start, stop - np.left_shift(1, level)])
     level, value = np.concatenate([level, level]), np.concatenate([value, value])
     by_level = np.argsort(level, kind="stable")
