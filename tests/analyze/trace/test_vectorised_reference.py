@@ -15,7 +15,7 @@ import pytest
 from stepscope.analyze.trace.gpuview import gpu_view
 from stepscope.analyze.trace.kernels import _direction, memory_copies
 from stepscope.analyze.trace.nesting import _latest_cover, parents, thread_order
-from stepscope.analyze.trace.ops import host_times, operator_table
+from stepscope.analyze.trace.ops import host_times, operator_table, subtree_sums
 from stepscope.analyze.trace.sets import kind_mask, member, unique_inverse
 from stepscope.analyze.trace.steps import CATEGORIES, _category_intervals, profiler_steps, step_summary
 from stepscope.model.events import EventKind, EventTable
@@ -234,3 +234,24 @@ def test_top_shapes_and_copies_against_loops() -> None:
                 c[0] += 1
                 c[1] += int(t["dur_ns"][r])
         assert {c.direction: [c.count, c.dur_ns] for c in memory_copies(t, gpu)} == copies
+
+
+def test_subtree_sums_against_a_children_first_loop() -> None:
+    rng = np.random.default_rng(5)
+    cases = [np.arange(-1, 2999)]  # a chain 3,000 deep
+    for _ in range(300):  # random forests, parents before children, then shuffled
+        n = int(rng.integers(0, 80))
+        par = np.asarray([int(rng.integers(0, i)) if i and rng.random() < 0.8 else -1 for i in range(n)],
+                         dtype=np.int64)
+        cases.append(par)
+    for par in cases:
+        n = par.size
+        values = rng.integers(0, 1000, n)
+        want = values.copy()
+        for i in range(n - 1, -1, -1):
+            if par[i] >= 0:
+                want[par[i]] += want[i]
+        perm = rng.permutation(n)
+        at = np.argsort(perm)  # new index of each old one
+        shuffled = np.where(par[perm] >= 0, at[np.maximum(par[perm], 0)], -1)
+        assert subtree_sums(values[perm], shuffled).tolist() == want[perm].tolist()

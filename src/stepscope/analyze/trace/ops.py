@@ -59,17 +59,20 @@ _IS_HOST[[EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION
 
 def subtree_sums(values: Array, par: Array) -> Array:
     """Each node's value plus those of all its descendants (``par``: parent index, -1 for roots), summed
-    level by level from the deepest up (integers: the order of additions does not change the sums)."""
+    level by level from the deepest up (integers: the order of additions does not change the sums). Depths
+    by pointer doubling: each round adds the depth counted at the node's current ancestor and jumps there."""
     total = values.copy()
-    depth = np.zeros(par.size, dtype=np.int64)
+    depth = (par >= 0).astype(np.int64)
     up = par.copy()
     live = np.flatnonzero(up >= 0)
     while live.size:
-        depth[live] += 1
-        up[live] = par[up[live]]
+        nxt = up[live]
+        depth[live], up[live] = depth[live] + depth[nxt], up[nxt]  # right side read before assigning
         live = live[up[live] >= 0]
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        at = np.flatnonzero(depth == d)
+    by_depth = np.argsort(depth, kind="stable")
+    cut = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    for d in range(cut.size - 2, 0, -1):
+        at = by_depth[cut[d]:cut[d + 1]]
         np.add.at(total, par[at], total[at])
     return total
 
