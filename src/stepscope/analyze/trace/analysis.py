@@ -16,6 +16,7 @@ from stepscope.analyze.trace.launches import LaunchStats, launch_stats
 from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
 from stepscope.analyze.trace.optimizer import OptimizerStats, optimizer_stats
 from stepscope.analyze.trace.precision import GemmPrecision, gemm_precision
+from stepscope.analyze.trace.sets import member
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
     CommOverlap,
@@ -133,4 +134,4 @@ def _unlaunched(table: EventTable, gpu: GpuView) -> int:
     launched = table["correlation"][(table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0)]
     if not launched.size:
         return 0
-    return int((~np.isin(table["correlation"][gpu.rows], launched)).sum())
+    return int((~member(table["correlation"][gpu.rows], launched)).sum())

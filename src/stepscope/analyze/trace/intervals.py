@@ -53,18 +53,6 @@ def intersection(a: tuple[Ints, Ints], b: tuple[Ints, Ints]) -> int:
     return length(as_, ae) + length(bs, be) - length(ms, me)
 
 
-def covered(points: Ints, merged: tuple[Ints, Ints]) -> npt.NDArray[np.bool_]:
-    """Whether each point lies inside the merged intervals ([start, end))."""
-    s, e = merged
-    if not s.size:
-        return np.zeros(points.size, dtype=bool)
-    i = np.searchsorted(s, points, side="right") - 1
-    ok = i >= 0
-    out = np.zeros(points.size, dtype=bool)
-    out[ok] = points[ok] < e[i[ok]]
-    return out
-
-
 def clip(merged: tuple[Ints, Ints], lo: int, hi: int) -> tuple[Ints, Ints]:
     s, e = merged
     s2, e2 = np.maximum(s, lo), np.minimum(e, hi)
