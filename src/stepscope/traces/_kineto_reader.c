@@ -791,7 +791,12 @@ static int parse_args(Cur *c, Ev *ev) {
                 if (key_is(&k, COLL_KEYS[i])) key = A_COLL0 + i;
         if (key >= 0 && !seen_once(ev, key)) return ST_BAD;
         switch (key) {
-        case A_CORR: CHECK(int_field(c, ev, &ev->corr, NULL, 1)); break;
+        case A_CORR: {
+            int is = 0;
+            CHECK(int_field(c, ev, &ev->corr, &is, 1));
+            if (is) ev->flags |= 4;
+            break;
+        }
         case A_EXT: CHECK(int_field(c, ev, &ev->ext, NULL, 1)); break;
         case A_STREAM: {
             int is = 0;

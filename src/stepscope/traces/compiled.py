@@ -103,7 +103,7 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     out.cat_codes = {c: i for i, c in enumerate(cats)}
     out.name_codes = {s: i for i, s in enumerate(builder.strings("name"))}
 
-    def col(name: str, dtype: type[np.generic]) -> Array:
+    def col(name: str, dtype: type[np.generic[Any]]) -> Array:
         return np.frombuffer(builder.take(name), dtype=dtype)
 
     if n_flows:
@@ -133,7 +133,8 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     return out
 
 
-def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: int, out: ChunkColumns) -> dict[str, Array]:
+def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: int,
+                 out: ChunkColumns) -> dict[str, Array]:
     """As ``ChunkColumns._gpu_columns``: stream, device and bytes for on-stream events, launch figures and
     collective codes for kernels."""
     cols: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
@@ -141,7 +142,7 @@ def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: in
                               "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
     for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
         cols[key] = np.full(n, np.nan, np.float32)
-    raw = {key: np.frombuffer(builder.take(key), dtype=dtype) for key, dtype in (
+    raw: dict[str, Array] = {key: np.frombuffer(builder.take(key), dtype=dtype) for key, dtype in (
         ("stream", np.int64), ("device", np.int64), ("bytes", np.int64), ("grid", np.int64), ("block", np.int64),
         ("blocks_per_sm", np.float64), ("warps_per_sm", np.float64), ("occupancy", np.float64),
         ("coll", np.int32))}
