@@ -213,3 +213,17 @@ def test_the_reader_is_chosen_by_argument_or_environment(tmp_path: Path, monkeyp
     path = write(tmp_path / "t.json", tiny_trace())
     with pytest.raises(TraceError, match="trace reader 'rust': expected one of auto, c, python"):
         read_trace(path)
+
+
+@pytest.mark.parametrize("oddity", [
+    None, {"tid": "stream 7"}, {"tid": "0x1F"}, {"tid": "1_000"}, {"pid": "-3"}, {"ts": "81.5"}, {"args": None},
+    {"args": {"correlation": True}}, {"args": {"External id": 3.0}}, {"name": 12}, {"ts": 81.123456789012345678},
+    {"ts": 1e2}, {"dur": 12345678901234567}, {"args": {"correlation": -(2**62)}}, {"args": {"stream": None}},
+], ids=str)
+def test_odd_values_read_as_the_python_reader_reads_them(oddity: dict[str, object] | None, tmp_path: Path) -> None:
+    events = [*tiny_trace(), {"ph": "f", "cat": "ac2g", "id": 4, "pid": 0, "tid": 7, "ts": 160, "bp": "e"}]
+    if oddity:
+        events.append({"ph": "X", "cat": "kernel", "name": "odd", "pid": 0, "tid": 7, "ts": 90.0, "dur": 1.0,
+                       "args": {"stream": 7, "device": 0}, **oddity})
+    path = write(tmp_path / "t.json", events)
+    assert_same(read_trace(path, reader="c"), read_trace(path, reader="python"))
