@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -227,3 +230,20 @@ def test_odd_values_read_as_the_python_reader_reads_them(oddity: dict[str, objec
                        "args": {"stream": 7, "device": 0}, **oddity})
     path = write(tmp_path / "t.json", events)
     assert_same(read_trace(path, reader="c"), read_trace(path, reader="python"))
+
+
+def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
+    """A fresh interpreter where the extension does not import (a failed compile) reads with Python; asking for
+    the compiled reader by name is then one clear line."""
+    path = write(tmp_path / "t.json", tiny_trace())
+    code = ("import sys; sys.modules['stepscope.traces._kineto_reader'] = None\n"
+            "from stepscope.errors import TraceError\n"
+            "from stepscope.traces import compiled; from stepscope.traces.kineto import read_trace\n"
+            "assert not compiled.AVAILABLE and not compiled.use_compiled()\n"
+            "print(len(read_trace(sys.argv[1])))\n"
+            "try:\n    read_trace(sys.argv[1], reader='c')\nexcept TraceError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.splitlines()
+    assert out == [str(len(read_trace(path, reader="python"))),
+                   f"{path}: the compiled trace reader is not built (run `make setup`, or `python setup.py "
+                   "build_ext --inplace` in a checkout)"]

@@ -95,7 +95,7 @@ def _read(p: Path, rank: int | None, block_bytes: int | None, *,
     try:
         use_c = compiled.use_compiled(reader)
     except ValueError as exc:
-        raise TraceError(str(exc)) from None
+        raise TraceError(f"{p}: {exc}") from None
     got = None
     if use_c:
         try:
