@@ -142,34 +142,35 @@ def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: in
                               "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
     for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
         cols[key] = np.full(n, np.nan, np.float32)
-    raw: dict[str, Array] = {key: np.frombuffer(builder.take(key), dtype=dtype) for key, dtype in (
-        ("stream", np.int64), ("device", np.int64), ("bytes", np.int64), ("grid", np.int64), ("block", np.int64),
-        ("blocks_per_sm", np.float64), ("warps_per_sm", np.float64), ("occupancy", np.float64),
-        ("coll", np.int32))}
+
+    def raw(key: str, dtype: type[np.generic[Any]] = np.int64) -> Array:  # taken when used, one at a time
+        return np.frombuffer(builder.take(key), dtype=dtype)
+
     gi = np.flatnonzero(_IS_ON_STREAM[kind])
     if not gi.size:
         return cols
     stream = cols["stream"]
-    stream[gi] = raw["stream"][gi]
+    stream[gi] = raw("stream")[gi]
     no_stream = gi[(stream[gi] < 0) & _IS_GPU_WORK[kind[gi]]]
     if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
         stream[no_stream] = tid[no_stream]
-    cols["device"][gi] = raw["device"][gi]
-    cols["bytes"][gi] = raw["bytes"][gi]
+    cols["device"][gi] = raw("device")[gi]
+    cols["bytes"][gi] = raw("bytes")[gi]
     ki = np.flatnonzero(kind == EventKind.KERNEL)
     if not ki.size:
         return cols
     nan = float("nan")
     for key, arg in (("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
                      ("occupancy_pct", "occupancy")):
-        vals = raw[arg][ki]
+        vals = raw(arg, np.float64)[ki]
         cols[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
-    cols["grid_blocks"][ki] = raw["grid"][ki]
-    cols["block_threads"][ki] = raw["block"][ki]
-    ci = ki[raw["coll"][ki] >= 0]
+    cols["grid_blocks"][ki] = raw("grid")[ki]
+    cols["block_threads"][ki] = raw("block")[ki]
+    coll = raw("coll", np.int32)[ki]
+    ci = ki[coll >= 0]
     if ci.size:
         keys: list[bytes] = builder.strings("coll")
-        codes = _first_seen_map(raw["coll"][ci], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
+        codes = _first_seen_map(coll[coll >= 0], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
         cols["coll"][ci] = codes
     return cols
 
