@@ -126,7 +126,7 @@ def test_every_cut_of_a_block_gives_the_same_columns(tmp_path: Path) -> None:
         assert not ended
         more, ended = builder.feed(body[consumed:])
         assert ended and consumed + more == len(body)
-        return (builder.counts(), *(builder.take(c) for c in columns),
+        return (builder.counts(), *(bytes(memoryview(builder.take(c))) for c in columns),
                 *(builder.strings(t) for t in ("name", "cat", "dims", "coll")))
 
     whole = raw(0)

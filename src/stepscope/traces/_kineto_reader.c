@@ -1072,13 +1072,51 @@ static int name_index(PyObject *name, const char *const *names, int count) {
     return -1;
 }
 
-/* The bytes of one column (freed here: each column is handed over once). */
+/* A column handed over to Python: owns its memory, exposes it as a writable buffer (np.frombuffer, no copy). */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t n;
+} Column;
+
+static int column_getbuffer(Column *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p, self->n, 0, flags);
+}
+
+static void column_dealloc(Column *self) {
+    free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs column_as_buffer = {(getbufferproc)column_getbuffer, NULL};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stepscope.traces._kineto_reader.Column",
+    .tp_basicsize = sizeof(Column),
+    .tp_dealloc = (destructor)column_dealloc,
+    .tp_as_buffer = &column_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The memory of one column, handed over by Builder.take (a writable buffer).",
+};
+
+/* One column, handed over without a copy (the builder keeps no part of it: each column is taken once). */
 static PyObject *builder_take(Builder *self, PyObject *name) {
     int i = name_index(name, COL_NAMES, N_COLS);
     if (i < 0) return NULL;
-    PyObject *out = PyByteArray_FromStringAndSize(self->cols[i].p, (Py_ssize_t)self->cols[i].n);
-    buf_free(&self->cols[i]);
-    return out;
+    Column *out = PyObject_New(Column, &ColumnType);
+    if (!out) return NULL;
+    Buf *b = &self->cols[i];
+    char *p = b->n ? realloc(b->p, b->n) : NULL; /* give back the spare capacity */
+    out->p = p ? p : b->p;
+    if (!out->p) out->p = malloc(1);
+    out->n = (Py_ssize_t)b->n;
+    b->p = NULL;
+    b->n = b->cap = 0;
+    if (!out->p) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)out;
 }
 
 /* The strings of one table in code order: str for names, categories and shapes, bytes for collective keys. */
@@ -1118,7 +1156,7 @@ static void builder_dealloc(Builder *self) {
 static PyMethodDef builder_methods[] = {
     {"feed", (PyCFunction)builder_feed, METH_O,
      "feed(block) -> (consumed, ended): parse the whole events at the head of block into the columns."},
-    {"take", (PyCFunction)builder_take, METH_O, "take(column) -> bytearray of the column (then freed here)."},
+    {"take", (PyCFunction)builder_take, METH_O, "take(column) -> the column's memory, handed over (a buffer)."},
     {"strings", (PyCFunction)builder_strings, METH_O, "strings(table) -> the table's values in code order."},
     {"counts", (PyCFunction)builder_counts, METH_NOARGS, "counts() -> (events, flows, dropped)."},
     {NULL, NULL, 0, NULL}};
@@ -1138,7 +1176,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_reader",
                                     NULL};
 
 PyMODINIT_FUNC PyInit__kineto_reader(void) {
-    if (PyType_Ready(&BuilderType) < 0) return NULL;
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Unsupported = PyErr_NewExceptionWithDoc("stepscope.traces._kineto_reader.Unsupported",

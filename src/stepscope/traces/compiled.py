@@ -104,7 +104,7 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     out.name_codes = {s: i for i, s in enumerate(builder.strings("name"))}
 
     def col(name: str, dtype: type[np.generic[Any]]) -> Array:
-        return np.frombuffer(builder.take(name), dtype=dtype)
+        return np.frombuffer(memoryview(builder.take(name)), dtype=dtype)
 
     if n_flows:
         flows = out.flow_parts
@@ -136,49 +136,49 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
 def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: int,
                  out: ChunkColumns) -> dict[str, Array]:
     """As ``ChunkColumns._gpu_columns``: stream, device and bytes for on-stream events, launch figures and
-    collective codes for kernels."""
-    cols: dict[str, Array] = {"stream": np.full(n, -1, np.int64), "device": np.full(n, -1, np.int32),
-                              "bytes": np.full(n, -1, np.int64), "grid_blocks": np.full(n, -1, np.int64),
-                              "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
-    for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
-        cols[key] = np.full(n, np.nan, np.float32)
+    collective codes for kernels. Each raw column is taken when used and, where the types match, becomes the
+    column in place (so the raw and the final columns are not all held at once)."""
 
-    def raw(key: str, dtype: type[np.generic[Any]] = np.int64) -> Array:  # taken when used, one at a time
-        return np.frombuffer(builder.take(key), dtype=dtype)
+    def raw(key: str, dtype: type[np.generic[Any]] = np.int64) -> Array:
+        return np.frombuffer(memoryview(builder.take(key)), dtype=dtype)
 
-    gi = np.flatnonzero(_IS_ON_STREAM[kind])
-    if not gi.size:
-        return cols
-    stream = cols["stream"]
-    stream[gi] = raw("stream")[gi]
-    no_stream = gi[(stream[gi] < 0) & _IS_GPU_WORK[kind[gi]]]
+    on_stream = _IS_ON_STREAM[kind]
+    is_kernel = kind == EventKind.KERNEL
+    cols: dict[str, Array] = {}
+    stream = cols["stream"] = raw("stream")
+    stream[~on_stream] = -1
+    no_stream = np.flatnonzero((stream < 0) & on_stream & _IS_GPU_WORK[kind])
     if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
         stream[no_stream] = tid[no_stream]
+    gi = np.flatnonzero(on_stream)
+    cols["device"] = np.full(n, -1, np.int32)
     cols["device"][gi] = raw("device")[gi]
-    cols["bytes"][gi] = raw("bytes")[gi]
-    ki = np.flatnonzero(kind == EventKind.KERNEL)
-    if not ki.size:
-        return cols
+    cols["bytes"] = raw("bytes")
+    cols["bytes"][~on_stream] = -1
+    for key, arg in (("grid_blocks", "grid"), ("block_threads", "block")):
+        cols[key] = raw(arg)
+        cols[key][~is_kernel] = -1
+    coll = raw("coll", np.int32)
+    coll[~is_kernel] = -1
+    ci = np.flatnonzero(coll >= 0)
+    if ci.size:
+        keys: list[bytes] = builder.strings("coll")
+        coll[ci] = _first_seen_map(coll[ci], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
+    cols["coll"] = coll
+    ki = np.flatnonzero(is_kernel)
     nan = float("nan")
     for key, arg in (("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
                      ("occupancy_pct", "occupancy")):
+        cols[key] = np.full(n, np.nan, np.float32)
         vals = raw(arg, np.float64)[ki]
         cols[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
-    cols["grid_blocks"][ki] = raw("grid")[ki]
-    cols["block_threads"][ki] = raw("block")[ki]
-    coll = raw("coll", np.int32)[ki]
-    ci = ki[coll >= 0]
-    if ci.size:
-        keys: list[bytes] = builder.strings("coll")
-        codes = _first_seen_map(coll[coll >= 0], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
-        cols["coll"][ci] = codes
     return cols
 
 
 def _shape_column(builder: _kineto_reader.Builder, kind: Array, n: int, out: ChunkColumns) -> Array:
     """As ``ChunkColumns._shape_column``: operators' Input Dims, coded in first-seen order among operators."""
     shape = np.full(n, -1, np.int32)
-    dims = np.frombuffer(builder.take("dims"), dtype=np.int32)
+    dims = np.frombuffer(memoryview(builder.take("dims")), dtype=np.int32)
     si = np.flatnonzero((kind == EventKind.CPU_OP) & (dims >= 0))
     if si.size:
         texts: list[str] = builder.strings("dims")
