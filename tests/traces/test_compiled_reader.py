@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import random
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -247,3 +250,35 @@ def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
     assert out == [str(len(read_trace(path, reader="python"))),
                    f"{path}: the compiled trace reader is not built (run `make setup`, or `python setup.py "
                    "build_ext --inplace` in a checkout)"]
+
+
+def _number_texts(seed: int) -> list[str]:
+    """Numbers as traces write them (µs with 0-6 decimals, 17-25 significant digits, exponents) and the hard
+    cases of decimal -> double: values on or next to the half-way point between two doubles."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(6000):
+        whole = str(rng.randrange(10 ** rng.randrange(1, 17)))
+        out.append(whole + ("." + "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 7)))
+                            if rng.random() < 0.8 else ""))
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randrange(17, 26))).lstrip("0") or "1"
+        out.append(f"{digits[:rng.randrange(1, 10)]}.{digits[9:]}")
+        out.append(f"{rng.randrange(1, 10**rng.randrange(1, 20))}e{rng.randrange(-30, 8)}")
+        d = rng.uniform(0, 4e15)
+        half = (Decimal(d) + Decimal(math.nextafter(d, math.inf))) / 2  # exactly half-way
+        out.append(f"{half:f}"[:rng.randrange(18, 40)])
+        out.append(f"{half:f}")
+    return [t for t in out if float(t) < 4.5e15]  # beyond: dropped as damage
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_numbers_round_as_python_floats(seed: int) -> None:
+    texts = _number_texts(seed)
+    body = ",".join(f'{{"ph": "X", "ts": {t}, "dur": -{t}}}' for t in texts) + "]"
+    builder = compiled._kineto_reader.Builder()
+    assert builder.feed(body.encode()) == (len(body), True)
+    want = np.asarray([float(t) for t in texts])
+    assert builder.counts()[0] == len(texts)
+    for col, sign in (("ts", 1.0), ("dur", -1.0)):
+        got = np.frombuffer(memoryview(builder.take(col)), dtype=np.float64)
+        assert np.array_equal(got, sign * want), [t for t, g, w in zip(texts, got, want) if g != sign * w][:5]

@@ -412,7 +412,9 @@ static int scan_number(Cur *c, Num *out) {
         exp10 += eneg ? -e : e;
     }
     if (p >= end) return ST_MORE; /* a number can only end at a delimiter: more may follow */
-    if (exp10 > 400 || exp10 < -400) return ST_BAD; /* beyond double range: what the Python parsers do varies */
+    /* beyond double range (the leading digit's exponent): orjson refuses what msgspec skips, Python decides */
+    if (mant && (digits < 19 ? digits : 19) - 1 + exp10 >= 308) return ST_BAD;
+    if (exp10 > 400 || exp10 < -400) return ST_BAD;
     out->mant = mant;
     out->exp10 = (int)exp10;
     out->n = (size_t)(p - out->s);
