@@ -96,7 +96,7 @@ def read_columns(splitter: TraceEventSplitter, stream: ByteReader, block_bytes: 
 
 
 def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
-    """The raw C columns as one chunk of :class:`ChunkColumns` (each C column freed once converted)."""
+    """The raw C columns as one chunk of :class:`ChunkColumns` (each C column handed to NumPy without a copy)."""
     out = ChunkColumns()
     n, n_flows, out.dropped = builder.counts()
     cats: list[str] = builder.strings("cat")
