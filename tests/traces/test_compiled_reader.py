@@ -69,7 +69,7 @@ AWKWARD = (
     '"args": {"External id": 5, "Input Dims": [[2, 3], [], [[1]], true, null, -4], "x": {"y": [1, {"z": "}"}]}}},\n'
     '  {"ph":"X","cat":"cpu_op","name":"café 😀 \\"q\\" \\\\ / \\n\\t\\b\\f\\r","pid":"0x10","tid":" 7 ",'
     '"ts":1.5e3,"dur":2E-1,"args":{"Input Dims":[[2,3],[],[[1]],true,null,-4]}},\n'
-    '{"ph": "X", "cat": "kernel", "name": "ncclKernel", "pid": 0, "tid": "07", "ts": 100, "dur": 0.0000125, '
+    '{"ph": "X", "cat": "kernel", "name": "ncclKernel", "pid": 0, "tid": "0b111", "ts": 100, "dur": 0.0000125, '
     '"args": {"stream": 7, "device": 0, "correlation": 9, "grid": [4, 2, 1], "block": [], "blocks per SM": 1, '
     '"warps per SM": null, "est. achieved occupancy %": 1e39, "Collective name": "allreduce", '
     '"In msg nelems": 10, "Process Group Ranks": "[0, 1]", "dtype": "Float", "Group size": 2}},\n'
@@ -152,6 +152,7 @@ FALLBACKS = {
     "float grid": '{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": [1.5]}}',
     "string blocks per SM": '{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, '
                             '"args": {"blocks per SM": "2"}}',
+    "decimal id with a leading zero": '{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "tid": "07"}',
     "trailing comma": '{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1},',
 }
 

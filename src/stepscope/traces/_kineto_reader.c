@@ -545,8 +545,10 @@ static int skip_value(Cur *c, int depth) {
 
 /* ---------------------------------------------------------------- typed fields */
 
-/* int(s, 0) as the Python path calls it on a string id; -1 where it raises or does not fit int64. */
-static int64_t int_of_string(const char *s, size_t n) {
+/* int(s, 0) as the Python path calls it on a string id; -1 where it raises or does not fit int64. *ambiguous is
+ * set where int(s, 0) raises but int(s) does not (a decimal with leading zeros, "07"): the Python path reads such
+ * a string with NumPy's int(s) or with int(s, 0) depending on the other values of its chunk. */
+static int64_t int_of_string(const char *s, size_t n, int *ambiguous) {
     if (n >= 3 && n <= 17 && s[0] == '0' && s[1] == 'x') {
         int64_t v = 0;
         size_t i = 2;
@@ -569,11 +571,16 @@ static int64_t int_of_string(const char *s, size_t n) {
         return -1;
     }
     PyObject *v = PyLong_FromUnicodeObject(u, 0);
-    Py_DECREF(u);
     if (!v) {
         PyErr_Clear();
+        PyObject *dec = PyLong_FromUnicodeObject(u, 10);
+        if (dec) *ambiguous = 1;
+        else PyErr_Clear();
+        Py_XDECREF(dec);
+        Py_DECREF(u);
         return -1;
     }
+    Py_DECREF(u);
     int overflow = 0;
     long long r = PyLong_AsLongLongAndOverflow(v, &overflow);
     Py_DECREF(v);
@@ -595,8 +602,9 @@ static int int_field(Cur *c, Ev *ev, int64_t *val, int *is_int, int is_arg) {
         const char *d;
         size_t n;
         if (decode_string(&s, &c->b->scratch2, &d, &n)) return ST_ERR;
-        *val = int_of_string(d, n);
-        if (is_arg && *val == MISSING_ARG) ev->sem = 1;
+        int ambiguous = 0;
+        *val = int_of_string(d, n, &ambiguous);
+        if (ambiguous || (is_arg && *val == MISSING_ARG)) ev->sem = 1;
         return ST_OK;
     }
     if (ch == 'n') {
