@@ -283,3 +283,79 @@ def test_numbers_round_as_python_floats(seed: int) -> None:
     for col, sign in (("ts", 1.0), ("dur", -1.0)):
         got = np.frombuffer(memoryview(builder.take(col)), dtype=np.float64)
         assert np.array_equal(got, sign * want), [t for t, g, w in zip(texts, got, want) if g != sign * w][:5]
+
+
+_POOL: list[object] = [
+    None, True, False, 0, -1, 7, 1.5, -0.0, "07", "0x1f", "abc", "", " 7", [], [1, 2], [[1], [2, 3]], {}, {"a": 1},
+    2**62, -(2**62), 2**63 - 1, 2**63, 1e300, "1e3", "\u0663", 4.5e15, 1e-300, 123.456789, "X", "s", "f", "ac2g",
+    "kernel", "cpu_op", [1.5], [True], ["x"], [2**40, 2**40], "[0, 1]", [-0.0]]
+_TOP = ["ph", "ts", "dur", "cat", "name", "pid", "tid", "id", "args"]
+_ARGS = ["correlation", "External id", "stream", "device", "bytes", "blocks per SM", "warps per SM",
+         "est. achieved occupancy %", "grid", "block", "Input Dims", "Collective name", "In msg nelems", "Group size",
+         "Process Group Ranks", "Src Rank"]
+
+
+def _same_outcome(path: Path) -> None:
+    """Both readers give the same table, or the same one-line error."""
+    out: list[EventTable | str] = []
+    for reader in ("c", "python"):
+        try:
+            out.append(read_trace(path, reader=reader))
+        except TraceError as exc:
+            out.append(str(exc))
+    c, py = out
+    if isinstance(c, str) or isinstance(py, str):
+        assert c == py
+    else:
+        assert_same(c, py)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
+@pytest.mark.parametrize("seed", range(3))
+def test_random_values_in_the_read_fields_read_as_python_reads_them(seed: int, tmp_path: Path) -> None:
+    """Fields the engine reads set to values of every type (some taken by C, some sent to Python)."""
+    rng = random.Random(seed)
+    base = [*json.loads(AWKWARD)["traceEvents"], PROFILER_SPAN, *tiny_trace()]
+    for _ in range(60):
+        events = json.loads(json.dumps(base))
+        for _ in range(rng.randrange(1, 5)):
+            e = rng.choice(events)
+            if rng.random() < 0.5:
+                e[rng.choice(_TOP)] = rng.choice(_POOL)
+            else:
+                args = e["args"] if isinstance(e.get("args"), dict) else e.setdefault("args", {})
+                if isinstance(args, dict):
+                    args[rng.choice(_ARGS)] = rng.choice(_POOL)
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps({"traceEvents": events}, indent=1 if rng.random() < 0.5 else None,
+                                   ensure_ascii=rng.random() < 0.5))
+        _same_outcome(path)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_bytes_read_or_fail_as_python_does(seed: int, tmp_path: Path) -> None:
+    """Bytes flipped, inserted or deleted anywhere: the same table or the same error from both readers."""
+    rng = random.Random(seed)
+    alphabet = b'{}[],:"\\ 0123456789.eE-+tfnulrsX\xc3\xa9\xff\x00\n'
+    for _ in range(150):
+        data = bytearray(AWKWARD)
+        for _ in range(rng.randrange(1, 4)):
+            pos = rng.randrange(len(data))
+            op = rng.random()
+            if op < 0.4:
+                data[pos] = rng.choice(alphabet)
+            elif op < 0.7:
+                data[pos:pos] = bytes([rng.choice(alphabet)])
+            else:
+                del data[pos:pos + rng.randrange(1, 4)]
+        path = tmp_path / "t.json"
+        path.write_bytes(bytes(data))
+        _same_outcome(path)
+
+
+def test_a_flow_phase_event_with_a_list_category_is_not_a_flow(tmp_path: Path) -> None:
+    """Was a TypeError traceback (unhashable list) in the Python reader; both readers now skip it."""
+    path = write(tmp_path / "t.json", [*tiny_trace(), {"ph": "s", "cat": ["ac2g"], "id": 5, "pid": 1, "tid": 1,
+                                                       "ts": 96}])
+    for reader in ("c", "python"):
+        assert read_trace(path, reader=reader).flows == {}

@@ -184,7 +184,7 @@ class ChunkColumns:
         xs = [r for r in rows if r[0] == "X"]
         if len(xs) < len(rows):
             flows = [(r[0], r[1], r[5], r[6], r[8]) for r in rows
-                     if (r[0] == "s" or r[0] == "f") and r[3] in _FLOW_CATS]
+                     if (r[0] == "s" or r[0] == "f") and r[3].__class__ is str and r[3] in _FLOW_CATS]
             if flows:
                 self._add_flows(list(zip(*flows)))
         del rows
