@@ -213,6 +213,7 @@ def test_truncated_files_read_the_same(tmp_path: Path, gz: bool) -> None:
 
 
 def test_the_reader_is_chosen_by_argument_or_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(compiled.READER_ENV, raising=False)
     assert compiled.use_compiled()
     monkeypatch.setenv(compiled.READER_ENV, "python")
     assert not compiled.use_compiled() and compiled.use_compiled("c")
