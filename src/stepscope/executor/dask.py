@@ -55,12 +55,10 @@ class DaskExecutor:
         distributed = _distributed()
         self._cluster: Any = None
         if local_workers is not None:
-            import dask
-
-            with dask.config.set(_LOCAL_CONFIG):  # the nannies pass the config on to their workers
-                self._cluster = distributed.LocalCluster(
-                    n_workers=local_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.ERROR)
+            # config: each nanny passes it to its worker, and again to the one it starts after a worker's death
+            self._cluster = distributed.LocalCluster(
+                n_workers=local_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR, config=_LOCAL_CONFIG)
             self.client: Any = distributed.Client(self._cluster)
             self._where = f"Dask LocalCluster ({local_workers} worker processes)"
             return
