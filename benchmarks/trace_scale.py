@@ -1,7 +1,7 @@
 """Trace sets of many ranks: the local process pool vs a Dask LocalCluster, wall time and peak memory.
 
     .venv/bin/python benchmarks/trace_scale.py [--ranks 16 64 256] [--events 100000] [--workers 2]
-        [--small] [--workdir DIR] [--json FILE] [--table FILE]
+        [--executors local dask] [--small] [--workdir DIR] [--json FILE] [--table FILE]
 
 Each rank is the A100 NCCL fixture (tests/data/traces/a100_2rank_nccl, 27k complete events) repeated
 with shifted timestamps, ids and step numbers until it holds at least --events complete events
@@ -14,7 +14,8 @@ job ``stepscope trace analyze`` runs (``stepscope.executor.rankjob.run_rank``: r
 free the table), wrapped to measure it inside the worker: the worker's VmHWM is reset at the start of the
 rank (/proc/self/clear_refs), so the peak read after it is this rank's alone, and its RSS just before the
 rank is kept. Then the ranks are reduced with ``combine``. Recorded: wall time of the analysis (executor
-start-up excluded and shown apart) and the 1-minute load average at its end; the client's peak RSS (the
+start-up excluded and shown apart), the median CPU time of the thread that ran a rank (load-independent:
+local pool and Dask compared on the job itself) and the 1-minute load average at the end; the client's peak RSS (the
 child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the client process);
 per worker its peak RSS, its growth (the highest per-rank peak minus its baseline, the RSS before its first
 rank with imports and component rules loaded) and the largest growth of one rank over the RSS just before
@@ -30,6 +31,7 @@ import gzip
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -127,13 +129,15 @@ def _analyse_and_size(table: Any) -> dict[str, Any]:
 
 def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
     """One rank's job as ``trace analyze`` runs it (``run_rank``: read, analyse, free), measured in the worker:
-    its RSS just before, and its peak RSS during this rank alone (VmHWM reset at the start)."""
+    its RSS just before, its peak RSS during this rank alone (VmHWM reset at the start), and the CPU time of
+    the thread that ran it (what the job itself cost, whatever else the machine was doing)."""
     from stepscope.executor.rankjob import run_rank
 
     _reset_peak()
-    before = _rss_bytes()
+    before, cpu = _rss_bytes(), time.thread_time()
     result = run_rank(job, _analyse_and_size)
-    return result, {"pid": os.getpid(), "rss_before": before, "peak": _peak_rss_bytes()}
+    return result, {"pid": os.getpid(), "rss_before": before, "peak": _peak_rss_bytes(),
+                    "cpu_ns": int(1e9 * (time.thread_time() - cpu))}
 
 
 def _warm() -> None:
@@ -184,6 +188,7 @@ def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
     return {"ranks": len(s.ranks), "errors": len(s.errors) + sum(o.error is not None for o in outcomes),
             "wall_s": wall, "startup_s": startup, "client_peak": _peak_rss_bytes(), "load": os.getloadavg()[0],
             "workers": worker_memory([o.value[1] for o in outcomes if o.error is None]),
+            "cpu_s": statistics.median(o.value[1]["cpu_ns"] / 1e9 for o in outcomes if o.error is None),
             "table_bytes": max(g["table_bytes"] for g in good)}
 
 
@@ -196,6 +201,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
     ap.add_argument("--events", type=int, default=100_000, help="complete events per rank, at least")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--executors", nargs="+", choices=("local", "dask"), default=["local", "dask"])
     ap.add_argument("--small", action="store_true", help="5,000 events per rank, for a quick run")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None, help="append each measurement to this JSON-lines file")
@@ -214,7 +220,7 @@ def main() -> None:
     for n in args.ranks:
         folder = work / f"ranks{n}_events{events}"
         per_rank = build_set(folder, n, events)
-        for executor in ("local", "dask"):
+        for executor in args.executors:
             proc = subprocess.run([sys.executable, __file__, "--one", str(folder), executor, str(args.workers)],
                                   capture_output=True, text=True, check=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -228,16 +234,22 @@ def main() -> None:
     print(table(rows, args.workers))
 
 
+def _cpu(r: dict[str, Any]) -> str:
+    return f"{r['cpu_s']:.2f}" if "cpu_s" in r else "—"
+
+
 def table(rows: list[dict[str, Any]], workers: int) -> str:
-    lines = ["| ranks | events/rank | executor | wall s (start-up s) | worker-s per rank | load | client peak MB | "
-             "worker peak MB | worker growth MB | one-rank growth MB | one rank's table MB | growth / table |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| ranks | events/rank | executor | wall s (start-up s) | worker-s per rank | task CPU s per rank | "
+             "load | client peak MB | worker peak MB | worker growth MB | one-rank growth MB | one rank's table MB | "
+             "growth / table |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ws, t = r["workers"], r["table_bytes"]
         g = max(w["growth"] for w in ws)
         where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
         lines.append(f"| {r['set_ranks']} | {r['events']:,} | {where} | {r['wall_s']:.1f} ({r['startup_s']:.1f}) | "
-                     f"{r['wall_s'] * workers / r['set_ranks']:.2f} | {r['load']:.1f} | {_mb(r['client_peak'])} | "
+                     f"{r['wall_s'] * workers / r['set_ranks']:.2f} | {_cpu(r)} | {r['load']:.1f} | "
+                     f"{_mb(r['client_peak'])} | "
                      f"{' / '.join(_mb(w['peak']) for w in ws)} | {' / '.join(_mb(w['growth']) for w in ws)} | "
                      f"{_mb(max(w['rank_growth'] for w in ws))} | {t / 2**20:.1f} | {g / t:.2f} |")
     lines.append("")

@@ -46,8 +46,7 @@ def _executor_options(p: argparse.ArgumentParser) -> None:
 class TraceCommand:
     """Analyse profiler traces: GPU time breakdown, idle causes, kernels by component, operators.
 
-      stepscope trace analyze traces/            every analysis, ranks side by side (distributions past 64,
-                                                 as in kernels and ops)
+      stepscope trace analyze traces/            every analysis, ranks side by side (distributions past 64)
       stepscope trace analyze traces/ --dask tcp://sched:8786   the same on a Dask cluster (or --dask local:4)
       stepscope trace kernels traces/ --top 20 --by component
       stepscope trace ops traces/ --sort device_self
