@@ -154,6 +154,7 @@ def test_jobs_travel_in_batches_and_a_failing_job_fails_alone(cluster: DaskExecu
 
 
 def test_local_cluster_workers_run_without_the_profiler(cluster: DaskExecutor) -> None:
+    # runs after the worker killed above was restarted by its nanny: the new worker has the settings too
     def profiling(dask_worker: object) -> bool:
         return "profile" in dask_worker.periodic_callbacks  # type: ignore[attr-defined]
 

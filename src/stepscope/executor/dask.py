@@ -10,9 +10,8 @@ in the workers' environment).
 
 A LocalCluster started here runs its workers without Dask's statistical profiler, which samples every
 worker thread's stack every 10 ms: on the per-rank analyses it cost 20-40 % more CPU in the task's thread
-than the same job in a local pool process (`benchmarks/trace_scale.py`, docs/traces.md). A cluster given
-by address keeps its own configuration (set ``distributed.worker.profile.enabled: false`` there for the
-same gain).
+than the same job in a local pool process (figures in docs/traces.md). A cluster given by address keeps its
+own configuration (set ``distributed.worker.profile.enabled: false`` there for the same gain).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ BATCH_MAX = 8
 TASKS_PER_WORKER = 4
 """Batches are sized so that each worker gets about this many tasks (load balance, progress granularity)."""
 _LOCAL_CONFIG = {"distributed.worker.profile.enabled": False}
+"""A LocalCluster's workers run without the statistical profiler (see the module's docstring)."""
 RETRIES = 1
 """Extra attempts of a task that raised on its worker (a worker's death is retried by the scheduler)."""
 
