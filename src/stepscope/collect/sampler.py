@@ -5,7 +5,10 @@ One sample when the session opens (memory, threads, GPUs: no rates yet), one eve
 still has memory figures. Each periodic and the last sample: process CPU % and RSS, system CPU %
 and memory, disk and network I/O rates; on local rank 0 only (one per node, not one per rank),
 every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and
-CPU package energy through RAPL where readable. A source that cannot be read is left out (its
+CPU package energy through RAPL where readable. For the host's CPU contention (what `diff` compares between
+two single runs): the 1-minute load average (``load_avg_1m``) and the main (training) thread's run-queue wait,
+the share of the interval it was runnable but waiting for a CPU (``run_queue_wait_pct``, Linux
+``/proc/PID/schedstat``). A source that cannot be read is left out (its
 columns are absent, never zero). Slow NVML queries run here, never on the training thread.
 """
 
@@ -100,6 +103,8 @@ class Sampler(threading.Thread):
         prev_t = time.monotonic()
         rapl_total = 0.0
         rapl_prev = [_read_uj(p) for p in rapl]
+        schedstat = Path(f"/proc/{os.getpid()}/schedstat")
+        prev_wait = _run_queue_wait_ns(schedstat)
         first = True
         while True:
             # one sample at once (memory and GPU figures; rates need an interval), one per period, and
@@ -115,6 +120,12 @@ class Sampler(threading.Thread):
                 s["threads"] = float(proc.num_threads())
             if not first:
                 s["cpu_system_pct"] = psutil.cpu_percent(None)
+                wait = _run_queue_wait_ns(schedstat)
+                if wait is not None and prev_wait is not None:
+                    s["run_queue_wait_pct"] = 100.0 * max(wait - prev_wait, 0) / (dt * 1e9)
+                prev_wait = wait
+            if hasattr(os, "getloadavg"):
+                s["load_avg_1m"] = os.getloadavg()[0]
             vm = psutil.virtual_memory()
             s["mem_system_used_bytes"] = float(vm.total - vm.available)
             s["mem_system_total_bytes"] = float(vm.total)
@@ -143,6 +154,14 @@ def _read_uj(p: Path) -> float | None:
     try:
         return float(p.read_text())
     except (OSError, ValueError):
+        return None
+
+
+def _run_queue_wait_ns(path: Path) -> int | None:
+    """Cumulative ns the thread has waited on a run queue (second field of schedstat), None where unreadable."""
+    try:
+        return int(path.read_text().split()[1])
+    except (OSError, ValueError, IndexError):
         return None
 
 

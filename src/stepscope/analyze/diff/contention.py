@@ -1,0 +1,139 @@
+"""CPU contention of a run, and how much of a step-time change between two single runs it can explain.
+
+On a shared machine the main cause of a level shift between two runs of the same code is the load of other
+processes: the training thread, runnable, waits for a CPU. The system sampler records that wait directly
+(``run_queue_wait_pct``: the share of each sampling interval the process's main thread spent on a run queue,
+Linux ``/proc/PID/schedstat``) with the 1-minute load average (``load_avg_1m``).
+
+**The contention shift.** Split a run's wall time into run-queue wait and the rest (CPU, sleeps, I/O, waiting
+for the GPU). If the rest is unchanged between two runs and run A waited a share ``w_A`` of its time, run B a
+share ``w_B``, then B's mean step is A's times ``(1 - w_A) / (1 - w_B)``; ``shift_log = ln((1 - w_A) /
+(1 - w_B))`` is the log of that ratio. ``w`` is the mean over the samples taken while the measured steps ran
+(every sample when the run has no measured step).
+
+**How it is used** (one run a side only; repeats measure their own between-run noise): the noise floor is
+widened by ``LOAD_FACTOR * (|shift_log| - sigma)`` (``stats.NoiseFloor.load_allowance``) in both directions,
+never subtracted from the change. Measured on the shared 2-core machine (docs/diff.md, "Load differences
+between single runs"), the prediction is right on average but not pair by pair: the verdict tests the
+*median* step, and bursty contention moves the mean (which the wait share tracks) more than the median; in
+quiet-vs-hog pairs of the same script the observed |log ratio| of median steps ranged from 0.1 to 1.6 times
+|shift_log|, once with the opposite sign. Hence a widening, not a correction.
+
+The load average is reported, not used: it is smoothed over a minute, so a run of a few seconds barely moves
+it (runs beside two CPU hogs moved it by under 0.5 while their run-queue wait tripled).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.model.tables import Phase, RunData
+
+WAIT_COLUMN = "run_queue_wait_pct"
+LOAD_COLUMN = "load_avg_1m"
+
+LOAD_FACTOR = 2.0
+"""Widening of the floor per unit of contention shift beyond one sigma. Measured (docs/diff.md): in 18 pairs of
+runs of the same script, one quiet and one beside 0-3 CPU hogs, the factor that keeps every pair from being
+called was at most 1.42 (learned floor sigma 2%; 1.23 at the default 5%); 2.0 leaves a margin of 40%."""
+
+
+@dataclass(frozen=True, slots=True)
+class Contention:
+    """CPU contention one side met (rank 0's process). ``wait_share``: mean share (0-1) of the sampling
+    intervals its main thread was runnable but waiting for a CPU; ``load_avg``: median 1-minute load average;
+    ``samples``: sampling intervals used. None: not recorded (older runs, other systems). For a side of several
+    runs, the wait share whose ``1 - w`` is the geometric mean of the runs' (as their step times are
+    averaged)."""
+
+    wait_share: float | None
+    load_avg: float | None
+    samples: int
+
+    def describe(self) -> str:
+        parts = []
+        if self.wait_share is not None:
+            parts.append(f"waited for a CPU {self.wait_share:.0%} of the time")
+        if self.load_avg is not None:
+            parts.append(f"load average {self.load_avg:.1f}")
+        return ", ".join(parts) or "not measured"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _stat(col: Any, keep: Any, stat: Any) -> float | None:
+    if col is None:
+        return None
+    a = np.asarray(col, dtype="float64")[keep]
+    a = a[np.isfinite(a)]
+    return float(stat(a)) if a.size else None
+
+
+def run_contention(data: RunData, *, warmup: int = 0) -> Contention:
+    """The contention of a stored run over its measured training steps (warm-up excluded)."""
+    if not data.ranks:
+        return Contention(None, None, 0)
+    rank = data.ranks[0]
+    cols, t = rank.samples.columns, np.asarray(rank.samples.t_ns, dtype="int64")
+    keep = np.ones(t.size, dtype=bool)
+    steps = rank.steps
+    train = steps["phase"] == int(Phase.TRAIN)
+    start, end = steps["start_ns"][train][warmup:], steps["end_ns"][train][warmup:]
+    if start.size and t.size:
+        # a sample closes the interval before it: keep those ending after the first measured step began, up to
+        # the first one at or after the last step's end
+        after_end = np.flatnonzero(t >= int(end.max()))
+        last = after_end[0] if after_end.size else t.size - 1
+        window = (t > int(start.min())) & (np.arange(t.size) <= last)
+        if window.any():
+            keep = window
+    wait = _stat(cols.get(WAIT_COLUMN), keep, np.mean)
+    n = int(np.isfinite(np.asarray(cols[WAIT_COLUMN], dtype="float64")[keep]).sum()) if WAIT_COLUMN in cols else 0
+    share = None if wait is None else min(max(wait / 100.0, 0.0), 0.99)
+    return Contention(share, _stat(cols.get(LOAD_COLUMN), keep, np.median), n)
+
+
+def side_contention(runs: list[Contention]) -> Contention:
+    """One side's contention from its runs' (wait share: ``1 - w`` averaged geometrically; load: median)."""
+    waits = [c.wait_share for c in runs]
+    loads = [c.load_avg for c in runs if c.load_avg is not None]
+    share = None if not waits or any(w is None for w in waits) else \
+        1.0 - math.exp(float(np.mean([math.log1p(-float(w or 0.0)) for w in waits])))
+    return Contention(share, float(np.median(loads)) if loads else None, sum(c.samples for c in runs))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadShift:
+    """The contention of the two sides of a one-run-a-side diff and what it predicts.
+
+    ``shift_log``: ln((1 - w_baseline) / (1 - w_experiment)), the log step-time ratio the difference in
+    contention alone predicts (positive: the experiment met more contention, so it would look slower); None when
+    a side has no run-queue wait recorded.
+    """
+
+    baseline: Contention
+    experiment: Contention
+    shift_log: float | None
+
+    def reason(self) -> str:
+        """The sentence an inconclusive verdict gives when the loads differed enough to widen the floor."""
+        ratio = math.exp(self.shift_log or 0.0)
+        return (f"inconclusive: the machines' load differed (the training thread, A: {self.baseline.describe()}; "
+                f"B: {self.experiment.describe()}; that alone can move the step by x{ratio:.2f}) — rerun both with "
+                "`stepscope bench --repeat N` or in one `stepscope bench --ab` session")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.to_dict(), "experiment": self.experiment.to_dict(),
+                "shift_log": self.shift_log}
+
+
+def load_shift(base: Contention, exp: Contention) -> LoadShift:
+    """The predicted contention shift between the two sides (module docstring)."""
+    if base.wait_share is None or exp.wait_share is None:
+        return LoadShift(base, exp, None)
+    return LoadShift(base, exp, math.log((1.0 - base.wait_share) / (1.0 - exp.wait_share)))
