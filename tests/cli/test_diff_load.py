@@ -55,7 +55,8 @@ def _diff(capsys: pytest.CaptureFixture[str], runs: dict[str, str], a: str, b: s
 
 
 def _window_wait(store: str, run_id: str) -> float:
-    """Mean run-queue wait (%) over the samples closing intervals of the measured steps, read from the store."""
+    """Run-queue wait / (wait + CPU time) of the main thread over the samples closing intervals of the measured
+    steps, read from the store."""
     from stepscope.store import open_store
 
     st = open_store(store)
@@ -66,11 +67,16 @@ def _window_wait(store: str, run_id: str) -> float:
     rank = data.ranks[0]
     t = np.asarray(rank.samples.t_ns)
     wait = np.asarray(rank.samples.columns["run_queue_wait_pct"])
+    cpu = np.asarray(rank.samples.columns["main_thread_cpu_pct"])
     steps = rank.steps
     first, last = int(steps["start_ns"].min()), int(steps["end_ns"].max())
     closing = int(np.argmax(t >= last)) if (t >= last).any() else t.size - 1
-    sel = [i for i in range(t.size) if t[i] > first and i <= closing and np.isfinite(wait[i])]
-    return float(np.mean(wait[sel]))
+    waited = ran = 0.0
+    for i in range(1, t.size):
+        if t[i] > first and i <= closing and np.isfinite(wait[i]) and np.isfinite(cpu[i]):
+            waited += wait[i] * (t[i] - t[i - 1])
+            ran += cpu[i] * (t[i] - t[i - 1])
+    return waited / (waited + ran)
 
 
 @pytest.mark.slow
@@ -83,7 +89,7 @@ def test_load_change_between_single_runs_is_inconclusive_with_the_loads(
     # the runs recorded their contention, and the diff read it: the hogged run's thread waited more for a CPU
     for side, rid in (("baseline", runs["quiet"]), ("experiment", runs["hogged"])):
         # warm-up is automatic: a few more steps may be left out than here, so only close
-        assert load[side]["wait_share"] == pytest.approx(_window_wait(runs["store"], rid) / 100, abs=0.1)
+        assert load[side]["wait_share"] == pytest.approx(_window_wait(runs["store"], rid), abs=0.1)
     assert load["experiment"]["wait_share"] > load["baseline"]["wait_share"] + 0.1
     assert load["shift_log"] == pytest.approx(math.log((1 - load["baseline"]["wait_share"])
                                                        / (1 - load["experiment"]["wait_share"])))

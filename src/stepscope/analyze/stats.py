@@ -376,11 +376,11 @@ class NoiseFloor:
 
     def load_allowance(self) -> float:
         """What a log change must clear on top of ``threshold()`` because the runs' contention differed:
-        ``load_factor * (|load_shift_log| - sigma_log)``, nothing when the shift is within one sigma (the floor's
-        own between-run noise already holds ordinary load changes). In either direction: a run's median step
-        can move by more or less than its mean run-queue wait predicts, so the shift widens the floor and is
-        never subtracted from the change."""
-        return self.load_factor * max(abs(self.load_shift_log) - self.sigma_log, 0.0)
+        ``load_factor * (|load_shift_log| - sigma_log * sqrt(2))``, nothing when the shift is within one standard
+        deviation of the difference of two runs (the floor's own between-run noise already holds ordinary load
+        changes). In either direction: a run's median step can move by more or less than its mean run-queue wait
+        predicts, so the shift widens the floor and is never subtracted from the change."""
+        return self.load_factor * max(abs(self.load_shift_log) - self.sigma_log * math.sqrt(2.0), 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {"sigma_log": self.sigma_log, "df": self.df if math.isfinite(self.df) else None,

@@ -6,10 +6,11 @@ still has memory figures. Each periodic and the last sample: process CPU % and R
 and memory, disk and network I/O rates; on local rank 0 only (one per node, not one per rank),
 every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and
 CPU package energy through RAPL where readable. For the host's CPU contention (what `diff` compares between
-two single runs): the 1-minute load average (``load_avg_1m``) and the main (training) thread's run-queue wait,
-the share of the interval it was runnable but waiting for a CPU (``run_queue_wait_pct``, Linux
-``/proc/PID/schedstat``). A source that cannot be read is left out (its
-columns are absent, never zero). Slow NVML queries run here, never on the training thread.
+two single runs): the 1-minute load average (``load_avg_1m``) and, from Linux ``/proc/PID/schedstat``, the main
+(training) thread's run-queue wait, the share of the interval it was runnable but waiting for a CPU
+(``run_queue_wait_pct``), and its CPU time (``main_thread_cpu_pct``, 100 = the whole interval). A source that
+cannot be read is left out (its columns are absent, never zero). Slow NVML queries run here, never on the
+training thread.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class Sampler(threading.Thread):
         rapl_total = 0.0
         rapl_prev = [_read_uj(p) for p in rapl]
         schedstat = Path(f"/proc/{os.getpid()}/schedstat")
-        prev_wait = _run_queue_wait_ns(schedstat)
+        prev_sched = _schedstat_ns(schedstat)
         first = True
         while True:
             # one sample at once (memory and GPU figures; rates need an interval), one per period, and
@@ -120,10 +121,11 @@ class Sampler(threading.Thread):
                 s["threads"] = float(proc.num_threads())
             if not first:
                 s["cpu_system_pct"] = psutil.cpu_percent(None)
-                wait = _run_queue_wait_ns(schedstat)
-                if wait is not None and prev_wait is not None:
-                    s["run_queue_wait_pct"] = 100.0 * max(wait - prev_wait, 0) / (dt * 1e9)
-                prev_wait = wait
+                sched = _schedstat_ns(schedstat)
+                if sched is not None and prev_sched is not None:
+                    s["main_thread_cpu_pct"] = 100.0 * max(sched[0] - prev_sched[0], 0) / (dt * 1e9)
+                    s["run_queue_wait_pct"] = 100.0 * max(sched[1] - prev_sched[1], 0) / (dt * 1e9)
+                prev_sched = sched
             if hasattr(os, "getloadavg"):
                 s["load_avg_1m"] = os.getloadavg()[0]
             vm = psutil.virtual_memory()
@@ -157,10 +159,12 @@ def _read_uj(p: Path) -> float | None:
         return None
 
 
-def _run_queue_wait_ns(path: Path) -> int | None:
-    """Cumulative ns the thread has waited on a run queue (second field of schedstat), None where unreadable."""
+def _schedstat_ns(path: Path) -> tuple[int, int] | None:
+    """Cumulative ns the thread has run on a CPU and waited on a run queue (first two fields of schedstat), None
+    where unreadable."""
     try:
-        return int(path.read_text().split()[1])
+        fields = path.read_text().split()
+        return int(fields[0]), int(fields[1])
     except (OSError, ValueError, IndexError):
         return None
 

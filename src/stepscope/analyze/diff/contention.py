@@ -1,23 +1,25 @@
 """CPU contention of a run, and how much of a step-time change between two single runs it can explain.
 
 On a shared machine the main cause of a level shift between two runs of the same code is the load of other
-processes: the training thread, runnable, waits for a CPU. The system sampler records that wait directly
-(``run_queue_wait_pct``: the share of each sampling interval the process's main thread spent on a run queue,
-Linux ``/proc/PID/schedstat``) with the 1-minute load average (``load_avg_1m``).
+processes: the training thread, ready to run, waits for a CPU. The system sampler records, from Linux
+``/proc/PID/schedstat`` of the process's main (training) thread, its run-queue wait (``run_queue_wait_pct``)
+and its CPU time (``main_thread_cpu_pct``) in each sampling interval, with the 1-minute load average
+(``load_avg_1m``).
 
-**The contention shift.** Split a run's wall time into run-queue wait and the rest (CPU, sleeps, I/O, waiting
-for the GPU). If the rest is unchanged between two runs and run A waited a share ``w_A`` of its time, run B a
-share ``w_B``, then B's mean step is A's times ``(1 - w_A) / (1 - w_B)``; ``shift_log = ln((1 - w_A) /
-(1 - w_B))`` is the log of that ratio. ``w`` is the mean over the samples taken while the measured steps ran
-(every sample when the run has no measured step).
+**The contention of a run** is ``w = wait / (wait + cpu)`` summed over the sampling intervals of the measured
+steps: the share of the time the training thread was ready to run that it spent waiting for a CPU (0 on an idle
+machine). Sleeps, I/O and waits for the GPU are left out on purpose: a change that makes each step sleep
+longer lowers the wait's share of the wall time at an unchanged load, but not ``w``.
+
+**The contention shift.** If the thread's CPU work per step is unchanged, its running-or-ready time per step
+is ``cpu / (1 - w)``, so B's step is at most A's times ``(1 - w_A) / (1 - w_B)`` (exactly, for a step that
+never sleeps); ``shift_log = ln((1 - w_A) / (1 - w_B))``.
 
 **How it is used** (one run a side only; repeats measure their own between-run noise): the noise floor is
-widened by ``LOAD_FACTOR * (|shift_log| - sigma)`` (``stats.NoiseFloor.load_allowance``) in both directions,
-never subtracted from the change. Measured on the shared 2-core machine (docs/diff.md, "Load differences
-between single runs"), the prediction is right on average but not pair by pair: the verdict tests the
-*median* step, and bursty contention moves the mean (which the wait share tracks) more than the median; in
-quiet-vs-hog pairs of the same script the observed |log ratio| of median steps ranged from 0.1 to 1.6 times
-|shift_log|, once with the opposite sign. Hence a widening, not a correction.
+widened by ``LOAD_FACTOR * (|shift_log| - sigma * sqrt(2))`` (``stats.NoiseFloor.load_allowance``) in both
+directions, never subtracted from the change: the verdict tests the *median* step, and contention that comes in bursts
+moves the mean (which ``w`` tracks) more than the median, sometimes so that the two runs' medians move the
+other way (docs/diff.md, "Load differences between single runs"). Hence a widening, not a correction.
 
 The load average is reported, not used: it is smoothed over a minute, so a run of a few seconds barely moves
 it (runs beside two CPU hogs moved it by under 0.5 while their run-queue wait tripled).
@@ -34,18 +36,22 @@ import numpy as np
 from stepscope.model.tables import Phase, RunData
 
 WAIT_COLUMN = "run_queue_wait_pct"
+CPU_COLUMN = "main_thread_cpu_pct"
 LOAD_COLUMN = "load_avg_1m"
 
-LOAD_FACTOR = 2.0
-"""Widening of the floor per unit of contention shift beyond one sigma. Measured (docs/diff.md): in 18 pairs of
-runs of the same script, one quiet and one beside 0-3 CPU hogs, the factor that keeps every pair from being
-called was at most 1.42 (learned floor sigma 2%; 1.23 at the default 5%); 2.0 leaves a margin of 40%."""
+LOAD_FACTOR = 1.25
+"""Widening of the floor per unit of contention shift beyond sigma * sqrt(2). ``shift_log`` is an upper bound of
+what contention does to a step whose CPU work is unchanged (reached by a step that never sleeps), so 1 is the
+bound's own factor. Measured (docs/diff.md): in 20 A/A pairs of runs of the same script, the first with nothing
+added and the second beside 0-3 CPU hogs, the log ratio of median steps was -0.04 to 0.88 times ``shift_log``,
+and the factor needed to keep every pair from being called faster or slower at most 0.83 (against a 2% floor;
+0.75 against the stated default 5%); 1.25 leaves half as much again."""
 
 
 @dataclass(frozen=True, slots=True)
 class Contention:
-    """CPU contention one side met (rank 0's process). ``wait_share``: mean share (0-1) of the sampling
-    intervals its main thread was runnable but waiting for a CPU; ``load_avg``: median 1-minute load average;
+    """CPU contention one side met (rank 0's process). ``wait_share``: the share (0-1) of the time its main
+    thread was ready to run that it waited for a CPU (module docstring); ``load_avg``: median 1-minute load average;
     ``samples``: sampling intervals used. None: not recorded (older runs, other systems). For a side of several
     runs, the wait share whose ``1 - w`` is the geometric mean of the runs' (as their step times are
     averaged)."""
@@ -57,7 +63,7 @@ class Contention:
     def describe(self) -> str:
         parts = []
         if self.wait_share is not None:
-            parts.append(f"waited for a CPU {self.wait_share:.0%} of the time")
+            parts.append(f"waited for a CPU {self.wait_share:.0%} of the time it was ready to run")
         if self.load_avg is not None:
             parts.append(f"load average {self.load_avg:.1f}")
         return ", ".join(parts) or "not measured"
@@ -92,10 +98,18 @@ def run_contention(data: RunData, *, warmup: int = 0) -> Contention:
         window = (t > int(start.min())) & (np.arange(t.size) <= last)
         if window.any():
             keep = window
-    wait = _stat(cols.get(WAIT_COLUMN), keep, np.mean)
-    n = int(np.isfinite(np.asarray(cols[WAIT_COLUMN], dtype="float64")[keep]).sum()) if WAIT_COLUMN in cols else 0
-    share = None if wait is None else min(max(wait / 100.0, 0.0), 0.99)
-    return Contention(share, _stat(cols.get(LOAD_COLUMN), keep, np.median), n)
+    load = _stat(cols.get(LOAD_COLUMN), keep, np.median)
+    if WAIT_COLUMN not in cols or CPU_COLUMN not in cols:
+        return Contention(None, load, 0)
+    # interval lengths weight the per-interval percentages into ns (the first sample closes no interval)
+    dt = np.diff(t, prepend=t[0] if t.size else 0).astype("float64")
+    wait = np.asarray(cols[WAIT_COLUMN], dtype="float64") * dt
+    cpu = np.asarray(cols[CPU_COLUMN], dtype="float64") * dt
+    ok = keep & np.isfinite(wait) & np.isfinite(cpu)
+    ready = float(wait[ok].sum() + cpu[ok].sum())
+    if ready <= 0:
+        return Contention(None, load, int(ok.sum()))
+    return Contention(min(float(wait[ok].sum()) / ready, 0.99), load, int(ok.sum()))
 
 
 def side_contention(runs: list[Contention]) -> Contention:
