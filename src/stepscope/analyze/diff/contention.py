@@ -138,8 +138,8 @@ class LoadShift:
         """The sentence an inconclusive verdict gives when the loads differed enough to widen the floor."""
         ratio = math.exp(self.shift_log or 0.0)
         return (f"inconclusive: the machines' load differed (the training thread, A: {self.baseline.describe()}; "
-                f"B: {self.experiment.describe()}; that alone can move the step by x{ratio:.2f}) — rerun both with "
-                "`stepscope bench --repeat N` or in one `stepscope bench --ab` session")
+                f"B: {self.experiment.describe()}; that alone can move the step by up to x{ratio:.2f}) — rerun both "
+                "with `stepscope bench --repeat N` or in one `stepscope bench --ab` session")
 
     def to_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline.to_dict(), "experiment": self.experiment.to_dict(),
