@@ -1,5 +1,5 @@
 """`stepscope diff` of two single runs of the same script, the second beside CPU hogs that the test starts and
-stops: the load change is measured per run (run-queue wait of the training thread), the verdict is inconclusive
+stops: the load change is measured per run (run-queue latency of the training thread), the verdict is inconclusive
 with the loads named instead of "slower"; and a 2x slowdown at equal load is still "slower"."""
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ def _diff(capsys: pytest.CaptureFixture[str], runs: dict[str, str], a: str, b: s
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
-def _window_wait(store: str, run_id: str) -> float:
-    """Run-queue wait / (wait + CPU time) of the main thread over the samples closing intervals of the measured
-    steps, read from the store."""
+def _window_wait(store: str, run_id: str) -> tuple[float, float]:
+    """(ms of run-queue wait per time put on a CPU, wait / wall time) of the main thread over the samples closing
+    intervals of the measured steps, read from the store."""
     from stepscope.store import open_store
 
     st = open_store(store)
@@ -71,16 +71,17 @@ def _window_wait(store: str, run_id: str) -> float:
     rank = data.ranks[0]
     t = np.asarray(rank.samples.t_ns)
     wait = np.asarray(rank.samples.columns["run_queue_wait_pct"])
-    cpu = np.asarray(rank.samples.columns["main_thread_cpu_pct"])
+    slices = np.asarray(rank.samples.columns["main_thread_slices"])
     steps = rank.steps
     first, last = int(steps["start_ns"].min()), int(steps["end_ns"].max())
     closing = int(np.argmax(t >= last)) if (t >= last).any() else t.size - 1
-    waited = ran = 0.0
+    waited = wall = put_on = 0.0
     for i in range(1, t.size):
-        if t[i] > first and i <= closing and np.isfinite(wait[i]) and np.isfinite(cpu[i]):
-            waited += wait[i] * (t[i] - t[i - 1])
-            ran += cpu[i] * (t[i] - t[i - 1])
-    return waited / (waited + ran)
+        if t[i] > first and i <= closing and np.isfinite(wait[i]) and np.isfinite(slices[i]):
+            waited += wait[i] / 100 * (t[i] - t[i - 1])
+            wall += t[i] - t[i - 1]
+            put_on += slices[i]
+    return waited / put_on / 1e6, waited / wall
 
 
 @pytest.mark.slow
@@ -93,17 +94,19 @@ def test_load_change_between_single_runs_is_inconclusive_with_the_loads(
     # the runs recorded their contention, and the diff read it: the hogged run's thread waited more for a CPU
     for side, rid in (("baseline", runs["quiet"]), ("experiment", runs["hogged"])):
         # warm-up is automatic: a few more steps may be left out than here, so only close
-        assert load[side]["wait_share"] == pytest.approx(_window_wait(runs["store"], rid), abs=0.1)
-    assert load["experiment"]["wait_share"] > load["baseline"]["wait_share"] + 0.1
-    assert load["shift_log"] == pytest.approx(math.log((1 - load["baseline"]["wait_share"])
-                                                       / (1 - load["experiment"]["wait_share"])))
+        latency, share = _window_wait(runs["store"], rid)
+        assert load[side]["latency_ms"] == pytest.approx(latency, rel=0.3)
+        assert load[side]["wait_share"] == pytest.approx(share, abs=0.1)
+    b, e = load["baseline"], load["experiment"]
+    assert e["latency_ms"] > 1.5 * b["latency_ms"]
+    assert load["shift_log"] == pytest.approx(-math.log(1 - e["wait_share"] * (1 - b["latency_ms"] / e["latency_ms"])))
     # the reproduction: the hogged run is slower by more than the floor alone allows (the old verdict: "slower")
     floor = doc["noise_floor"]
     assert math.log(ch["ratio"]) > Z995 * floor["sigma_log"] * math.sqrt(2), (ch["ratio"], floor)
     # the fix: inconclusive, naming both loads and what to do
     assert ch["verdict"] == "inconclusive" and doc["verdict"] == "inconclusive"
-    assert ch["note"].startswith("inconclusive: the machines' load differed (the training thread, A: waited for "
-                                 "a CPU"), ch["note"]
+    assert ch["note"].startswith("inconclusive: the machines' load differed (the training thread, A: waited "), \
+        ch["note"]
     assert "rerun both with `stepscope bench --repeat N` or in one `stepscope bench --ab` session" in ch["note"]
     assert "widened by" in floor["source"] and floor["load_reason"] == ch["note"]
     assert any(m.startswith("the machines' load differed") for m in doc["messages"])

@@ -8,9 +8,9 @@ every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock,
 CPU package energy through RAPL where readable. For the host's CPU contention (what `diff` compares between
 two single runs): the 1-minute load average (``load_avg_1m``) and, from Linux ``/proc/PID/schedstat``, the main
 (training) thread's run-queue wait, the share of the interval it was runnable but waiting for a CPU
-(``run_queue_wait_pct``), and its CPU time (``main_thread_cpu_pct``, 100 = the whole interval). A source that
-cannot be read is left out (its columns are absent, never zero). Slow NVML queries run here, never on the
-training thread.
+(``run_queue_wait_pct``), its CPU time (``main_thread_cpu_pct``, 100 = the whole interval) and how many times it
+was put on a CPU (``main_thread_slices``). A source that cannot be read is left out (its columns are absent, never
+zero). Slow NVML queries run here, never on the training thread.
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ class Sampler(threading.Thread):
                 if sched is not None and prev_sched is not None:
                     s["main_thread_cpu_pct"] = 100.0 * max(sched[0] - prev_sched[0], 0) / (dt * 1e9)
                     s["run_queue_wait_pct"] = 100.0 * max(sched[1] - prev_sched[1], 0) / (dt * 1e9)
+                    s["main_thread_slices"] = float(max(sched[2] - prev_sched[2], 0))
                 prev_sched = sched
             if hasattr(os, "getloadavg"):
                 s["load_avg_1m"] = os.getloadavg()[0]
@@ -159,12 +160,12 @@ def _read_uj(p: Path) -> float | None:
         return None
 
 
-def _schedstat_ns(path: Path) -> tuple[int, int] | None:
-    """Cumulative ns the thread has run on a CPU and waited on a run queue (first two fields of schedstat), None
-    where unreadable."""
+def _schedstat_ns(path: Path) -> tuple[int, int, int] | None:
+    """Cumulative ns the thread has run on a CPU and waited on a run queue, and how many times it was put on a CPU
+    (the three fields of schedstat), None where unreadable."""
     try:
         fields = path.read_text().split()
-        return int(fields[0]), int(fields[1])
+        return int(fields[0]), int(fields[1]), int(fields[2])
     except (OSError, ValueError, IndexError):
         return None
 

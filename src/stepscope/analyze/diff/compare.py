@@ -173,7 +173,7 @@ def _rank_rows(base: list[RunValues], exp: list[RunValues], settings: DiffSettin
 
 
 def _load(base: list[RunValues], exp: list[RunValues]) -> LoadShift:
-    none = Contention(None, None, 0)
+    none = Contention(None, None, None, 0)
     return load_shift(side_contention([v.contention or none for v in base]),
                       side_contention([v.contention or none for v in exp]))
 
