@@ -21,12 +21,13 @@ swapped and the sign negative).
 
 **How it is used** (one run a side only; repeats measure their own between-run noise): the noise floor is
 widened by ``LOAD_FACTOR * (|shift_log| - sigma * sqrt(2))`` (``stats.NoiseFloor.load_allowance``) in both
-directions, never subtracted from the change: the verdict tests the *median* step, and contention that comes in bursts
-moves the mean (which the wait tracks) more than the median, sometimes so that the two runs' medians move the
-other way (docs/diff.md, "Load differences between single runs"). Hence a widening, not a correction.
+directions, never subtracted from the change: the shift is an estimate, and the measured step moved by 0 to
+2.2 times it (docs/diff.md, "Load differences between single runs"; contention in bursts moves the median step
+less, and hogs also slow a step through caches and memory bandwidth, which the latency does not see). Hence a
+widening, not a correction.
 
 The load average is reported, not used: it is smoothed over a minute, so a run of a few seconds barely moves
-it (runs beside two CPU hogs moved it by under 0.5 while their run-queue wait tripled).
+it (runs beside two CPU hogs moved it by under 1 while their run-queue latency grew 3-5 times).
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ class LoadShift:
         """The sentence an inconclusive verdict gives when the loads differed enough to widen the floor."""
         ratio = math.exp(self.shift_log or 0.0)
         return (f"inconclusive: the machines' load differed (the training thread, A: {self.baseline.describe()}; "
-                f"B: {self.experiment.describe()}; that alone can move the step by up to x{ratio:.2f}) — rerun both "
+                f"B: {self.experiment.describe()}; that alone can move the step by about x{ratio:.2f}) — rerun both "
                 "with `stepscope bench --repeat N` or in one `stepscope bench --ab` session")
 
     def to_dict(self) -> dict[str, Any]:
