@@ -280,7 +280,7 @@ def print_hook_table(costs: dict[str, float], background: dict[str, float], rate
             print(f"{k:<48}{v:>8.2f}")
     for name, v in background.items():
         total += v
-        print(f"{name + ' thread (CPU per step, off the training thread)':<48}{v:>8.2f}")
+        print(f"{name + ' thread (its CPU time per step)':<48}{v:>8.2f}")
     print(f"{'total per step':<48}{total:>8.2f}   <= {STEP_TARGET_US:g} µs  "
           f"{'met' if total <= STEP_TARGET_US else 'NOT MET'}")
     print(f"  (background threads at {rate:,.0f} steps/s; the sampler's share shrinks as steps get slower)")

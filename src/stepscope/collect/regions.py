@@ -37,7 +37,7 @@ class region:
     __slots__ = ("_path", "_session", "_stack", "_t0", "name")
 
     def __init__(self, name: str) -> None:
-        self.name = name if type(name) is str else str(name)
+        self.name = f"{name}"  # str(name) without a call for a str (the usual case)
 
     def __enter__(self) -> region:
         s = _sessions._CURRENT
@@ -64,7 +64,7 @@ class region:
             st = s.step
             if st.start is None:
                 st.start = self._t0
-            s.buffers.region_rows.append((self._path, s.step_index, self._t0, t1, len(stack)))
+            s.region_row((self._path, s.step_index, self._t0, t1, len(stack)))
 
     def __call__(self, fn: F) -> F:
         name = self.name
