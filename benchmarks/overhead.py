@@ -17,7 +17,8 @@ enter/exit <= 0.5 µs; start-up <= 0.2 s. The load average is printed: on a shar
 far a figure can be trusted.
 
 With TensorFlow and Keras installed, the same interleaved pairs for a Keras ``fit`` (benchmarks/_keras_loop.py,
-~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed.
+~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed,
+and beside it the hooks' own work timed in-process in each stepscope run (µs and share of the step).
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
         [--no-tools] [--no-scripts]
@@ -38,6 +39,8 @@ LOOP = HERE / "_loop.py"
 KERAS_LOOP = HERE / "_keras_loop.py"
 KERAS_MODES = ("keras-bare", "keras-stepscope")
 """Keras fit (TensorFlow backend, ~10 ms steps on one thread) bare and under `stepscope run` (zero-code hooks)."""
+KERAS_HOOK_COSTS: list[tuple[dict[str, float], float]] = []
+"""Per keras-stepscope run: the hooks' own work timed in-process (_keras_loop.py --hook-cost) and its step time."""
 
 
 SCRIPT_STEPS = {"loader48": 1500, "linear": 4000, "many": 300}
@@ -52,6 +55,7 @@ def run_loop(mode: str, steps: int, hidden: int, store: str, script: str = "mlp"
     base = [sys.executable, str(LOOP), "--steps", str(steps), "--hidden", str(hidden), "--script", script]
     if mode in KERAS_MODES:
         base = [sys.executable, str(KERAS_LOOP), "--steps", str(steps), "--hidden", str(hidden)]
+        base += ["--hook-cost"] if mode == "keras-stepscope" else []
         mode = "stepscope" if mode == "keras-stepscope" else "bare-keras"
     if mode == "stepscope":
         cmd = [sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--", *base]
@@ -61,7 +65,10 @@ def run_loop(mode: str, steps: int, hidden: int, store: str, script: str = "mlp"
         cmd = [*base, "--mode", mode]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in out.splitlines() if ln.startswith("{")][-1]
-    return {k: float(v) for k, v in json.loads(line).items()}
+    result = json.loads(line)
+    if "hook_cost" in result:
+        KERAS_HOOK_COSTS.append((result.pop("hook_cost"), float(result["median_step_ns"])))
+    return {k: float(v) for k, v in result.items()}
 
 
 def run_mode(mode: str, steps: int, hidden: int, store: str) -> float:
@@ -215,6 +222,10 @@ def main() -> None:
         print(f"\nKeras fit (TensorFlow, {args.keras_steps} steps, one thread), {args.rounds} interleaved pairs: "
               f"bare {kb / 1e6:.3f} ms, stepscope {ks / 1e6:.3f} ms per step; paired ratio median "
               f"{statistics.median(ratios):.4f} (range {min(ratios):.4f}-{max(ratios):.4f}; target < 1.01)")
+        from _keras_loop import describe_hook_cost
+
+        cost, step_ns = sorted(KERAS_HOOK_COSTS, key=lambda c: c[0]["per_step"] / c[1])[len(KERAS_HOOK_COSTS) // 2]
+        print(f"median of {len(KERAS_HOOK_COSTS)} runs: " + describe_hook_cost(cost, step_ns))
     if args.only_keras:
         return
     if modes:

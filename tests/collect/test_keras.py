@@ -70,8 +70,11 @@ def test_fit_steps_epochs_samples(fit_run: tuple[Path, Any]) -> None:
     start, end, epoch = steps["start_ns"][train], steps["end_ns"][train], steps["epoch"][train]
     same = epoch[1:] == epoch[:-1]
     assert np.array_equal(start[1:][same], end[:-1][same])
-    # fit fetches its batches inside its compiled train function: data wait is not measured, not zero
-    assert np.isnan(steps["data_wait_ns"]).all()
+    # arrays through Keras' prefetched pipeline: the fetch is metered (collect/keras_datawait.py) and, but for
+    # an epoch's first batch, the batch is ready when the step asks: the wait is a small share of the step
+    wait = steps["data_wait_ns"]
+    assert np.isfinite(wait).all() and np.all(wait >= 0) and np.all(wait <= steps.duration_ns)
+    assert np.median(wait[train]) < 0.2 * np.median(steps.duration_ns[train]), wait
     assert np.all(steps.duration_ns[train] > 0)
 
 
@@ -105,6 +108,15 @@ def test_show_on_a_keras_run(fit_run: tuple[Path, Any]) -> None:
     assert r.returncode == 0, r.stderr
     assert "marked by keras" in " ".join(r.stdout.split())
     assert "1,539 parameters" in r.stdout
+    # issue 16: the run never imported torch (installed here), so its software line names no torch version
+    software = next(line for line in r.stdout.splitlines() if line.startswith("software:"))
+    assert "torch" not in software, software
+    assert rank_software_torch(store) is None
+
+
+def rank_software_torch(store: Path) -> str | None:
+    run = load(store).run
+    return run.software.torch or next((st.software.torch for st in run.streams if st.software), None)
 
 
 def test_tf_function_loop_steps_and_data_wait(loop_run: Any) -> None:

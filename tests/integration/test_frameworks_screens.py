@@ -152,11 +152,12 @@ def test_show(runs: Runs, name: str) -> None:
     assert re.search(rf"steps recorded\s*│\s*{steps} \(", out), out
     if name == "keras":
         params = (KERAS_FEATURES * KERAS_HIDDEN + KERAS_HIDDEN) + (KERAS_HIDDEN * KERAS_CLASSES + KERAS_CLASSES)
-        assert f"{params:,} parameters" in out and "steps marked by keras" in out.replace("\n", " ").replace("  ", " ")
+        assert f"{params:,} parameters" in out and "steps marked by keras" in " ".join(out.split())  # any wrap
         assert re.search(rf"epochs\s*│\s*{KERAS_EPOCHS}\b", out)
         val_steps = KERAS_EPOCHS * len(_batches(KERAS_VAL, KERAS_BATCH))
         assert re.search(rf"validation steps / throughput\s*│\s*{val_steps} /", out)
         assert "framework: keras: tensorflow" in out
+        assert re.search(r"data wait\s*│\s*[\d.]+ [mµ]?s\s*│", out), out  # fit's data wait is measured, shown
     if name == "jax":
         assert "framework: jax: jax" in out and "train_step" in out
     if name == "mpi3":

@@ -7,8 +7,9 @@ custom loops, models are summarised.
   Keras keeps dispatching batch-end callbacks asynchronously where it would without stepscope.
   Samples come from fit's data adapter (arrays: the batch size, the partial last batch of an epoch; a
   ``tf.data`` dataset: its static batch dimension where it has one). Validation time is kept out of the
-  training step around it. Keras fetches fit's batches inside its compiled train function: data wait is
-  not separated there (NaN), it is part of the step.
+  training step around it. Keras fetches fit's batches inside its compiled train function; on the
+  TensorFlow backend the dataset fit iterates gets a stamping stage (collect/keras_datawait.py) that
+  measures how long each fetch blocked: that is the step's data wait (NaN on the other backends).
 * custom loops: the outermost ``optimizer.apply`` / ``apply_gradients`` of the first Keras optimizer that
   runs marks a step (source ``keras_optimizer``); inside a ``tf.function`` the function's return marks it
   (tensorflow_hooks.py). Data wait, samples and epochs come from the ``tf.data`` iterator.
@@ -35,10 +36,13 @@ FIT_SOURCE = "keras"
 FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 """Test switch: ``keras`` in this comma list makes every method of the fit callback raise on purpose, to
 prove that a failing hook never breaks training (as ``optimizer`` does for the torch hook)."""
+DATA_WAIT_ENV = "STEPSCOPE_KERAS_DATA_WAIT"
+"""``off`` (or 0, no, false) leaves fit's input unmetered: data wait in fit is then NaN and the hooks cost
+less (docs/frameworks.md, "Overhead")."""
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
 NOT_MEASURED: Any = float("nan")
-"""A step's data wait where the batch was fetched out of sight (the session writes it as is)."""
+"""A step's data wait where the fetch was not metered (the session writes it as is)."""
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ITERATORS = threading.local()
 """Per thread: the Keras epoch iterators created while ``fit`` runs (the first one is fit's training data)."""
@@ -106,11 +110,74 @@ def _install_fit(session: Session) -> None:
             created = getattr(_ITERATORS, "created", None)
             if created is not None:
                 created.append(self)
+                self._stepscope_fit = True
 
         return __init__
 
     _patch(fit_owner, "fit", make_fit)
     _patch(EpochIterator, "__init__", make_init)
+    backend = _backend()
+    if os.environ.get(DATA_WAIT_ENV, "").lower() in ("0", "off", "no", "false"):
+        # a note as warn_once leaves one (no log line: the user asked for it), without activating the session
+        session.buffers.add_other({"kind": "note", "text": f"data wait in Model.fit is not measured: "
+                                   f"{DATA_WAIT_ENV} turned it off"})
+    elif backend == "tensorflow":
+        from keras.src.backend.tensorflow.trainer import TFEpochIterator
+
+        _install_input_meter(session, TFEpochIterator, "tensorflow")
+    elif backend == "jax":
+        from keras.src.backend.jax.trainer import JAXEpochIterator
+
+        _install_input_meter(session, JAXEpochIterator, "python")
+    elif backend == "torch":
+        from keras.src.backend.torch.trainer import TorchEpochIterator
+
+        _install_input_meter(session, TorchEpochIterator, "python")
+
+
+def _backend() -> str | None:
+    try:
+        return str(sys.modules["keras"].backend.backend())
+    except Exception:
+        return None
+
+
+METER_ATTR = "_stepscope_meter"
+"""On a Keras ``TFEpochIterator`` created by an observed ``fit``: its InputWaitMeter (None: not metered)."""
+
+
+def _install_input_meter(session: Session, epoch_iterator: type, kind: str) -> None:
+    """The backend's ``EpochIterator._get_iterator`` hands out the metered data (collect/keras_datawait.py:
+    a stamped ``tf.data`` dataset, or a Python iterable whose ``next`` is timed) of the iterators an observed
+    ``fit`` created (training and validation data)."""
+
+    def make_get_iterator(orig: Any) -> Any:
+        def _get_iterator(self: Any) -> Any:
+            dataset = orig(self)
+            if not self.__dict__.get("_stepscope_fit") or session.disabled:
+                return dataset
+            if METER_ATTR not in self.__dict__:
+                setattr(self, METER_ATTR, None)
+                try:
+                    from stepscope.collect.keras_datawait import PythonWaitMeter, meter_for, unmetered_reason
+
+                    if kind == "python":
+                        iterable = hasattr(dataset, "__iter__")
+                        setattr(self, METER_ATTR, PythonWaitMeter() if iterable else None)
+                        why = f"fit iterates a {type(dataset).__name__}, which is not iterable"
+                    else:
+                        setattr(self, METER_ATTR, meter_for(dataset))
+                        why = unmetered_reason(dataset)
+                except Exception as e:
+                    why = f"its input pipeline could not be metered ({e})"
+                if self.__dict__[METER_ATTR] is None:
+                    session.warn_once("keras.data-wait", f"data wait in Model.fit is not measured: {why}")
+            meter = self.__dict__[METER_ATTR]
+            return dataset if meter is None else meter.wrap(dataset)  # JAX: a new generator every epoch
+
+        return _get_iterator
+
+    _patch(epoch_iterator, "_get_iterator", make_get_iterator)
 
 
 FIT_CALLBACKS_POSITION = 5
@@ -149,14 +216,13 @@ class _Samples:
     """Samples per batch of one Keras data adapter."""
 
     def __init__(self, iterator: Any) -> None:
-        adapter = getattr(iterator, "data_adapter", None)
-        self.batch = _int(getattr(adapter, "batch_size", None))
-        self.num_batches = _int(getattr(adapter, "num_batches", None))
-        self.partial = _int(getattr(adapter, "partial_batch_size", None)) if getattr(
-            adapter, "has_partial_batch", None) else None
+        adapter = _attr(iterator, "data_adapter")
+        self.batch = _int(_attr(adapter, "batch_size"))
+        self.num_batches = _int(_attr(adapter, "num_batches"))
+        self.partial = _int(_attr(adapter, "partial_batch_size")) if _attr(adapter, "has_partial_batch") else None
         if self.batch is None:  # a tf.data dataset batched without drop_remainder: read its batch op
-            self.batch, self.partial = _tf_data_batch(getattr(adapter, "_dataset", None))
-        steps = _int(getattr(iterator, "steps_per_epoch", None))
+            self.batch, self.partial = _tf_data_batch(_attr(adapter, "_dataset"))
+        steps = _int(_attr(iterator, "steps_per_epoch"))
         if steps is not None and (self.num_batches is None or steps < self.num_batches):
             self.num_batches, self.partial = steps, None  # an epoch cut short: every batch is full
 
@@ -169,6 +235,15 @@ class _Samples:
             is_last = self.num_batches is not None and i == self.num_batches - 1
             total += self.partial if (is_last and self.partial) else self.batch
         return float(total)
+
+
+def _attr(obj: Any, name: str) -> Any:
+    """``obj.name``, or None where it is missing or its property raises (a generator's adapter raises
+    NotImplementedError for ``has_partial_batch``)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
 
 
 def _tf_data_batch(dataset: Any, depth: int = 0) -> tuple[int | None, int | None]:
@@ -201,6 +276,17 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def _meter(iterator: Any) -> Any:
+    return None if iterator is None else iterator.__dict__.get(METER_ATTR)
+
+
+def _take_wait(iterator: Any) -> Any:
+    """The input wait (int ns) of the steps since the last call, from the iterator's meter; NaN where fit's
+    data is not metered (Keras on the JAX or PyTorch backend, a distribution strategy's dataset)."""
+    meter = _meter(iterator)
+    return NOT_MEASURED if meter is None else round(meter.take_ns())
+
+
 def StepscopeKerasCallback(session: Session) -> Any:
     """A ``keras.callbacks.Callback`` (the class is made at run time, on Keras' own base class)."""
     return _callback_class()(session)
@@ -229,6 +315,7 @@ def _callback_class() -> type:
             self.pending: int | None = None
             """First batch index of the training step in progress (None: none)."""
             self.val_pending: int | None = None
+            self.val_iterator: Any = None
 
         def _guard(self, where: str, fn: Callable[[], None]) -> None:
             if self.session.disabled:
@@ -246,6 +333,9 @@ def _callback_class() -> type:
                 s.set_step_source(FIT_SOURCE)
                 s.activate()
                 self.train = _Samples(self.iterators[0]) if self.iterators else None
+                meter = _meter(self.iterators[0] if self.iterators else None)
+                if meter is not None:
+                    meter.reset()
                 s.step = StepState(None, s.epoch)
                 describe_once(s, self.model)
             self._guard("train-begin", go)
@@ -280,7 +370,7 @@ def _callback_class() -> type:
             if self.train is not None:
                 last = self._span(begin, None if next_begin is None else next_begin - 1, self.train)
                 st.samples, st.fetched = self.train.of(begin, last), True
-                st.data_wait = NOT_MEASURED  # fit fetches inside its train function
+                st.data_wait = _take_wait(self.iterators[0] if self.iterators else None)
             s.mark_step(t, source=FIT_SOURCE)
 
         def _end_val(self, t: int, next_begin: int | None) -> None:
@@ -292,7 +382,7 @@ def _callback_class() -> type:
             if self.val is not None:
                 last = self._span(begin, None if next_begin is None else next_begin - 1, self.val)
                 s.step.samples, s.step.fetched = self.val.of(begin, last), True
-                s.step.data_wait = NOT_MEASURED
+                s.step.data_wait = _take_wait(self.val_iterator)
             s.mark_step(t, source=FIT_SOURCE, phase=Phase.VALIDATION)
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
@@ -313,6 +403,10 @@ def _callback_class() -> type:
                 it = getattr(self.model, "_eval_epoch_iterator", None) or (self.iterators[-1] if len(
                     self.iterators) > 1 else None)
                 self.val = _Samples(it) if it is not None else None
+                self.val_iterator = it
+                meter = _meter(it)
+                if meter is not None:
+                    meter.reset()
                 self.saved, s.step = s.step, StepState(t, s.epoch)
             self._guard("test-begin", go)
 

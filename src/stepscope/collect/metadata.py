@@ -93,7 +93,9 @@ def _version(dist: str) -> str | None:
 
 
 def software_info() -> SoftwareInfo:
-    """Versions; CUDA / cuDNN / NCCL only from an already imported torch (never imports it)."""
+    """Versions of what this process imported: torch (and CUDA / cuDNN / NCCL) only where torch is already
+    imported (never imports it, and never reports a torch that is merely installed: a Keras or JAX run, or
+    the launcher, records none)."""
     torch = sys.modules.get("torch")
     cuda = cudnn = nccl = None
     if torch is not None:
@@ -107,7 +109,7 @@ def software_info() -> SoftwareInfo:
         except Exception:
             pass
     return SoftwareInfo(python=platform.python_version(), stepscope=_version("stepscope") or "dev",
-                        torch=getattr(torch, "__version__", None) if torch else _version("torch"),
+                        torch=getattr(torch, "__version__", None) if torch else None,
                         cuda=cuda, cudnn=cudnn, nccl=nccl, platform=platform.platform())
 
 

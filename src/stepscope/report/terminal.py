@@ -51,9 +51,10 @@ def header(s: RunSummary) -> RenderableType:
     lines.append(f"\nhost: {hw.hostname}, {hw.cpu_model or 'CPU'} ({hw.cpu_cores_logical} threads), "
                  f"{f.nbytes(hw.memory_bytes)}, {gpus}")
     sw = r.software
-    torch = next((st.software for st in r.streams if st.software and st.software.torch), sw)
-    lines.append(f"\nsoftware: python {sw.python}, torch {torch.torch or '—'}"
-                 + (f", CUDA {torch.cuda}" if torch.cuda else "") + f", stepscope {sw.stepscope}")
+    torch = next((st.software for st in r.streams if st.software and st.software.torch), None)
+    lines.append(f"\nsoftware: python {sw.python}"
+                 + (f", torch {torch.torch}" + (f", CUDA {torch.cuda}" if torch.cuda else "") if torch else "")
+                 + f", stepscope {sw.stepscope}")
     if s.framework:
         lines.append(f"\nframework: {framework_line(s.framework)}")
     if r.params or r.tags:

@@ -202,8 +202,9 @@ def context_diff(base: RunSummary, exp: RunSummary, *, base_code: dict[str, str]
     rb, re_ = base.run, exp.run
 
     def soft(r: Any) -> str:
-        s = next((st.software for st in r.streams if st.software and st.software.torch), r.software)
-        return f"python {s.python}, torch {s.torch}" + (f", CUDA {s.cuda}" if s.cuda else "")
+        s = next((st.software for st in r.streams if st.software and st.software.torch), None)
+        torch = f", torch {s.torch}" + (f", CUDA {s.cuda}" if s.cuda else "") if s else ""  # only where imported
+        return f"python {r.software.python}{torch}"
 
     pairs: list[tuple[str, Any, Any]] = [
         ("command", " ".join(rb.command), " ".join(re_.command)),

@@ -1,0 +1,197 @@
+"""Data wait of Keras ``fit``: on the TensorFlow backend measured by the input pipeline itself; on the JAX
+and PyTorch backends, where Keras calls ``next()`` on a Python iterator, by timing that call.
+
+Keras fetches each batch with ``iterator.get_next()`` inside its compiled train function, so no Python hook
+sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one stage appended, in C++ only:
+
+    zip((request_stamps, dataset)).map(lambda t_request, batch: accumulate(now - t_request); batch)
+
+``zip`` pulls its inputs in order, so ``t_request`` (``tf.timestamp()``) is taken when the train function asks
+for the next batch, before the user's pipeline is pulled; the map runs in that same ``GetNext`` call as soon as
+the batch is there. ``now - t_request`` is the time the step was blocked on its input, accumulated in a
+float64 CPU variable that the fit callback reads once per step (the difference since its last read is the
+step's data wait). The batch itself passes through untouched (same values, order and structure).
+
+The stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
+a pipeline that does not end in a prefetch (``inject_prefetch``), which would move the stamps into a
+background thread. So the wrapped dataset turns that injection off, and where TensorFlow would have injected
+a prefetch after the user's pipeline (autotune on, ``inject_prefetch`` not off, the pipeline not ending in a
+prefetch) the same ``prefetch(AUTOTUNE)`` is added there explicitly: the user's pipeline runs as it did.
+
+Not metered (data wait stays NaN, with a note): TensorFlow's op determinism on
+(``tf.config.experimental.enable_op_determinism()``: ``tf.timestamp`` then raises inside the pipeline, so the
+stage is never added), a distribution strategy other than the default one (the dataset is a
+``DistributedDataset``), a dataset that cannot be wrapped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+_SKIPPED = frozenset({"_OptionsDataset", "_ModelDataset", "_OptimizeDataset", "_MaxIntraOpParallelismDataset",
+                      "_PrivateThreadPoolDataset", "_AssertNextDataset"})
+"""Python classes of the datasets TensorFlow's ``inject_prefetch`` looks through (its ``kDatasetsToSkip``)."""
+_perf = time.perf_counter_ns
+
+
+class InputWaitMeter:
+    """Cumulative input wait of one dataset that ``fit`` iterates (see the module docstring).
+
+    Attributes:
+        dataset: the wrapped dataset to hand to ``fit`` in place of the original.
+        prefetch_added: True where the ``prefetch(AUTOTUNE)`` TensorFlow would have injected was added
+            explicitly (before the stamping stage).
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        import tensorflow as tf
+
+        with tf.device("/CPU:0"):
+            self._waited_s = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="stepscope_input_wait")
+        self.prefetch_added = would_inject_prefetch(dataset)
+        upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
+        waited = self._waited_s
+        requests = tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat().map(lambda _: tf.timestamp())
+
+        def stamp(t_request: Any, batch: Any) -> Any:
+            waited.assign_add(tf.timestamp() - t_request)  # stateful: runs before the map returns
+            return batch
+
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
+        self._read = _reader(self._waited_s)
+        self._last_s = self._read()
+
+    def wrap(self, dataset: Any) -> Any:
+        """What to hand to Keras in place of ``dataset`` (the one this meter was made for)."""
+        return self.dataset
+
+    def take_ns(self) -> float:
+        """Input wait since the previous call, in ns (one read of a float64 CPU variable)."""
+        now = self._read()
+        delta, self._last_s = now - self._last_s, now
+        return max(delta, 0.0) * 1e9
+
+    def reset(self) -> None:
+        """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
+        self._last_s = self._read()
+
+
+def _reader(variable: Any) -> Callable[[], float]:
+    """A function reading the variable's value: TensorFlow's fast-path execution of one ``ReadVariableOp``
+    (what ``variable.value()`` ends in, without its Python layers: about 3x cheaper), proved once here; the
+    public ``variable.value()`` where that private path is not there."""
+    def public() -> float:
+        return float(variable.value().numpy())
+
+    try:
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import context
+
+        ctx, handle, dtype = context.context(), variable.handle, variable.dtype
+
+        def fast() -> float:
+            return float(pywrap_tfe.TFE_Py_FastPathExecute(ctx, "ReadVariableOp", None, handle, "dtype",
+                                                           dtype)._numpy())
+
+        if fast() == public():
+            return fast
+    except Exception:
+        pass
+    return public
+
+
+def would_inject_prefetch(dataset: Any) -> bool:
+    """Whether TensorFlow's ``inject_prefetch`` rewrite would append ``prefetch(AUTOTUNE)`` to ``dataset``:
+    autotune on, the option not turned off (it is a default optimisation: ``apply_default_optimizations=False``
+    turns it off unless set explicitly), and the last transformation not a prefetch."""
+    options = dataset.options()
+    if options.autotune.enabled is False:
+        return False
+    opt = options.experimental_optimization
+    if opt.inject_prefetch is False or (opt.inject_prefetch is None and opt.apply_default_optimizations is False):
+        return False
+    node, depth = dataset, 0
+    while type(node).__name__ in _SKIPPED and depth < 64:
+        node, depth = getattr(node, "_input_dataset", None), depth + 1
+    return node is None or type(node).__name__ != "_PrefetchDataset"
+
+
+def meter_for(dataset: Any) -> InputWaitMeter | None:
+    """A meter for a dataset ``fit`` iterates, or None where it cannot be metered (not a plain ``tf.data``
+    dataset: a distribution strategy's ``DistributedDataset``)."""
+    import tensorflow as tf
+
+    if not isinstance(dataset, tf.data.Dataset) or _deterministic():
+        return None
+    return InputWaitMeter(dataset)
+
+
+def unmetered_reason(dataset: Any) -> str:
+    """Why ``meter_for`` gave no meter, in words for a note."""
+    if _deterministic():
+        return "TensorFlow's op determinism is on (tf.timestamp, which the metering uses, is refused then)"
+    return f"fit iterates a {type(dataset).__name__} (a distribution strategy's), not a tf.data dataset"
+
+
+
+def _deterministic() -> bool:
+    """TensorFlow's op determinism switch (not exported as a public getter)."""
+    from tensorflow.python.framework import config
+
+    return bool(config.is_op_determinism_enabled())
+
+
+class PythonWaitMeter:
+    """Cumulative time ``next()`` blocked on the Python iterators of one iterable that ``fit`` iterates (Keras'
+    JAX and PyTorch backends: the data adapter's iterator or ``DataLoader``, ``next`` called by the trainer in
+    Python). Same interface as InputWaitMeter.
+
+    Attributes:
+        waited_ns: the time ``next()`` blocked, in all, on every iterable ``wrap`` handed out.
+    """
+
+    def __init__(self) -> None:
+        self.waited_ns = 0
+        self._last_ns = 0
+
+    def wrap(self, iterable: Any) -> Any:
+        """What to hand to Keras in place of ``iterable`` (each ``iter()`` of it times its ``next()`` calls)."""
+        return _TimedIterable(iterable, self)
+
+    def take_ns(self) -> float:
+        now = self.waited_ns
+        delta, self._last_ns = now - self._last_ns, now
+        return float(delta)
+
+    def reset(self) -> None:
+        self._last_ns = self.waited_ns
+
+
+class _TimedIterable:
+    def __init__(self, inner: Any, meter: PythonWaitMeter) -> None:
+        self._inner, self._meter = inner, meter
+
+    def __iter__(self) -> _TimedIterator:
+        return _TimedIterator(iter(self._inner), self._meter)
+
+    def __getattr__(self, name: str) -> Any:  # a DataLoader's attributes stay reachable
+        return getattr(self._inner, name)
+
+
+class _TimedIterator:
+    def __init__(self, inner: Any, meter: PythonWaitMeter) -> None:
+        self._inner, self._meter = inner, meter
+
+    def __iter__(self) -> _TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        t0 = _perf()
+        try:
+            return next(self._inner)
+        finally:
+            self._meter.waited_ns += _perf() - t0

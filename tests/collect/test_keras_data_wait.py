@@ -1,0 +1,109 @@
+"""Data wait inside Keras ``Model.fit`` (TensorFlow backend): measured by a stamping stage on fit's dataset
+(collect/keras_datawait.py), checked against a known sleep per batch in a real ``tf.data`` map, shown not
+to change what fit computes, and left out (NaN, a note) where TensorFlow's op determinism forbids it; on the
+JAX and PyTorch backends, the Python ``next`` Keras calls is timed.
+
+TensorFlow takes seconds to import: each process is started once per module and shared by its tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import PY, SCRIPTS, load, stepscope_cmd
+
+if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None:
+    pytest.skip("tensorflow / keras are not installed (extras tensorflow)", allow_module_level=True)
+pytestmark = pytest.mark.slow
+
+SLEEP_S = 0.06
+SCRIPT = str(SCRIPTS / "keras_slow_fit.py")
+
+
+def _run(d: Path, *argv: str, backend: str = "tensorflow", **env_extra: str) -> tuple[Any, list[float]]:
+    env = {**os.environ, "STEPSCOPE_HOME": str(d / "store"), "KERAS_BACKEND": backend, **env_extra}
+    env.pop("STEPSCOPE_DB", None)
+    r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, SCRIPT, "--sleep", str(SLEEP_S), *argv),
+                       capture_output=True, text=True, timeout=300, cwd=d, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return load(d / "store"), json.loads(r.stdout.strip().splitlines()[-1])["loss"]
+
+
+@pytest.fixture(scope="module")
+def waited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[float]]:
+    """No prefetch: every batch's 60 ms map runs while the step waits for it."""
+    return _run(tmp_path_factory.mktemp("waited"))
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Prefetch on and 100 ms of other work per step: the pipeline prepares each batch while the step works."""
+    return _run(tmp_path_factory.mktemp("hidden"), "--prefetch", "--step-sleep", "0.1")[0]
+
+
+def test_data_wait_is_the_injected_delay(waited: tuple[Any, list[float]]) -> None:
+    steps = waited[0].ranks[0].steps
+    assert len(steps) == 10  # 80 samples in batches of 16, 2 epochs
+    wait = steps["data_wait_ns"]
+    assert np.isfinite(wait).all()
+    # each fetch runs the 60 ms map in full (a loaded machine may add to it, never take from it)
+    assert np.all(wait >= 0.95 * SLEEP_S * 1e9), wait
+    assert np.median(wait) <= 2.0 * SLEEP_S * 1e9, wait
+    assert np.all(wait <= steps.duration_ns)
+
+
+def test_a_hidden_pipeline_waits_near_zero(hidden: Any) -> None:
+    steps = hidden.ranks[0].steps
+    assert len(steps) == 10
+    wait = steps["data_wait_ns"]
+    first = np.r_[True, steps["epoch"][1:] != steps["epoch"][:-1]]
+    # an epoch's first batch has nothing prefetched yet: the step waits for the map
+    assert np.all(wait[first] >= 0.95 * SLEEP_S * 1e9), wait
+    # the others were prepared during the previous step's 100 ms: well under the 60 ms the map takes
+    assert np.all(wait[~first] < 0.25 * SLEEP_S * 1e9), wait
+
+
+def test_unmetered_under_op_determinism_and_the_same_results(waited: tuple[Any, list[float]],
+                                                              tmp_path: Path) -> None:
+    """With op determinism on, tf.timestamp raises inside a pipeline: no stage is added, data wait is NaN with
+    a note, and fit runs as without stepscope; its losses equal the metered run's bit for bit (seeded, one
+    thread), so the stage changed nothing fit computes."""
+    run, losses = _run(tmp_path, "--deterministic")
+    rank = run.ranks[0]
+    assert len(rank.steps) == 10 and np.isnan(rank.steps["data_wait_ns"]).all()
+    assert sum("op determinism is on" in n for n in rank.notes) == 1
+    assert losses == waited[1]
+
+
+def test_turned_off_by_the_environment(tmp_path: Path) -> None:
+    run, _ = _run(tmp_path, "--sleep", "0", STEPSCOPE_KERAS_DATA_WAIT="off")
+    rank = run.ranks[0]
+    assert len(rank.steps) == 10 and np.isnan(rank.steps["data_wait_ns"]).all()
+    assert sum("STEPSCOPE_KERAS_DATA_WAIT turned it off" in n for n in rank.notes) == 1
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_other_backends_time_the_python_next(tmp_path: Path, backend: str) -> None:
+    """On Keras' JAX and PyTorch backends the trainer calls next() on a Python iterator: a generator that
+    sleeps 60 ms per batch gives the steps that wait. Keras' generator adapter reads a batch or two ahead
+    (to learn the data's shapes) and hands them out later without a sleep: those steps did not wait, and
+    their own duration, timed apart from the wait, says so too."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    run, _ = _run(tmp_path, "--generator", backend=backend)
+    steps = run.ranks[0].steps
+    assert len(steps) == 10 and run.ranks[0].stream.step_source == "keras"
+    wait, duration = steps["data_wait_ns"], steps.duration_ns
+    assert np.isfinite(wait).all() and np.all(wait <= duration)
+    waited = wait >= 0.95 * SLEEP_S * 1e9
+    assert waited.sum() >= 6, wait  # most batches come from the sleeping generator
+    # no wait: the step was short too (but the first, which compiles the train function)
+    assert np.all((waited | (duration < SLEEP_S * 1e9))[1:]), (wait, duration)
+    assert np.median(wait) <= 2.0 * SLEEP_S * 1e9, wait
