@@ -41,7 +41,10 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     leaf = np.zeros(both.size, dtype=bool)
     leaf[rows.size:] = True
     ts_all = table["ts_ns"][both]
-    par_all = parents(table["pid"][both], table["tid"][both], ts_all, ts_all + table["dur_ns"][both], leaf=leaf)
+    end_all = table["dur_ns"][both]
+    end_all += ts_all
+    par_all = parents(table["pid"][both], table["tid"][both], ts_all, end_all, leaf=leaf)
+    del both, leaf, ts_all, end_all
     par, dur = par_all[:rows.size], table["dur_ns"][rows]
     child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
