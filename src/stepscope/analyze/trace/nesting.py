@@ -50,8 +50,11 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     covers = stop > pushed + 1
     if not covers.any():
         return out
-    top = _latest_cover(pushed[covers] + 1, stop[covers], n)
+    lo, hi = pushed[covers], stop[covers]
     del pushed, stop, covers
+    lo += 1
+    top = _latest_cover(lo, hi, n)
+    del lo, hi
     ok = top >= 0
     ok[ok] = e[ok] <= e[top[ok]]
     out[order[ok]] = order[top[ok]]
@@ -104,15 +107,15 @@ def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
     are pushed down level by level (a block of 2^L is two of 2^(L-1)) keeping the maximum value, as
     (position, value) lists while they are few and as one array of n once they are not.
     """
-    value = start - 1
     level = np.frexp(stop - start)[1] - 1  # floor(log2(length)), exact below 2^53
     top = int(level.max())
-    few_at, few_value = start[:0], value[:0]
+    few_at, few_value = start[:0], start[:0]
     dense: Ints | None = None
     for lv in range(top, -1, -1):
         sel = np.flatnonzero(level == lv)  # this level's blocks: one at each end of each range
         at = np.concatenate([start[sel], stop[sel] - (1 << lv)])
-        val = np.concatenate([value[sel], value[sel]])
+        val = start[sel] - 1  # the value of a range: start - 1
+        val = np.concatenate([val, val])
         del sel
         if dense is not None:  # blocks of 2^(lv+1) at i become blocks of 2^lv at i and i + 2^lv
             h = 1 << lv
