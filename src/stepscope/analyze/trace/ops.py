@@ -65,15 +65,18 @@ def subtree_sums(values: Array, par: Array) -> Array:
     level by level from the deepest up (integers: the order of additions does not change the sums). Depths
     by pointer doubling: each round adds the depth counted at the node's current ancestor and jumps there."""
     total = values.copy()
-    depth = (par >= 0).astype(np.int64)
-    up = par.copy()
+    small: type[np.signedinteger[Any]] = np.int32 if par.size < 2**31 else np.int64  # below n: half the bytes
+    depth: Array = (par >= 0).astype(small)
+    up: Array = par.astype(small)
     live = np.flatnonzero(up >= 0)
     while live.size:
         nxt = up[live]
         depth[live], up[live] = depth[live] + depth[nxt], up[nxt]  # right side read before assigning
         live = live[up[live] >= 0]
+    del up, live
     by_depth = np.argsort(depth, kind="stable")
     cut = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    del depth
     for d in range(cut.size - 2, 0, -1):
         at = by_depth[cut[d]:cut[d + 1]]
         np.add.at(total, par[at], total[at])

@@ -70,7 +70,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     kind = table["kind"]
     names_dl = np.asarray([bool(DATALOADER.search(n)) for n in table.names], dtype=bool)
     dl = names_dl[table["name"]] if names_dl.size else np.zeros(len(table), dtype=bool)
-    ts, end = table["ts_ns"], table.end_ns
+    ts, dur = table["ts_ns"], table["dur_ns"]
     is_step = np.zeros(len(table), dtype=bool)
     is_step[profiler_steps(table)] = True
     host = kind_mask(kind, (EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION)) & ~is_step
@@ -83,7 +83,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     ]
     out = [gpu.merged(m) for m in masks]
     for m in (kind == EventKind.RUNTIME, host & dl, host & ~dl):
-        out.append(merge(ts[m], end[m]))
+        out.append(merge(ts[m], _ends(ts, dur, m)))
     return out
 
 
@@ -91,7 +91,7 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     rows = profiler_steps(table)
     if not rows.size:
         return StepSummary(())
-    s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
+    s0, e0 = table["ts_ns"][rows], _ends(table["ts_ns"], table["dur_ns"], rows)
     cats = _category_intervals(table, gpu)
     bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
     lo, hi = np.searchsorted(bounds, s0), np.searchsorted(bounds, e0)
@@ -116,6 +116,13 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     number = _step_numbers(table.names)[table["name"][rows]]
     return StepSummary(tuple(StepTime(n, s, e - s, dict(zip(CATEGORIES, p)))
                              for n, s, e, p in zip(number.tolist(), s0.tolist(), e0.tolist(), per.tolist())))
+
+
+def _ends(ts: Array, dur: Array, rows: Array) -> Array:
+    """``(ts + dur)[rows]`` without an end column for the whole table."""
+    end = dur[rows]
+    end += ts[rows]
+    return end
 
 
 def _step_numbers(names: tuple[str, ...]) -> Array:
