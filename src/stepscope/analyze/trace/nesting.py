@@ -28,9 +28,8 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     equal bounds the earlier index encloses the later.
     """
     n = ts.size
-    out = np.full(n, -1, dtype=np.int64)
     if not n:
-        return out
+        return np.full(n, -1, dtype=np.int64)
     order = thread_order(pid, tid, ts, end)
     first = _thread_starts(pid, tid, order)
     # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
@@ -49,7 +48,7 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     del s
     covers = stop > pushed + 1
     if not covers.any():
-        return out
+        return np.full(n, -1, dtype=np.int64)
     lo, hi = pushed[covers], stop[covers]
     del pushed, stop, covers
     lo += 1
@@ -57,6 +56,7 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     del lo, hi
     ok = top >= 0
     ok[ok] = e[ok] <= e[top[ok]]
+    out = np.full(n, -1, dtype=np.int64)
     out[order[ok]] = order[top[ok]]
     return out
 
@@ -125,7 +125,7 @@ def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
         few_at = np.concatenate([few_at, at])
         few_value = np.concatenate([few_value, val])
         if lv == 0 or few_at.size > n // 8:
-            dense = np.full(n, -1, dtype=np.int64)
+            dense = np.full(n, -1, dtype=np.int32 if n < 2**31 else np.int64)  # values below n
             np.maximum.at(dense, few_at, few_value)
             del few_at, few_value
         else:

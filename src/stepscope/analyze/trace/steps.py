@@ -98,10 +98,16 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     # categories active over each elementary segment [bounds[i], bounds[i + 1]) as a bit mask: each
     # category's merged intervals are disjoint, so adding +2^c at their starts and -2^c at their ends and
     # summing up never carries; the segment counts once, in its lowest category (the first in priority)
-    at = np.concatenate([np.searchsorted(bounds, x) for iv in cats for x in iv])
-    bit = np.concatenate([np.full(x.size, sign * float(1 << c)) for c, iv in enumerate(cats)
-                          for sign, x in zip((1, -1), iv)])
-    active = np.cumsum(np.bincount(at, weights=bit, minlength=bounds.size)).astype(np.int64)
+    # (integers throughout, one category's bounds at a time: no array of every bound's position and sign)
+    delta = np.zeros(bounds.size, dtype=np.int64)
+    for c, iv in enumerate(cats):
+        for sign, x in zip((1, -1), iv):
+            count = np.bincount(np.searchsorted(bounds, x), minlength=bounds.size)
+            count *= sign << c
+            delta += count
+            del count
+    active = np.cumsum(delta)
+    del delta
     lowest = np.full(1 << len(cats), len(CATEGORIES) - 1, dtype=np.int8)
     for c in range(len(cats) - 1, -1, -1):
         lowest[np.arange(lowest.size) & (1 << c) > 0] = c
