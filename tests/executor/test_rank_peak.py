@@ -1,9 +1,11 @@
 """A worker's peak for one rank, measured in a fresh process: the rank's table plus the reader's and the
 analyses' working sets. A rank of 107,732 events (the A100 NCCL fixture repeated, as benchmarks/trace_scale.py
 builds it) is read and analysed by ``run_rank``; the process's VmHWM, reset just before the rank, less its RSS
-then, is the rank's growth. Measured on this machine (results identical before and after the change): 2.14-2.28x
-the table before the memory work of issue 17, 1.71-1.84x after it (the first rank of a process is the highest).
-The bound, 2.0x, fails on the old code and leaves the measurement its spread."""
+then, is the rank's growth. Measured here (results identical before and after): 2.28x the table before the
+memory work of issue 17, 1.79x after it, the same to 0.01 over repeated runs (a first rank of a process is its
+highest). Not yet 1.5x: the compiled reader's raw columns alone reach 1.41x at the end of the parse. The bound,
+1.9x, fails on the old code; its margin over 1.79x (1.5 MB) is for another glibc's or NumPy's allocation pattern.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = 100_000
-BOUND = 2.0
+BOUND = 1.9
 
 CHILD = """
 import json, os, sys
