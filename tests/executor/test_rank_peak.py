@@ -1,10 +1,12 @@
 """A worker's peak for one rank, measured in a fresh process: the rank's table plus the reader's and the
 analyses' working sets. A rank of 107,732 events (the A100 NCCL fixture repeated, as benchmarks/trace_scale.py
-builds it) is read and analysed by ``run_rank``; the process's VmHWM, reset just before the rank, less its RSS
-then, is the rank's growth. Measured here (results identical before and after): 2.28x the table before the
-memory work of issue 17, 1.79x after it, the same to 0.01 over repeated runs (a first rank of a process is its
-highest). Not yet 1.5x: the compiled reader's raw columns alone reach 1.41x at the end of the parse. The bound,
-1.9x, fails on the old code; its margin over 1.79x (1.5 MB) is for another glibc's or NumPy's allocation pattern.
+builds it) is read and analysed by ``run_rank`` twice; for each, the process's VmHWM, reset just before the rank,
+less its RSS then, is the rank's growth. Measured here (results identical before and after), the same to 0.01
+over repeated runs: before the memory work of issue 17, 2.28x the table for the first rank and 2.14x for the
+next; after it, 1.63x and 1.45x. The first rank of a process leaves about 3 MB behind for good (modules such as
+numpy.ma imported on first use, the allocator's first arenas) and so peaks higher; the next ones are a worker's
+steady state, held to the issue's 1.5x; the first to 1.7x (both bounds fail on the old code). No margin beyond
+that: the figures do not vary between runs, only between allocators, and a change there should be looked at.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = 100_000
-BOUND = 1.9
+FIRST_BOUND = 1.7
+BOUND = 1.5
 
 CHILD = """
 import json, os, sys
@@ -35,14 +38,16 @@ def fn(table):
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-release_memory()
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = rss()
-result = run_rank(RankJob(sys.argv[1], None), fn)
-with open("/proc/self/status") as f:
-    peak = int(next(x for x in f if x.startswith("VmHWM:")).split()[1]) * 1024
-print(json.dumps({"growth": peak - before, "table": sizes[0], "events": result.value, "error": result.error}))
+growth = []
+for _ in range(2):
+    release_memory()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = rss()
+    result = run_rank(RankJob(sys.argv[1], None), fn)
+    with open("/proc/self/status") as f:
+        growth.append(int(next(x for x in f if x.startswith("VmHWM:")).split()[1]) * 1024 - before)
+print(json.dumps({"growth": growth, "table": sizes[0], "events": result.value, "error": result.error}))
 """
 
 
@@ -62,4 +67,5 @@ def test_one_rank_peak_growth_is_bounded_by_its_table(tmp_path: Path) -> None:
     got = json.loads(out.stdout)
     assert got["error"] is None and got["events"] == events >= EVENTS
     assert got["table"] > 12 * 2**20  # the 107,732-event rank: 13.2 MB of columns
-    assert got["growth"] < BOUND * got["table"], f"growth {got['growth'] / got['table']:.2f}x the table"
+    first, steady = (g / got["table"] for g in got["growth"])
+    assert first < FIRST_BOUND and steady < BOUND, f"growth {first:.2f}x, then {steady:.2f}x the table"
