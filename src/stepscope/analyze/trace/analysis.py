@@ -76,14 +76,16 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
     """Run every analysis on one rank's event table."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
-    host = host_times(table, gpu)
     steps = step_summary(table, gpu)
+    host = host_times(table, gpu)  # held only while the operator table and module tree need it
+    operators, modules = operator_table(table, host, rules), module_tree(table, host)
+    del host
     return TraceAnalysis(
         path=table.meta.path, rank=table.meta.rank, world_size=table.meta.world_size, events=len(table),
         gpu_events=len(gpu), temporal=temporal_breakdown(gpu), idle=idle_breakdown(table, gpu) if len(gpu) else None,
         kernels=kernel_breakdown(table, gpu), overlap=comm_overlap(gpu), utilization=utilization(table, gpu),
         launches=launch_stats(table, gpu), copies=memory_copies(table, gpu),
-        operators=operator_table(table, host, rules), modules=module_tree(table, host), steps=steps,
+        operators=operators, modules=modules, steps=steps,
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)),

@@ -16,12 +16,16 @@ def merge(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[Ints, Ints]:
     e = np.asarray(ends, dtype=np.int64)
     if not s.size:
         return s.copy(), e.copy()
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if not bool((s[1:] >= s[:-1]).all()):  # rows of a table come sorted by start: no sorted copies then
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        del order
     reach = np.maximum.accumulate(e)
     new = np.ones(s.size, dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
+    np.greater(s[1:], reach[:-1], out=new[1:])
+    del reach
     idx = np.flatnonzero(new)
+    del new
     return s[idx], np.maximum.reduceat(e, idx)
 
 

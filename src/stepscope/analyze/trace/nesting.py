@@ -28,36 +28,50 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     equal bounds the earlier index encloses the later.
     """
     n = ts.size
-    out = np.full(n, -1, dtype=np.int64)
     if not n:
-        return out
+        return np.full(n, -1, dtype=np.int64)
     order = thread_order(pid, tid, ts, end)
-    s, e = ts[order], end[order]
-    pushed = np.flatnonzero(~leaf[order]) if leaf is not None else np.arange(n, dtype=np.int64)
+    first = _thread_starts(pid, tid, order)
     # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
-    # on one time axis, so that one searchsorted stays inside the thread)
-    p, t = pid[order], tid[order]
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(p[1:], p[:-1], out=new[1:])
-    new[1:] |= t[1:] != t[:-1]
-    first = np.flatnonzero(new)
+    # on one time axis, so that one searchsorted stays inside the thread; a thread's events all move by
+    # the same shift, so comparing shifted ends within a thread compares the ends)
+    s, e = ts[order], end[order]
     if first.size > 1:
         base = s[first]
         span = np.maximum.reduceat(np.maximum(e, s), first) - base + 1
         shift = np.repeat(np.concatenate([[0], np.cumsum(span)[:-1]]) - base, np.diff(np.append(first, n)))
-        s, e_axis = s + shift, e + shift
-    else:
-        e_axis = e
-    stop = np.searchsorted(s, e_axis[pushed], side="left")
+        s += shift
+        e += shift
+        del shift
+    pushed = np.flatnonzero(~leaf[order]) if leaf is not None else np.arange(n, dtype=np.int64)
+    stop = np.searchsorted(s, e[pushed], side="left")
+    del s
     covers = stop > pushed + 1
     if not covers.any():
-        return out
-    top = _latest_cover(pushed[covers] + 1, stop[covers], n)
+        return np.full(n, -1, dtype=np.int64)
+    lo, hi = pushed[covers], stop[covers]
+    del pushed, stop, covers
+    lo += 1
+    top = _latest_cover(lo, hi, n)
+    del lo, hi
     ok = top >= 0
     ok[ok] = e[ok] <= e[top[ok]]
+    out = np.full(n, -1, dtype=np.int64)
     out[order[ok]] = order[top[ok]]
     return out
+
+
+def _thread_starts(pid: Ints, tid: Ints, order: Ints) -> Ints:
+    """Positions in ``order`` where a new (pid, tid) begins (0 first)."""
+    n = order.size
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    p = pid[order]
+    np.not_equal(p[1:], p[:-1], out=new[1:])
+    del p
+    t = tid[order]
+    new[1:] |= t[1:] != t[:-1]
+    return np.flatnonzero(new)
 
 
 def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
@@ -68,15 +82,20 @@ def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
     s = ts[order]
     tie = np.zeros(s.size, dtype=bool)
     eq = s[1:] == s[:-1]
+    del s
     tie[1:] |= eq
     tie[:-1] |= eq
+    del eq
     if tie.any():  # runs of equal starts, each sorted by end descending (stable) in place
         at = np.flatnonzero(tie)
         sub = order[at]
         order[at] = sub[np.lexsort((-end[sub], ts[sub]))]
-    p, t = pid[order], tid[order]
-    if s.size and not ((p == p[0]).all() and (t == t[0]).all()):
-        order = order[np.lexsort((t, p))]
+    del tie
+    if order.size and not ((pid == pid[0]).all() and (tid == tid[0]).all()):
+        p, t = pid[order], tid[order]
+        by_thread = np.lexsort((t, p))
+        del p, t
+        order = order[by_thread]
     return order
 
 
@@ -88,31 +107,27 @@ def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
     are pushed down level by level (a block of 2^L is two of 2^(L-1)) keeping the maximum value, as
     (position, value) lists while they are few and as one array of n once they are not.
     """
-    value = start - 1
-    length = stop - start
-    level = (np.frexp(length)[1] - 1).astype(np.int64)  # floor(log2(length)), exact below 2^53
+    level = np.frexp(stop - start)[1] - 1  # floor(log2(length)), exact below 2^53
     top = int(level.max())
-    at = np.concatenate([start, stop - np.left_shift(1, level)])
-    level, value = np.concatenate([level, level]), np.concatenate([value, value])
-    by_level = np.argsort(level, kind="stable")
-    at, level, value = at[by_level], level[by_level], value[by_level]
-    cut = np.searchsorted(level, np.arange(top + 2))
-    few_at, few_value = at[:0], value[:0]
+    few_at, few_value = start[:0], start[:0]
     dense: Ints | None = None
     for lv in range(top, -1, -1):
-        lo, hi = cut[lv], cut[lv + 1]
+        sel = np.flatnonzero(level == lv)  # this level's blocks: one at each end of each range
+        at = np.concatenate([start[sel], stop[sel] - (1 << lv)])
+        val = start[sel] - 1  # the value of a range: start - 1
+        val = np.concatenate([val, val])
+        del sel
         if dense is not None:  # blocks of 2^(lv+1) at i become blocks of 2^lv at i and i + 2^lv
             h = 1 << lv
-            below = dense.copy()
-            np.maximum(below[h:], dense[:n - h], out=below[h:])
-            np.maximum.at(below, at[lo:hi], value[lo:hi])
-            dense = below
+            np.maximum(dense[h:], dense[:n - h], out=dense[h:])  # overlapping: NumPy reads before writing
+            np.maximum.at(dense, at, val)
             continue
-        few_at = np.concatenate([few_at, at[lo:hi]])
-        few_value = np.concatenate([few_value, value[lo:hi]])
+        few_at = np.concatenate([few_at, at])
+        few_value = np.concatenate([few_value, val])
         if lv == 0 or few_at.size > n // 8:
-            dense = np.full(n, -1, dtype=np.int64)
+            dense = np.full(n, -1, dtype=np.int32 if n < 2**31 else np.int64)  # values below n
             np.maximum.at(dense, few_at, few_value)
+            del few_at, few_value
         else:
             few_at = np.concatenate([few_at, few_at + (1 << (lv - 1))])
             few_value = np.concatenate([few_value, few_value])

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.intervals import unique_sorted
 from stepscope.analyze.trace.nesting import parents
 from stepscope.analyze.trace.sets import member as _member  # the name tests/traces/test_reader_floor.py imports
 from stepscope.analyze.trace.sets import unique_inverse
@@ -40,8 +41,13 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
     leaf = np.zeros(both.size, dtype=bool)
     leaf[rows.size:] = True
+    thread = thread_key(table["pid"][both], table["tid"][both])
     ts_all = table["ts_ns"][both]
-    par_all = parents(table["pid"][both], table["tid"][both], ts_all, ts_all + table["dur_ns"][both], leaf=leaf)
+    end_all = table["dur_ns"][both]
+    del both
+    end_all += ts_all
+    par_all = parents(thread, np.broadcast_to(thread[:1], thread.shape), ts_all, end_all, leaf=leaf)
+    del thread, leaf, ts_all, end_all
     par, dur = par_all[:rows.size], table["dur_ns"][rows]
     child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
@@ -57,20 +63,34 @@ _IS_HOST[[EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION
 """Indexed by kind code: host events (operators, annotations, Python functions)."""
 
 
+def thread_key(pid: Array, tid: Array) -> Array:
+    """One integer per event whose order is that of its (pid, tid) pair (int32 where the pairs fit): what
+    :func:`~stepscope.analyze.trace.nesting.parents` needs of the threads, in one small column."""
+    pu, tu = unique_sorted(pid), unique_sorted(tid)
+    wide = pu.size * tu.size >= 2**31
+    key: Array = np.searchsorted(pu, pid).astype(np.int64 if wide else np.int32)
+    key *= tu.size
+    key += np.searchsorted(tu, tid).astype(key.dtype)
+    return key
+
+
 def subtree_sums(values: Array, par: Array) -> Array:
     """Each node's value plus those of all its descendants (``par``: parent index, -1 for roots), summed
     level by level from the deepest up (integers: the order of additions does not change the sums). Depths
     by pointer doubling: each round adds the depth counted at the node's current ancestor and jumps there."""
     total = values.copy()
-    depth = (par >= 0).astype(np.int64)
-    up = par.copy()
+    small: type[np.signedinteger[Any]] = np.int32 if par.size < 2**31 else np.int64  # below n: half the bytes
+    depth: Array = (par >= 0).astype(small)
+    up: Array = par.astype(small)
     live = np.flatnonzero(up >= 0)
     while live.size:
         nxt = up[live]
         depth[live], up[live] = depth[live] + depth[nxt], up[nxt]  # right side read before assigning
         live = live[up[live] >= 0]
+    del up, live
     by_depth = np.argsort(depth, kind="stable")
     cut = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    del depth
     for d in range(cut.size - 2, 0, -1):
         at = by_depth[cut[d]:cut[d + 1]]
         np.add.at(total, par[at], total[at])

@@ -38,7 +38,8 @@ def optimizer_stats(table: EventTable, gpu: GpuView) -> OptimizerStats:
     if not named.size or not len(table):
         return OptimizerStats(0, 0, 0, False)
     opt = named[table["name"]] & (table["kind"] == EventKind.USER_ANNOTATION)
-    starts, ends = merge(table["ts_ns"][opt], table.end_ns[opt])
+    starts = table["ts_ns"][opt]
+    starts, ends = merge(starts, starts + table["dur_ns"][opt])
     calls = unique_sorted(pair_calls(table, gpu.rows, launch_calls(table)))
     calls = calls[calls >= 0]
     cts = table["ts_ns"][calls]

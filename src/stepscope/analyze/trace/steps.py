@@ -70,7 +70,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     kind = table["kind"]
     names_dl = np.asarray([bool(DATALOADER.search(n)) for n in table.names], dtype=bool)
     dl = names_dl[table["name"]] if names_dl.size else np.zeros(len(table), dtype=bool)
-    ts, end = table["ts_ns"], table.end_ns
+    ts, dur = table["ts_ns"], table["dur_ns"]
     is_step = np.zeros(len(table), dtype=bool)
     is_step[profiler_steps(table)] = True
     host = kind_mask(kind, (EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION)) & ~is_step
@@ -83,7 +83,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     ]
     out = [gpu.merged(m) for m in masks]
     for m in (kind == EventKind.RUNTIME, host & dl, host & ~dl):
-        out.append(merge(ts[m], end[m]))
+        out.append(merge(ts[m], _ends(ts, dur, m)))
     return out
 
 
@@ -91,17 +91,23 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     rows = profiler_steps(table)
     if not rows.size:
         return StepSummary(())
-    s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
+    s0, e0 = table["ts_ns"][rows], _ends(table["ts_ns"], table["dur_ns"], rows)
     cats = _category_intervals(table, gpu)
     bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
     lo, hi = np.searchsorted(bounds, s0), np.searchsorted(bounds, e0)
     # categories active over each elementary segment [bounds[i], bounds[i + 1]) as a bit mask: each
     # category's merged intervals are disjoint, so adding +2^c at their starts and -2^c at their ends and
     # summing up never carries; the segment counts once, in its lowest category (the first in priority)
-    at = np.concatenate([np.searchsorted(bounds, x) for iv in cats for x in iv])
-    bit = np.concatenate([np.full(x.size, sign * float(1 << c)) for c, iv in enumerate(cats)
-                          for sign, x in zip((1, -1), iv)])
-    active = np.cumsum(np.bincount(at, weights=bit, minlength=bounds.size)).astype(np.int64)
+    # (integers throughout, one category's bounds at a time: no array of every bound's position and sign)
+    delta = np.zeros(bounds.size, dtype=np.int64)
+    for c, iv in enumerate(cats):
+        for sign, x in zip((1, -1), iv):
+            count = np.bincount(np.searchsorted(bounds, x), minlength=bounds.size)
+            count *= sign << c
+            delta += count
+            del count
+    active = np.cumsum(delta)
+    del delta
     lowest = np.full(1 << len(cats), len(CATEGORIES) - 1, dtype=np.int8)
     for c in range(len(cats) - 1, -1, -1):
         lowest[np.arange(lowest.size) & (1 << c) > 0] = c
@@ -116,6 +122,13 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     number = _step_numbers(table.names)[table["name"][rows]]
     return StepSummary(tuple(StepTime(n, s, e - s, dict(zip(CATEGORIES, p)))
                              for n, s, e, p in zip(number.tolist(), s0.tolist(), e0.tolist(), per.tolist())))
+
+
+def _ends(ts: Array, dur: Array, rows: Array) -> Array:
+    """``(ts + dur)[rows]`` without an end column for the whole table."""
+    end = dur[rows]
+    end += ts[rows]
+    return end
 
 
 def _step_numbers(names: tuple[str, ...]) -> Array:
