@@ -17,7 +17,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 .PHONY: setup setup-test system-deps demo test test-fast lint bench clean
 
 # core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
-$(DEMO_STAMP): pyproject.toml constraints.txt
+$(DEMO_STAMP): pyproject.toml constraints.txt setup.py src/stepscope/collect/_region.c
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) -e '.[torch]'
 	touch $@
