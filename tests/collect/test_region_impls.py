@@ -17,18 +17,7 @@ import stepscope
 from stepscope.collect import regions
 from stepscope.collect.session import current
 
-IMPLS = ["python", pytest.param("c", marks=pytest.mark.skipif(regions.CRegion is None, reason="_region not built"))]
 Row = tuple[str, int, int, int, int]
-
-
-@pytest.fixture(params=IMPLS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type[regions.PyRegion]:
-    """``region`` (as stepscope.region, regions.region and timed's) set to one implementation."""
-    cls = regions.PyRegion if request.param == "python" else regions.CRegion
-    assert cls is not None
-    monkeypatch.setattr(regions, "region", cls)
-    monkeypatch.setattr(stepscope, "region", cls)
-    return cls
 
 
 @pytest.fixture
@@ -88,7 +77,7 @@ EXPECTED = [("outer/inner/leaf", 2), ("outer/inner", 1), ("outer/deco/in_deco", 
 """(path, depth) of :func:`workload`'s rows in the order they end, written out by hand."""
 
 
-def test_rows_of_a_workload(impl: type[regions.PyRegion], rows: list[Row]) -> None:
+def test_rows_of_a_workload(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
     s = current()
     assert s is not None
     s.step.start = None
@@ -125,18 +114,18 @@ def test_c_and_python_record_the_same_rows(tmp_path: Path, monkeypatch: pytest.M
     assert py == c and len(c) == 2 * len(EXPECTED) and {i for _, i, _ in c} == {0, 1}
 
 
-def test_exception_propagates_and_the_stack_unwinds(impl: type[regions.PyRegion], rows: list[Row]) -> None:
-    with pytest.raises(Boom), impl("a"), impl("b"):
+def test_exception_propagates_and_the_stack_unwinds(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
+    with pytest.raises(Boom), region_impl("a"), region_impl("b"):
         assert regions.MAIN_STACK == ["a", "a/b"]
         raise Boom
     assert not regions.MAIN_STACK
     assert [(p, d) for p, _, _, _, d in rows] == [("a/b", 1), ("a", 0)]
-    r = impl("x")
+    r = region_impl("x")
     assert r.__enter__() is r and r.__exit__(Boom, Boom(), None) is None  # exceptions are not swallowed
 
 
-def test_decorator_keeps_the_function(impl: type[regions.PyRegion], rows: list[Row]) -> None:
-    @impl("f")
+def test_decorator_keeps_the_function(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
+    @region_impl("f")
     def f(a: int, *, b: int = 1) -> int:
         """doc"""
         return a + b
@@ -145,17 +134,17 @@ def test_decorator_keeps_the_function(impl: type[regions.PyRegion], rows: list[R
     assert [p for p, *_ in rows] == ["f"]
 
 
-def test_threads_have_their_own_stacks(impl: type[regions.PyRegion], rows: list[Row]) -> None:
+def test_threads_have_their_own_stacks(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
     """Four threads nest regions at once; each row's path and depth are its own thread's."""
     start = threading.Barrier(4)
 
     def work(k: int) -> None:
         start.wait()
         for _ in range(200):
-            with impl(f"t{k}"), impl("x"):
+            with region_impl(f"t{k}"), region_impl("x"):
                 pass
 
-    with impl("main"):
+    with region_impl("main"):
         ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
         for t in ts:
             t.start()
@@ -166,24 +155,24 @@ def test_threads_have_their_own_stacks(impl: type[regions.PyRegion], rows: list[
     assert len(rows) == 1 + 4 * 200 * 2
 
 
-def test_no_session_records_nothing_but_keeps_the_stack(impl: type[regions.PyRegion],
+def test_no_session_records_nothing_but_keeps_the_stack(region_impl: type[regions.PyRegion],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STEPSCOPE_DISABLE", "1")
     monkeypatch.delenv("STEPSCOPE_RUN_DIR", raising=False)
     assert current() is None
-    with impl("a"):
+    with region_impl("a"):
         assert regions.MAIN_STACK == ["a"]
     assert not regions.MAIN_STACK
 
 
-def test_name_is_a_str(impl: type[regions.PyRegion]) -> None:
+def test_name_is_a_str(region_impl: type[regions.PyRegion]) -> None:
     class Named:
         def __format__(self, spec: str) -> str:
             return "named"
 
-    assert impl(7).name == "7" and impl(Named()).name == "named"
+    assert region_impl(7).name == "7" and region_impl(Named()).name == "named"
     s = "already"
-    assert impl(s).name is s
+    assert region_impl(s).name is s
 
 
 def test_region_is_the_compiled_one_unless_pure() -> None:
@@ -209,16 +198,16 @@ def test_same_clock_as_perf_counter_ns() -> None:
         assert a <= b <= c
 
 
-def test_compiled_region_makes_no_python_call(impl: type[regions.PyRegion], rows: list[Row]) -> None:
+def test_compiled_region_makes_no_python_call(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
     """What the hot-path budget counts (benchmarks/_hotpath.py): 3 Python calls for PyRegion, none for the
     compiled one (its work is C called from C)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from benchmarks._hotpath import count_calls
 
     def once() -> None:
-        with impl("x"):
+        with region_impl("x"):
             pass
 
     once()
     c = count_calls(once, 50)
-    assert c.py_calls == (3.0 if impl is regions.PyRegion else 0.0)
+    assert c.py_calls == (3.0 if region_impl is regions.PyRegion else 0.0)
