@@ -121,7 +121,7 @@ static PyObject *Region_vectorcall(PyTypeObject *type, PyObject *const *args, si
 
 /* The thread's stack, kept per OS thread after the first lookup while regions._tls is the same object
  * (a region's stack is only ever made by regions._stack(), once per thread; a thread that ends leaves its
- * empty list behind). */
+ * empty list and a reference to _tls behind). */
 static _Thread_local PyObject *tl_stack;
 static _Thread_local PyObject *tl_tls;
 
@@ -137,7 +137,7 @@ static PyObject *thread_stack(void) { /* new reference: _tls.stack, made by regi
         if (fn == NULL || (stack = PyObject_CallNoArgs(fn)) == NULL) return NULL;
     }
     Py_XSETREF(tl_stack, Py_NewRef(stack));
-    tl_tls = tls;  /* compared by identity only; regions._tls lives as long as the module */
+    Py_XSETREF(tl_tls, Py_NewRef(tls));  /* held: its address is not reused while it is compared */
     return stack;
 }
 
