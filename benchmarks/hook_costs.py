@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,7 +104,8 @@ def _swapped(fn: Any, name: str, value: Any) -> Iterator[None]:
 
 def hook_costs(rounds: int = 3) -> dict[str, float]:
     """µs per step of each hook, called directly around no-ops (see the module docstring), minimum over
-    ``rounds``; plus ``region`` (with region("x"): pass) and ``region (built once)`` (``with r: pass``)."""
+    ``rounds``; plus, for each region implementation (compiled, Python), ``with region("x"): pass`` and, built
+    once, ``with r: pass``."""
     out: dict[str, list[float]] = {}
     for _ in range(rounds):
         for k, v in {**_dispatch_cost(), **_direct_hook_costs()}.items():
@@ -175,17 +177,27 @@ def _direct_hook_costs() -> dict[str, float]:
             post(marker, (), {})
 
         out["optimizer: pre + post hooks, step mark"] = cpu_cost_us(optimizer_hooks)
-        out["region enter + exit"] = region_cost_us()
-        out["region enter + exit (built once)"] = region_cost_us(built_once=True)
-        s.buffers.drain()
+        # the region rows (millions) go to a deque of their own, not to the flusher's: the same append
+        real = s.region_row
+        for label, cls in region_impls():
+            for key, once in ((f"region enter + exit ({label})", False),
+                              (f"region enter + exit, built once ({label})", True)):
+                s.region_row = deque().append
+                out[key] = region_cost_us(cls, built_once=once)
+        s.region_row = real
     return out
 
 
-def region_cost_us(*, built_once: bool = False) -> float:
-    """µs of ``with region("x"): pass`` (or, built once, ``with r: pass``) beyond an empty loop."""
-    import stepscope
+def region_impls() -> list[tuple[str, Any]]:
+    """(label, class) of each region implementation here: the compiled one where built, the Python one."""
+    from stepscope.collect import regions
 
-    region = stepscope.region
+    impls: list[tuple[str, Any]] = [("compiled", regions.CRegion)] if regions.CRegion is not None else []
+    return [*impls, ("Python", regions.PyRegion)]
+
+
+def region_cost_us(region: Any, *, built_once: bool = False) -> float:
+    """µs of ``with region("x"): pass`` (or, built once, ``with r: pass``) beyond an empty loop."""
     r = region("y")
 
     def fresh(n: int) -> None:
@@ -284,7 +296,11 @@ def print_hook_table(costs: dict[str, float], background: dict[str, float], rate
     print(f"{'total per step':<48}{total:>8.2f}   <= {STEP_TARGET_US:g} µs  "
           f"{'met' if total <= STEP_TARGET_US else 'NOT MET'}")
     print(f"  (background threads at {rate:,.0f} steps/s; the sampler's share shrinks as steps get slower)")
-    for k in ("region enter + exit", "region enter + exit (built once)"):
+    from stepscope.collect import regions
+
+    in_use = "compiled" if regions.region is regions.CRegion else "Python"
+    print(f"  region: {in_use} in use ({regions.ENV_PURE}=1 forces the Python one)")
+    for k in (k for k in costs if k.startswith("region")):
         v = costs[k]
         print(f"{k:<48}{v:>8.2f}   <= {REGION_TARGET_US:g} µs  {'met' if v <= REGION_TARGET_US else 'NOT MET'}")
     return total
@@ -314,9 +330,13 @@ def print_call_counts() -> None:
     print(f"{'hook':<24}{'Python calls':>14}")
     for hook, n in by_hook(step).items():
         print(f"{hook:<24}{n:>14.1f}")
+    from stepscope.collect import regions
+
     r = m["region"]
-    print(f"region enter+exit: {r.py_calls:.1f} Python calls, {r.c_calls:.1f} C calls, "
-          f"{m['region_blocks']:.1f} blocks kept until the flush")
+    compiled = regions.region is regions.CRegion
+    print(f"region enter+exit ({'compiled' if compiled else 'Python'}): {r.py_calls:.1f} Python calls, "
+          f"{r.c_calls:.1f} C calls, {m['region_blocks']:.1f} blocks kept until the flush"
+          + (" (the compiled region's work is C called from C: neither counter sees it)" if compiled else ""))
     print("\nwhole process, hooked minus bare (torch's own extra calls for hooked modules included):")
     for script in ISSUE_SCRIPTS:
         py, c = process_calls(script)
