@@ -17,6 +17,11 @@ machine), the load average printed beside them:
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
+4. **Cold caches**: the hooks of one step (the same calls as table 1, back to back) timed warm (a tight loop,
+   as table 1), after a bare ``loader48`` step of another model (the caches a real step leaves them), and
+   after a 64 MiB write (every cache level evicted: what a process sharing a loaded machine sees). Table 1
+   is the warm figure; inside a real step each hook runs after torch's work has evicted its code and data,
+   which is why table 2's hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead").
 
     python benchmarks/hook_costs.py [--rounds 5] [--steps 40] [--only-hooks]
 """
@@ -319,6 +324,67 @@ def print_whole_steps(res: dict[str, dict[str, Any]]) -> None:
           "\n  + threads: the flusher's and sampler's CPU per step in those rounds")
 
 
+def cold_hook_costs(n: int = 400) -> dict[str, float]:
+    """Table 4: µs of thread CPU time for one step's hooks (table 1's calls, back to back), median over ``n``,
+    warm, after a bare step of another model, and after a 64 MiB write; the clock read subtracted."""
+    import torch
+    from benchmarks._loop import Parts
+    from torch.optim import optimizer as optim_mod
+    from torch.utils.data import dataloader as dl
+
+    from stepscope.collect import hooks
+
+    clock = time.thread_time_ns
+
+    def median_us(fn: Callable[[], Any], evict: Callable[[], Any] | None) -> float:
+        ts = []
+        for _ in range(n):
+            if evict is not None:
+                evict()
+            t0 = clock()
+            fn()
+            ts.append(clock() - t0)
+        return _median([t / 1e3 for t in ts])
+
+    out: dict[str, float] = {}
+    with recording("cold-hooks") as s:
+        parts = Parts("loader48", batches=8)
+        for _ in range(4):
+            parts.step()
+        other = Parts("loader48")  # its model is not watched: its step only evicts
+        batch = parts.next_batch()
+        nxt, it = dl._BaseDataLoaderIter.__next__, parts.it
+        watch = hooks._WATCH["modules"]
+        model, args = watch.models[0], (batch[0],)
+        backward = torch.autograd.backward
+        pre = list(optim_mod._global_optimizer_pre_hooks.values())[-1]
+        post = list(optim_mod._global_optimizer_post_hooks.values())[-1]
+        marker = _cell(post, "marker").cell_contents
+        buf = torch.empty(64 << 20, dtype=torch.uint8)
+
+        def one_step_of_hooks() -> None:
+            nxt(it)
+            watch._pre(model, args)
+            watch._post(model, args, None)
+            backward(None)
+            pre(marker, (), {})
+            post(marker, (), {})
+
+        with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None):
+            read = median_us(lambda: None, None)
+            out["warm (tight loop, as table 1)"] = median_us(one_step_of_hooks, None) - read
+            out["after a bare loader48 step"] = median_us(one_step_of_hooks, other.step) - read
+            out["after a 64 MiB write (all caches cold)"] = median_us(one_step_of_hooks, lambda: buf.fill_(1)) - read
+        s.buffers.drain()
+    return out
+
+
+def print_cold_hook_costs(costs: dict[str, float]) -> None:
+    print(f"\n{'one step of hooks, by cache state':<48}{'µs':>8}")
+    for k, v in costs.items():
+        print(f"{k:<48}{v:>8.2f}")
+
+
 def print_call_counts() -> None:
     """Table 3 (benchmarks/_hotpath.py)."""
     from benchmarks._hotpath import by_hook, measure, process_calls
@@ -359,6 +425,7 @@ def main() -> None:
     if not args.only_hooks:
         print_whole_steps(whole_steps(ISSUE_SCRIPTS, args.rounds, args.steps))
     print_call_counts()
+    print_cold_hook_costs(cold_hook_costs())
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
 
 
