@@ -17,7 +17,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 .PHONY: setup setup-test system-deps demo test test-fast lint bench clean
 
 # core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
-$(DEMO_STAMP): pyproject.toml constraints.txt
+# (setup.py and the C sources: an edited compiled part is rebuilt by the editable install)
+$(DEMO_STAMP): pyproject.toml constraints.txt setup.py src/stepscope/traces/_kineto_reader.c \
+		src/stepscope/collect/_region.c
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) -e '.[torch]'
 	touch $@

@@ -161,6 +161,48 @@ def measure(steps: int = 200) -> dict[str, Any]:
             "region_blocks": region_blocks}
 
 
+def count_all_calls(fn: Callable[[], Any], n: int) -> tuple[float, float]:
+    """(Python calls, C calls) per run of ``fn`` made anywhere in the process (torch's files included)."""
+    py = 0
+    c = 0
+
+    def prof(frame: Any, event: str, arg: Any) -> None:
+        nonlocal py, c
+        if event == "call":
+            py += 1
+        elif event == "c_call":
+            c += 1
+
+    sys.setprofile(prof)
+    try:
+        for _ in range(n):
+            fn()
+    finally:
+        sys.setprofile(None)
+    return py / n, c / n
+
+
+def process_calls(script: str, steps: int = 64) -> tuple[float, float]:
+    """Whole-process (Python calls, C calls) per step of a benchmarks/_loop.py script, hooked minus bare:
+    stepscope's own calls plus those torch makes because a module has hooks (its slow ``_call_impl`` path).
+    ``steps`` is one pass of the loader, so both sides start a pass equally often."""
+    from benchmarks._loop import Parts
+
+    import stepscope
+
+    parts = Parts(script, batches=steps)
+    for _ in range(steps):
+        parts.step()
+    bare = count_all_calls(parts.step, steps)
+    with tempfile.TemporaryDirectory() as store:
+        os.environ.pop("STEPSCOPE_RUN_DIR", None)
+        with stepscope.session(name="process-calls", store=store):
+            for _ in range(steps):  # discovery and the FLOP meter's measured step are over
+                parts.step()
+            hooked = count_all_calls(parts.step, steps)
+    return hooked[0] - bare[0], hooked[1] - bare[1]
+
+
 def main() -> None:
     m = measure()
     s: Counts = m["step"]

@@ -4,6 +4,7 @@
         [--repeats 3] [--ranks 4] [--hta-python /tmp/hta-venv/bin/python] [--workdir DIR]
     .venv/bin/python benchmarks/trace_analysis.py --by-source [--source-events 1000000] [--repeats 1]
         [--sources v100,nccl2,diff8,mi250,alexnet,cpu] [--baseline-src /path/to/old/src] [--no-hta]
+        [--reader auto|c|python] [--compare-readers]
 
 Cases: the v100 fixture (68k events), a synthetic trace HTA also runs on (--hta-events), a big synthetic
 trace (--events; HTA too if it fits, see --hta-max-events) and a folder of --ranks synthetic ranks.
@@ -23,6 +24,10 @@ Each tool runs in a fresh child process; we record its wall time, CPU time (user
               + get_gpu_kernel_breakdown + get_comm_comp_overlap
   orjson:     read the bytes (gunzip if needed) + orjson.loads: the floor of any JSON-based reader;
               "gc off" is the same with Python's cycle collector disabled (stepscope disables it too).
+--reader picks stepscope's trace reader in every child (``STEPSCOPE_TRACE_READER``: the compiled reader, the
+Python one, or auto); --compare-readers (with --by-source) also runs read_trace alone with each reader and
+read + analyze with the Python reader, and prints their CPU seconds beside the GC-off orjson.loads floor.
+
 The machine may be shared, so the tools run interleaved (order rotated each repeat) and every ratio is
 the median of the per-repeat ratios of runs made side by side; times are medians.
 """
@@ -93,6 +98,11 @@ ta = TraceAnalysis(trace_files={0: sys.argv[1]}, include_last_profiler_step=True
 ta.get_temporal_breakdown(visualize=False); ta.get_idle_time_breakdown(visualize=False)
 ta.get_gpu_kernel_breakdown(visualize=False); ta.get_comm_comp_overlap(visualize=False)
 """
+READ_ONLY = """
+import sys
+from stepscope.traces.kineto import read_trace
+read_trace(sys.argv[1])
+"""
 BARE = """
 import sys, gzip, orjson
 p = sys.argv[1]
@@ -117,6 +127,8 @@ class Tool:
     python: str
     code: str
     extra: tuple[str, ...] = ()
+    reader: str = "auto"
+    """stepscope's trace reader in the child (``STEPSCOPE_TRACE_READER``)."""
 
 
 SOURCES = {
@@ -202,7 +214,8 @@ def _children_cpu() -> float:
 
 def measure(tool: Tool, path: Path, timeout: int) -> Run | None:
     """Run one tool in a child; CPU time includes the child's own workers (they are waited for)."""
-    env = {"PYTHONPATH": str(ROOT / "src"), "HTA_DISABLE_NS_ROUNDING": "1", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": str(ROOT / "src"), "HTA_DISABLE_NS_ROUNDING": "1", "PATH": "/usr/bin:/bin",
+           "STEPSCOPE_TRACE_READER": tool.reader}
     probe = "\nimport resource as _r; print('RSS', max(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss, " \
         "_r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss))"
     cpu0, t0 = _children_cpu(), time.perf_counter()
@@ -295,8 +308,13 @@ def project_hta(hta_mid: list[Run], n_mid: int, ours_big: list[Run], n_big: int)
 def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
     """One ~N-event trace per real fixture: stepscope (all analyses) vs GC-off orjson.loads vs HTA."""
     py = sys.executable
-    ours, floor = Tool("stepscope", py, OURS_ALL), Tool("orjson.loads, gc off", py, BARE_NOGC)
+    ours, floor = Tool("stepscope", py, OURS_ALL, reader=args.reader), Tool("orjson.loads, gc off", py, BARE_NOGC)
     tools = [ours, floor] + ([Tool("HTA", hta, HTA_ALL)] if hta else [])
+    if args.compare_readers:
+        tools += [Tool("read, c", py, READ_ONLY, reader="c"), Tool("read, python", py, READ_ONLY, reader="python")]
+        if args.reader != "python":
+            tools.append(Tool("read+analyze, python", py, OURS_ALL, reader="python"))
+    readers: list[tuple[str, ...]] = []
     if args.baseline_src:  # the same analyses from another source tree (e.g. a checkout of main): before/after
         tools.insert(1, Tool("baseline", py, f"import sys; sys.path.insert(0, {str(args.baseline_src)!r})\n"
                                              + OURS_ALL))
@@ -320,6 +338,8 @@ def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
                      fmt(ratio(runs, "HTA", "stepscope", "wall"), ".1f"), fmt(ratio(runs, "HTA", "stepscope", "cpu"),
                                                                               ".1f"),
                      fmt(ratio(runs, "stepscope", "HTA", "rss_mb"))))
+        if args.compare_readers:
+            readers.append(_reader_row(label, runs, args.reader))
         b = ok_runs(runs, "baseline")
         if b:
             print(f"  baseline: CPU {med(x.cpu for x in b):.2f} s, wall {med(x.wall for x in b):.2f} s, "
@@ -334,6 +354,31 @@ def by_source(args: argparse.Namespace, work: Path, hta: str | None) -> None:
         print("| " + " | ".join(r) + " |")
     print("(targets: ÷ orjson <= 1.5, HTA ÷ us >= 15, RSS ÷ HTA <= 0.2; wall/CPU ratios are medians of runs made "
           "side by side)")
+    if readers:
+        rhead = ("source", "orjson CPU s", "read C", "read Python", "read+analyze C", "read+analyze Python",
+                "read C ÷ orjson", "read Python ÷ orjson", "all C ÷ orjson", "all Python ÷ orjson")
+        print("\nCPU seconds by reader (medians; ratios: medians of side-by-side runs)\n| " + " | ".join(rhead)
+              + " |\n|" + "---|" * len(rhead))
+        for line in readers:
+            print("| " + " | ".join(line) + " |")
+
+
+def _reader_row(label: str, runs: Runs, reader: str) -> tuple[str, ...]:
+    """CPU seconds of read-only and read+analyze with each reader, and their ratios to GC-off orjson.loads."""
+    floor = "orjson.loads, gc off"
+    all_c = "stepscope" if reader != "python" else None
+    all_py = "read+analyze, python" if reader != "python" else "stepscope"
+
+    def cpu(name: str | None) -> str:
+        rs = ok_runs(runs, name) if name else []
+        return f"{med(x.cpu for x in rs):.2f}" if rs else "n/a"
+
+    def over(name: str | None) -> str:
+        v = ratio(runs, name, floor, "cpu") if name else None
+        return "n/a" if v is None else f"{v:.2f}"
+
+    return (label, cpu(floor), cpu("read, c"), cpu("read, python"), cpu(all_c), cpu(all_py),
+            over("read, c"), over("read, python"), over(all_c), over(all_py))
 
 
 def main() -> int:
@@ -353,6 +398,10 @@ def main() -> int:
     ap.add_argument("--baseline-src", type=Path, default=None,
                     help="--by-source: also run stepscope from this src folder (before/after, interleaved)")
     ap.add_argument("--no-hta", action="store_true", help="leave HTA out even where it is installed")
+    ap.add_argument("--reader", choices=("auto", "c", "python"), default="auto",
+                    help="stepscope's trace reader: compiled (c), pure Python, or auto (compiled where built)")
+    ap.add_argument("--compare-readers", action="store_true",
+                    help="--by-source: also read-only with each reader and read+analyze with the Python one")
     ap.add_argument("--hta-python", default=None,
                     help="Python with HTA installed (default: this one if it imports hta, else /tmp/hta-venv)")
     ap.add_argument("--workdir", type=Path, help="keep synthetic traces here and reuse them")
@@ -370,8 +419,8 @@ def main() -> int:
     if hta is None and not args.no_hta:
         print(f"HTA not found at {args.hta_python}: HTA columns are n/a (pip install HolisticTraceAnalysis)")
     py = sys.executable
-    ours, bare, nogc = Tool("stepscope", py, OURS), Tool("orjson.loads", py, BARE), Tool("orjson.loads, gc off",
-                                                                                          py, BARE_NOGC)
+    ours, bare, nogc = (Tool("stepscope", py, OURS, reader=args.reader), Tool("orjson.loads", py, BARE),
+                        Tool("orjson.loads, gc off", py, BARE_NOGC))
     with_hta = [ours, bare, nogc] + ([Tool("HTA", hta, HTA)] if hta else [])
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
           f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -396,9 +445,9 @@ def main() -> int:
         if args.ranks > 0:
             folder = rank_folder(mid, work / f"ranks_{n_mid}", args.ranks)
             one = folder / "rank0.json"
-            tools = [Tool("all analyses, 1 rank", py, OURS_SET, ("1", "1")),
-                     Tool(f"all analyses, {args.ranks} ranks", py, OURS_SET, ("1", str(args.ranks))),
-                     Tool(f"{args.ranks} ranks, 2 workers", py, OURS_SET, ("2", str(args.ranks)))]
+            tools = [Tool("all analyses, 1 rank", py, OURS_SET, ("1", "1"), args.reader),
+                     Tool(f"all analyses, {args.ranks} ranks", py, OURS_SET, ("1", str(args.ranks)), args.reader),
+                     Tool(f"{args.ranks} ranks, 2 workers", py, OURS_SET, ("2", str(args.ranks)), args.reader)]
             print(f"\nmulti-rank: analyze_traceset on 1 and {args.ranks} ranks of {n_mid:,} events "
                   "(peak RSS: the largest process)")
             multi: Runs = {}

@@ -1,7 +1,7 @@
 """Trace sets of many ranks: the local process pool vs a Dask LocalCluster, wall time and peak memory.
 
     .venv/bin/python benchmarks/trace_scale.py [--ranks 16 64 256] [--events 100000] [--workers 2]
-        [--small] [--workdir DIR]
+        [--executors local dask] [--small] [--workdir DIR] [--json FILE] [--table FILE]
 
 Each rank is the A100 NCCL fixture (tests/data/traces/a100_2rank_nccl, 27k complete events) repeated
 with shifted timestamps, ids and step numbers until it holds at least --events complete events
@@ -10,13 +10,18 @@ of a set share those events and differ in their ``distributedInfo`` rank; each f
 gzip (header + the shared, compressed-once events + trailer), so building 256 ranks costs a file copy each.
 
 Every (set, executor) pair runs in a fresh child process, which maps over the ranks, on the executor, the
-job ``stepscope trace analyze`` runs (``run_rank_job``: read the rank, analyse it), wrapped to also report
-the worker process (pid, RSS before the job, its peak RSS (VmHWM) after it, the rank's EventTable bytes), then reduces
-with ``combine``. Recorded: wall time of the analysis (executor start-up excluded and shown apart), the client's
-peak RSS (the child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the
-client process), and per worker its peak RSS and its growth: peak minus its lowest RSS before a rank. The
-projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the client's
-memory per rank (growth from the smallest to the largest set) linearly.
+job ``stepscope trace analyze`` runs (``stepscope.executor.rankjob.run_rank``: read the rank, analyse it,
+free the table), wrapped to measure it inside the worker: the worker's VmHWM is reset at the start of the
+rank (/proc/self/clear_refs), so the peak read after it is this rank's alone, and its RSS just before the
+rank is kept. Then the ranks are reduced with ``combine``. Recorded: wall time of the analysis (executor
+start-up excluded and shown apart), the median CPU time of the thread that ran a rank (load-independent:
+local pool and Dask compared on the job itself) and the 1-minute load average at the end; the client's peak RSS (the
+child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the client process);
+per worker its peak RSS, its growth (the highest per-rank peak minus its baseline, the RSS before its first
+rank with imports and component rules loaded) and the largest growth of one rank over the RSS just before
+it. One rank's table: the bytes of its EventTable's column arrays (events and flows), the largest of the
+set. The projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the
+client's memory per rank (growth from the smallest to the largest set) linearly.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import gzip
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,31 +109,60 @@ def _peak_rss_bytes() -> int:
     return int(line.split()[1]) * 1024
 
 
+def _reset_peak() -> None:
+    """Start VmHWM afresh at the current RSS (Linux: ``5`` to /proc/self/clear_refs), so the peak read after
+    a rank is that rank's."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def table_bytes(table: Any) -> int:
+    """One rank's table: the bytes of its column arrays (events, and the CPU->GPU flow pairs)."""
+    return sum(a.nbytes for a in table.cols.values()) + sum(a.nbytes for a in table.flows.values())
+
+
 def _analyse_and_size(table: Any) -> dict[str, Any]:
-    """The rank's analysis and its table's size: columns plus interned name strings."""
     from stepscope.analyze.trace.analysis import analyze_trace
 
-    nbytes = sum(a.nbytes for a in table.cols.values()) + sum(sys.getsizeof(n) for n in table.names)
-    return {"analysis": analyze_trace(table), "table_bytes": nbytes}
+    return {"analysis": analyze_trace(table), "table_bytes": table_bytes(table)}
 
 
 def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
-    """One rank's job as ``trace analyze`` runs it (``run_rank_job``: read, analyse), plus the worker's RSS
-    before it and its peak RSS after it."""
-    from stepscope.traces.traceset import run_rank_job
+    """One rank's job as ``trace analyze`` runs it (``run_rank``: read, analyse, free), measured in the worker:
+    its RSS just before, its peak RSS during this rank alone (VmHWM reset at the start), and the CPU time of
+    the thread that ran it (what the job itself cost, whatever else the machine was doing)."""
+    from stepscope.executor.rankjob import run_rank
 
-    before = _rss_bytes()
-    result = run_rank_job(job, _analyse_and_size)
-    return result, {"pid": os.getpid(), "rss_before": before,
-                    "maxrss": _peak_rss_bytes()}
+    _reset_peak()
+    before, cpu = _rss_bytes(), time.thread_time()
+    result = run_rank(job, _analyse_and_size)
+    return result, {"pid": os.getpid(), "rss_before": before, "peak": _peak_rss_bytes(),
+                    "cpu_ns": int(1e9 * (time.thread_time() - cpu))}
 
 
 def _warm() -> None:
     """A worker's imports and component rules, as before its first rank (not counted as a rank's growth)."""
     from stepscope.analyze.trace.analysis import analyze_trace  # noqa: F401
+    from stepscope.executor.rankjob import release_memory
     from stepscope.traces.components import ComponentRules
 
     ComponentRules.defaults()
+    release_memory()
+
+
+def worker_memory(mems: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Per worker: its peak RSS; its growth = the highest peak of any of its ranks minus its baseline (its RSS
+    before its first rank, imports loaded: min of the RSS before each rank); and the largest growth of one rank
+    over the RSS just before that rank."""
+    by_pid: dict[int, list[dict[str, int]]] = {}
+    for m in mems:
+        by_pid.setdefault(m["pid"], []).append(m)
+    out = []
+    for ms in by_pid.values():
+        peak, base = max(m["peak"] for m in ms), min(m["rss_before"] for m in ms)
+        out.append({"peak": peak, "growth": peak - base, "rank_growth": max(m["peak"] - m["rss_before"] for m in ms),
+                    "ranks": len(ms)})
+    return sorted(out, key=lambda w: w["peak"])
 
 
 def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
@@ -150,18 +185,11 @@ def run_one(folder: Path, executor: str, workers: int) -> dict[str, Any]:
     s = combine([g["analysis"] for g in good], [r.error for r in results if r.error])
     wall = time.perf_counter() - t1
     ex.close()
-    peaks: dict[int, int] = {}
-    base: dict[int, int] = {}
-    for o in outcomes:
-        if o.error is None:
-            m = o.value[1]
-            peaks[m["pid"]] = max(peaks.get(m["pid"], 0), m["maxrss"])
-            base[m["pid"]] = min(base.get(m["pid"], m["rss_before"]), m["rss_before"])
     return {"ranks": len(s.ranks), "errors": len(s.errors) + sum(o.error is not None for o in outcomes),
-            "wall_s": wall, "startup_s": startup,
-            "client_peak": _peak_rss_bytes(),
-            "worker_peaks": sorted(peaks.values()), "worker_growth": sorted(peaks[p] - base[p] for p in peaks),
-            "table_bytes": max(g["table_bytes"] for g in good), "workers_seen": len(peaks)}
+            "wall_s": wall, "startup_s": startup, "client_peak": _peak_rss_bytes(), "load": os.getloadavg()[0],
+            "workers": worker_memory([o.value[1] for o in outcomes if o.error is None]),
+            "cpu_s": statistics.median(o.value[1]["cpu_ns"] / 1e9 for o in outcomes if o.error is None),
+            "table_bytes": max(g["table_bytes"] for g in good)}
 
 
 def _mb(b: float) -> str:
@@ -173,12 +201,18 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[16, 64, 256])
     ap.add_argument("--events", type=int, default=100_000, help="complete events per rank, at least")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--executors", nargs="+", choices=("local", "dask"), default=["local", "dask"])
     ap.add_argument("--small", action="store_true", help="5,000 events per rank, for a quick run")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None, help="append each measurement to this JSON-lines file")
+    ap.add_argument("--table", type=Path, default=None, help="print the table of a --json file, run nothing")
     ap.add_argument("--one", nargs=3, metavar=("FOLDER", "EXECUTOR", "WORKERS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(Path(args.one[0]), args.one[1], int(args.one[2]))))
+        return
+    if args.table:
+        print(table([json.loads(x) for x in args.table.read_text().splitlines() if x.strip()], args.workers))
         return
     events = 5_000 if args.small else args.events
     work = args.workdir or Path(tempfile.mkdtemp(prefix="trace_scale_"))
@@ -186,27 +220,38 @@ def main() -> None:
     for n in args.ranks:
         folder = work / f"ranks{n}_events{events}"
         per_rank = build_set(folder, n, events)
-        for executor in ("local", "dask"):
+        for executor in args.executors:
             proc = subprocess.run([sys.executable, __file__, "--one", str(folder), executor, str(args.workers)],
                                   capture_output=True, text=True, check=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             r.update(set_ranks=n, events=per_rank, executor=executor)
             rows.append(r)
-            print(f"{n} ranks x {per_rank:,} events, {executor}: {r['wall_s']:.1f} s", file=sys.stderr)
+            print(f"{n} ranks x {per_rank:,} events, {executor}: {r['wall_s']:.1f} s, load {r['load']:.1f}",
+                  file=sys.stderr)
+            if args.json:
+                with args.json.open("a") as f:
+                    f.write(json.dumps(r) + "\n")
     print(table(rows, args.workers))
 
 
+def _cpu(r: dict[str, Any]) -> str:
+    return f"{r['cpu_s']:.2f}" if "cpu_s" in r else "—"
+
+
 def table(rows: list[dict[str, Any]], workers: int) -> str:
-    lines = ["| ranks | events/rank | executor | wall s (start-up s) | client peak MB | worker peak MB | "
-             "worker growth MB | one rank's table MB | growth / table |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| ranks | events/rank | executor | wall s (start-up s) | worker-s per rank | task CPU s per rank | "
+             "load | client peak MB | worker peak MB | worker growth MB | one-rank growth MB | one rank's table MB | "
+             "growth / table |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        g = max(r["worker_growth"])
+        ws, t = r["workers"], r["table_bytes"]
+        g = max(w["growth"] for w in ws)
         where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
-        lines.append(f"| {r['set_ranks']} | {r['events']:,} | {where}"
-                     f" | {r['wall_s']:.1f} ({r['startup_s']:.1f}) | {_mb(r['client_peak'])} | "
-                     f"{' / '.join(_mb(p) for p in r['worker_peaks'])} | {_mb(g)} | {_mb(r['table_bytes'])} | "
-                     f"{g / r['table_bytes']:.2f} |")
+        lines.append(f"| {r['set_ranks']} | {r['events']:,} | {where} | {r['wall_s']:.1f} ({r['startup_s']:.1f}) | "
+                     f"{r['wall_s'] * workers / r['set_ranks']:.2f} | {_cpu(r)} | {r['load']:.1f} | "
+                     f"{_mb(r['client_peak'])} | "
+                     f"{' / '.join(_mb(w['peak']) for w in ws)} | {' / '.join(_mb(w['growth']) for w in ws)} | "
+                     f"{_mb(max(w['rank_growth'] for w in ws))} | {t / 2**20:.1f} | {g / t:.2f} |")
     lines.append("")
     for executor in ("local", "dask"):
         mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["set_ranks"])
@@ -217,7 +262,7 @@ def table(rows: list[dict[str, Any]], workers: int) -> str:
         per_rank_mem = ((big["client_peak"] - small["client_peak"]) / (big["set_ranks"] - small["set_ranks"])
                         if big is not small else 0.0)
         proj = ", ".join(f"{4096 * per_rank_s / w / 60:,.1f} min on {w}" for w in (2, 16, 64, 256))
-        client = big["client_peak"] + per_rank_mem * (4096 - big["set_ranks"])
+        client = big["client_peak"] + max(per_rank_mem, 0.0) * (4096 - big["set_ranks"])
         lines.append(f"Projection, {executor}: 4,096 ranks of {big['events']:,} events need {proj} workers "
                      f"({per_rank_s:.2f} worker-s per rank); client memory ~{_mb(client)} MB "
                      f"({per_rank_mem / 1024:,.0f} KiB per rank result).")

@@ -2,6 +2,9 @@
 machine as it is, and with a CPU hog pinned to one core:
 
 1. A/A pairs of single runs (`stepscope run` twice, `stepscope diff`): must never be "faster" or "slower";
+   reports each pair's ratio, the change the (load-widened) floor required, both runs' run-queue latency and
+   wait share, the contention shift, the load average, and how many floors were widened because the runs'
+   CPU contention differed;
 2. A/A with repeats, interleaved (`stepscope bench --ab --repeat 3` with the same command on both sides):
    at most 1 verdict in 20;
 3. a controlled 10% slowdown, `bench --ab --repeat 3`: "slower" in at least 19 of 20;
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -67,8 +71,14 @@ def single_pair(store: Path, steps: int) -> dict[str, Any]:
     p = sl("diff", ids[0], ids[1], "--json", store=store)
     doc = json.loads(p.stdout)
     v, ch = verdict_of(doc)
+    load = doc.get("load") or {}
+    sides = [load.get(side) or {} for side in ("baseline", "experiment")]
     return {"verdict": v, "ratio": ch["ratio"], "floor": doc["noise_floor"]["source"] if doc["noise_floor"] else None,
-            "noisy_runs": sum(q["noisy"] for q in doc["quality"])}
+            "noisy_runs": sum(q["noisy"] for q in doc["quality"]), "need": ch["mde"],
+            "waits": [None if c.get("wait_share") is None else round(c["wait_share"], 3) for c in sides],
+            "latency_ms": [None if c.get("latency_ms") is None else round(c["latency_ms"], 3) for c in sides],
+            "shift": None if load.get("shift_log") is None else round(load["shift_log"], 3),
+            "load_avg": round(os.getloadavg()[0], 2)}
 
 
 def latest_id(store: Path) -> str:
@@ -175,10 +185,20 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(r["verdict"] for r in results)
     mdes = [r["mde"] for r in results if r.get("mde") is not None]
     keys = ("aa_exit_codes", "step_exit", "step_named", "changes")
+    if "waits" in results[0]:  # one run a side: each pair's ratio, the change the floor required, and the loads
+        extra_pairs = [{"ratio": round(r["ratio"], 3), "need": None if r["need"] is None else round(r["need"], 3),
+                        "verdict": r["verdict"], "waits": r["waits"], "latency_ms": r["latency_ms"],
+                        "shift": r["shift"], "load_avg": r["load_avg"]} for r in results]
+        loads = [r["load_avg"] for r in results]
+        pair_extra: dict[str, Any] = {"pairs": extra_pairs, "load_min_max": [min(loads), max(loads)],
+                                      "max_abs_log_ratio": round(max(abs(math.log(r["ratio"])) for r in results), 3),
+                                      "widened": sum("widened" in (r["floor"] or "") for r in results)}
+    else:
+        pair_extra = {}
     extra: dict[str, Any] = {k: [r[k] for r in results] for k in keys if k in results[0]}
     return {"n": len(results), "verdicts": dict(counts), "median_ratio": statistics.median(r["ratio"] for r in results),
             "median_mde": statistics.median(mdes) if mdes else None,
-            "noisy_runs": sum(r["noisy_runs"] for r in results), **extra}
+            "noisy_runs": sum(r["noisy_runs"] for r in results), **extra, **pair_extra}
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ def _check_api_run(data, err: str) -> None:
     assert list(m["step"][m.mask_of("loss")]) == list(range(10))
 
 
-def test_api_standalone_creates_a_run(store, tmp_path):
+def test_api_standalone_creates_a_run(store, tmp_path, region_impl):
     env = {**os.environ, "STEPSCOPE_HOME": str(store)}
     r = subprocess.run([PY, str(SCRIPTS / "api_train.py")], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -49,7 +49,7 @@ def test_api_standalone_creates_a_run(store, tmp_path):
     _check_api_run(data, r.stderr)
 
 
-def test_api_joins_the_launchers_run(observed, store):
+def test_api_joins_the_launchers_run(observed, store, region_impl):
     r = observed("api_train.py")
     assert r.rc == 0, r
     from stepscope.store import open_store

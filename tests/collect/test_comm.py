@@ -92,3 +92,51 @@ def test_wrappers_removed_on_undo_and_errors_pass_through(tmp_path: Path) -> Non
             u()
         session.close()
     assert (dist.all_reduce, dist.distributed_c10d.barrier, dist.isend, DDP.__init__, DDP.register_comm_hook) == before
+
+
+class _Event:
+    """Stands in for a torch.cuda.Event (there is no GPU here): completes when the test says so."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.done = True
+
+    def elapsed_time(self, other: _Event) -> float:
+        return 1.5  # ms
+
+
+def test_cuda_events_are_polled_only_while_some_are_pending(tmp_path: Path) -> None:
+    """The per-step poll of the collectives' CUDA events is a step collector only while events are pending
+    (issue 20: a process without CUDA collectives pays nothing per step); each completed call is recorded once."""
+    from stepscope.collect.comm import CommRecorder
+    from stepscope.collect.options import Options
+    from stepscope.collect.session import Session
+
+    s = Session(tmp_path, "r", Options(sample_interval_s=0, flush_interval_s=600))  # no flush mid-test
+    rec = CommRecorder(s)
+    assert s.extras == []
+    a, b, c, d = _Event(), _Event(), _Event(), _Event()
+    rec.queue_cuda(0, "all_reduce", a, b)
+    rec.queue_cuda(1, "broadcast", c, d)
+    assert s.extras == [rec.poll_cuda]  # registered once, however many are pending
+    try:
+        s.mark_step(10, source="optimizer")
+        assert s.extras == [rec.poll_cuda] and len(rec.cuda_pending) == 2  # nothing complete yet
+        b.done = True
+        s.mark_step(20, source="optimizer")
+        assert [p[0] for p in rec.cuda_pending] == [1] and s.extras == [rec.poll_cuda]
+        d.done = True
+        s.mark_step(30, source="optimizer")
+        assert rec.cuda_pending == [] and s.extras == []  # retired: no call per step any more
+        rec.queue_cuda(2, "all_gather", _Event(), _Event())
+        assert s.extras == [rec.poll_cuda]  # a later CUDA collective registers it again
+        device = [r for r in s.buffers.other if r.get("kind") == "comm_device"]
+        assert [(r["seq"], r["op"], r["device_ns"]) for r in device] == [(0, "all_reduce", 1.5e6),
+                                                                          (1, "broadcast", 1.5e6)]
+    finally:
+        s.close()

@@ -20,7 +20,8 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def test_sampler_in_process_attributes_to_the_region_of_the_main_thread(monkeypatch: Any) -> None:
+def test_sampler_in_process_attributes_to_the_region_of_the_main_thread(monkeypatch: Any,
+                                                                      region_impl: type[Any]) -> None:
     from stepscope.collect import regions
 
     monkeypatch.setenv("STEPSCOPE_DISABLE", "1")  # regions without a session: no run is recorded
@@ -30,7 +31,7 @@ def test_sampler_in_process_attributes_to_the_region_of_the_main_thread(monkeypa
                            region_of=lambda: regions.MAIN_STACK[-1] if regions.MAIN_STACK else "")
     sampler.start()
     try:
-        with regions.region("outer"), regions.region("hot"):
+        with region_impl("outer"), region_impl("hot"):
             _spin(0.3)
         time.sleep(0.1)
     finally:
@@ -57,7 +58,8 @@ def test_phase_rules_name_torch_frames() -> None:
 
 
 def test_hot_function_on_top_in_its_region_and_exported(observed: Callable[..., Result], cli: Callable[..., Result],
-                                                         store: Path, tmp_path: Path) -> None:
+                                                         store: Path, tmp_path: Path, region_impl: type[Any]) -> None:
+    """Under `stepscope run` with each region implementation (the sampler reads regions.MAIN_STACK)."""
     r = observed("stacks_hot.py", opts=("--sample-stacks", "100"))
     assert r.rc == 0, r
     prof = host_profile(load(store))

@@ -32,8 +32,9 @@ def small(doc: dict[str, Any], seconds: float = 0.25) -> dict[str, Any]:
     return {**doc, "traceEvents": keep}
 
 
-def rank_doc(doc: dict[str, Any], rank: int, world: int) -> dict[str, Any]:
-    k, shift = stretch(rank), 1000.0 * rank
+def rank_doc(doc: dict[str, Any], rank: int, world: int, *, k: float | None = None) -> dict[str, Any]:
+    """Rank ``rank`` of ``world``: durations times ``k`` (default :func:`stretch` of the rank), times shifted."""
+    k, shift = stretch(rank) if k is None else k, 1000.0 * rank
     events = []
     for e in doc["traceEvents"]:
         e = dict(e)
@@ -46,13 +47,16 @@ def rank_doc(doc: dict[str, Any], rank: int, world: int) -> dict[str, Any]:
                                                               "world_size": world}}
 
 
-def write_rank_set(out: Path, ranks: int, *, source: Path = FIXTURE) -> list[Path]:
-    """``ranks`` files ``rank{r}.json.gz`` in ``out``, built from ``source``."""
-    doc = small(orjson.loads(gzip.decompress(source.read_bytes())))
+def write_rank_set(out: Path, ranks: int, *, source: Path = FIXTURE, slow: dict[int, float] | None = None,
+                   seconds: float = 0.25) -> list[Path]:
+    """``ranks`` files ``rank{r}.json.gz`` in ``out``, built from ``source`` cut to ``seconds`` (:func:`small`);
+    ``slow``: rank -> the factor its durations are multiplied by instead of :func:`stretch` of the rank."""
+    doc = small(orjson.loads(gzip.decompress(source.read_bytes())), seconds)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for r in range(ranks):
         p = out / f"rank{r}.json.gz"
-        p.write_bytes(gzip.compress(orjson.dumps(rank_doc(doc, r, ranks)), compresslevel=1))
+        doc_r = rank_doc(doc, r, ranks, k=(slow or {}).get(r))
+        p.write_bytes(gzip.compress(orjson.dumps(doc_r), compresslevel=1))
         paths.append(p)
     return paths

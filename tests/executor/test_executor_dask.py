@@ -3,6 +3,7 @@ for figure; a worker killed mid-analysis loses no rank silently; an unreachable 
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.errors import UserError
 from stepscope.executor import LocalExecutor, executor_for
 from stepscope.executor.base import Outcome
-from stepscope.executor.dask import DaskExecutor
+from stepscope.executor.dask import BATCH_MAX, DaskExecutor, batch_size, batched
 from stepscope.executor.traceset import analyze_traceset, comm_matrix_from_traces
 from tests.conftest import ROOT
 from tests.executor.rankset import stretch, write_rank_set
@@ -136,3 +137,25 @@ class _Hooked:
 
     def close(self) -> None:
         return None  # the module's cluster is closed by its fixture
+
+
+def test_jobs_travel_in_batches_and_a_failing_job_fails_alone(cluster: DaskExecutor) -> None:
+    jobs = [4.0, 9.0, -1.0, 16.0] * 5  # 20 jobs on 2 workers: batches of 2 (about 4 tasks per worker)
+    assert batch_size(len(jobs), 2) == 2 and batch_size(4096, 64) == BATCH_MAX and batch_size(3, 2) == 1
+    assert batched(5, 2) == [[0, 1], [2, 3], [4]]
+    done: list[int] = []
+    out = cluster.map(math.sqrt, jobs, on_done=lambda: done.append(1))
+    assert len(done) == len(jobs)
+    for job, o in zip(jobs, out, strict=True):
+        if job < 0:
+            assert o.value is None and o.error == "ValueError: math domain error"
+        else:
+            assert o.error is None and o.value == math.sqrt(job)
+
+
+def test_local_cluster_workers_run_without_the_profiler(cluster: DaskExecutor) -> None:
+    # runs after the worker killed above was restarted by its nanny: the new worker has the settings too
+    def profiling(dask_worker: object) -> bool:
+        return "profile" in dask_worker.periodic_callbacks  # type: ignore[attr-defined]
+
+    assert set(cluster.client.run(profiling).values()) == {False}

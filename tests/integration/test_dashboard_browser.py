@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stepscope.cli import main
-from tests.report.dashboard.dashstore import write_history
+from tests.report.dashboard.dashstore import bulk_index, write_history
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
@@ -174,6 +174,43 @@ def test_runs_list_is_paginated(tmp_path: Path, browser) -> None:
     w.page.click('th[data-key="step"]')  # ascending step time over all 250 runs: the 1 ms run first
     assert rows.count() == 100 and rows.first.get_attribute("data-run") == "r0000"
     assert re.fullmatch(r"1(\.0+)? ms", rows.first.locator("td").nth(8).inner_text())
+    assert w.errors == [] and w.outside("file://") == []
+
+
+def test_large_store_runs_list_shows_every_run_and_sorts_all(tmp_path: Path, browser) -> None:
+    """10,000 runs: the count says so, 100 rows are drawn, the last page holds the oldest run and shows it,
+    and sorting by step time orders all 10,000 (the fastest run sits on page 61 in start order)."""
+    n = 10_000
+
+    def step(i: int) -> float:  # a permutation of 10,000 distinct step times
+        return 0.010 + ((i * 7919 + 5000) % n) * 1e-6
+
+    ids = bulk_index(tmp_path / "store", n, step_s=step)
+    assert main(["dashboard", "build", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "site"),
+                 "--reports", "0"]) == 0
+    fastest, slowest = ids[min(range(n), key=step)], ids[max(range(n), key=step)]
+    assert ids.index(fastest) // 100 not in (0, 99)  # neither on the first nor the last page by start time
+    w = Watched(browser)
+    w.page.goto((tmp_path / "site" / "index.html").as_uri())
+    rows = w.page.locator("#ss-runs-table tbody tr")
+    assert w.page.locator("#ss-count").inner_text() == f"{n} of {n} runs (rows 1–100)"
+    assert rows.count() == 100 and rows.first.get_attribute("data-run") == ids[-1]  # newest first
+    w.page.click("#ss-last")
+    assert w.page.locator("#ss-page").inner_text() == "page 100 of 100"
+    assert w.page.locator("#ss-count").inner_text() == f"{n} of {n} runs (rows 9901–10000)"
+    assert rows.count() == 100 and rows.last.get_attribute("data-run") == ids[0]  # the oldest run
+    rows.last.scroll_into_view_if_needed()
+    box = rows.last.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900  # on screen
+    w.page.click('th[data-key="step"]')  # ascending over every run, back to page 1
+    assert w.page.locator("#ss-page").inner_text() == "page 1 of 100"
+    assert rows.first.get_attribute("data-run") == fastest
+    assert rows.first.locator("td").nth(8).inner_text() == "10 ms"
+    w.page.click("#ss-last")
+    assert rows.last.get_attribute("data-run") == slowest
+    w.page.click('th[data-key="step"]')  # descending
+    assert rows.first.get_attribute("data-run") == slowest
+    assert w.page.locator("#ss-runs-table tr").count() == 101  # the header and one page: never 10,000 rows
     assert w.errors == [] and w.outside("file://") == []
 
 

@@ -1,4 +1,6 @@
-"""Typed (msgspec) decoding: the same EventTable as the dict (orjson) path, on every fixture and on odd values."""
+"""Typed (msgspec) decoding: the same EventTable as the dict (orjson) path, on every fixture and on odd values.
+
+These test the Python reader, so they ask for it by name (the compiled reader is the default where built)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ needs_msgspec = pytest.mark.skipif(not typed.AVAILABLE, reason="msgspec not inst
 def _dict_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> EventTable:
     with monkeypatch.context() as m:
         m.setattr(typed, "loads", orjson.loads)
-        return read_trace(path)
+        return read_trace(path, reader="python")
 
 
 def _assert_same(a: EventTable, b: EventTable) -> None:
@@ -49,7 +51,7 @@ def test_fixture_tables_are_identical_to_the_dict_path(path: Path, monkeypatch: 
 
     with monkeypatch.context() as m:
         m.setattr(typed, "loads", spy)
-        fast = read_trace(path)
+        fast = read_trace(path, reader="python")
     assert seen and all(seen)  # every chunk of a real trace decodes to Structs (no silent fallback)
     _assert_same(fast, _dict_path(path, monkeypatch))
 
@@ -95,7 +97,7 @@ def test_odd_values_give_the_dict_path_result(oddity: dict[str, Any] | None, tmp
         events.append(dict({"ph": "X", "cat": "cpu_op", "name": "odd", "pid": 1, "tid": 1, "ts": 90.0, "dur": 1.0},
                            **oddity))
     path = write(tmp_path / "t.json", events)
-    fast = read_trace(path)
+    fast = read_trace(path, reader="python")
     _assert_same(fast, _dict_path(path, monkeypatch))
     assert len(fast) == 9 + (oddity is not None)  # 10 complete events, the one without dur dropped
 
@@ -117,7 +119,8 @@ def test_without_msgspec_the_reader_uses_orjson(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['msgspec'] = None\n"
             "from stepscope.traces import typed; from stepscope.traces.kineto import read_trace\n"
             "assert not typed.AVAILABLE\n"
-            "t = read_trace(sys.argv[1]); print(len(t), int(t['correlation'].max()), t.shapes)")  # 102: from the flow
+            "t = read_trace(sys.argv[1], reader='python')\n"
+            "print(len(t), int(t['correlation'].max()), t.shapes)")  # 102: from the flow
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.split(" ", 2)
     assert out[:2] == ["9", "102"] and "[[2,3],[3,4]]" in out[2]

@@ -347,6 +347,13 @@ class NoiseFloor:
     sigma_log: float
     df: float
     source: str
+    load_shift_log: float = 0.0
+    """ln of the step-time ratio (experiment / baseline) that the two runs' difference in CPU contention predicts
+    (analyze/diff/contention.py); 0 when equal or not measured."""
+    load_factor: float = 0.0
+    """How much of a step-time change a contention shift can explain, per unit of shift (see ``load_allowance``)."""
+    load_reason: str | None = None
+    """The sentence an inconclusive verdict gives when the loads differed (None: they did not, or unknown)."""
 
     def threshold(self, *, confidence: float = 0.99) -> float:
         """Smallest |log ratio| of two single runs that this noise explains less than 1 - ``confidence`` of
@@ -354,11 +361,31 @@ class NoiseFloor:
         return t_quantile(0.5 + confidence / 2, self.df) * self.sigma_log * math.sqrt(2.0)
 
     def inflated(self, factor: float, why: str) -> NoiseFloor:
-        return NoiseFloor(self.sigma_log * factor, self.df, f"{self.source}, x{factor:g} because {why}")
+        return NoiseFloor(self.sigma_log * factor, self.df, f"{self.source}, x{factor:g} because {why}",
+                          self.load_shift_log, self.load_factor, self.load_reason)
+
+    def with_load(self, shift_log: float, factor: float, reason: str) -> NoiseFloor:
+        """This floor for two runs whose CPU contention differed by ``shift_log`` (see ``load_allowance``); when
+        that widens it, ``source`` says so and ``load_reason`` is ``reason``."""
+        out = NoiseFloor(self.sigma_log, self.df, self.source, shift_log, factor, None)
+        wide = out.load_allowance()
+        if wide <= 0:
+            return out
+        return NoiseFloor(self.sigma_log, self.df, f"{self.source}; widened by {math.expm1(wide):.0%} because the "
+                          "runs' CPU contention differed", shift_log, factor, reason)
+
+    def load_allowance(self) -> float:
+        """What a log change must clear on top of ``threshold()`` because the runs' contention differed:
+        ``load_factor * (|load_shift_log| - sigma_log * sqrt(2))``, nothing when the shift is within one standard
+        deviation of the difference of two runs (the floor's own between-run noise already holds ordinary load
+        changes). In either direction: a run's median step can move by more or less than its mean run-queue wait
+        predicts, so the shift widens the floor and is never subtracted from the change."""
+        return self.load_factor * max(abs(self.load_shift_log) - self.sigma_log * math.sqrt(2.0), 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {"sigma_log": self.sigma_log, "df": self.df if math.isfinite(self.df) else None,
-                "source": self.source}
+                "source": self.source, "load_shift_log": self.load_shift_log, "load_factor": self.load_factor,
+                "load_reason": self.load_reason}
 
 
 DEFAULT_RUN_SIGMA = 0.05
@@ -399,7 +426,8 @@ def pooled_noise_floor(groups: Any, *, what: str = "repeats of this command") ->
 
 def noise_floor_ratio(base: float, exp: float, floor: NoiseFloor, *, confidence: float = 0.99) -> RatioTest:
     """One run a side: the ratio, and whether it exceeds the noise floor (``p_value`` from the floor's t; no
-    interval, since two runs cannot estimate their own noise)."""
+    interval, since two runs cannot estimate their own noise). ``mde``: the change the floor requires, before
+    any widening for a difference in load (``NoiseFloor.load_allowance``)."""
     d = math.log(exp / base)
     se = floor.sigma_log * math.sqrt(2.0)
     p = min(1.0, 2.0 * t_sf(abs(d) / se, floor.df)) if se > 0 else (1.0 if d == 0 else 0.0)

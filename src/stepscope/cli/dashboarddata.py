@@ -1,5 +1,6 @@
 """The dashboard's Site from the store (used by `dashboard build` and `serve`): every run, and for every run
-name its tracked metrics' histories with their detected steps checked."""
+name its tracked metrics' histories with their detected steps checked; the full report and diff pages of
+indexed runs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from stepscope.cli.historydata import default_name, point_from_row
 from stepscope.report.dashboard.site import DashRun, NameView, Site
 
 if TYPE_CHECKING:
+    from stepscope.app import RunAnalysis
     from stepscope.store import Store
 
 
@@ -23,10 +25,11 @@ def name_view(name: str, points: list[RunPoint], *, threshold: float) -> NameVie
 
 
 def build_site(store: Store, *, name: str | None = None, report_ids: set[str] | None = None,
-               threshold: float = THRESHOLD) -> Site:
+               threshold: float = THRESHOLD, live: bool = False) -> Site:
     """Every run (newest first) and a view per run name; ``name`` (checked; default: the newest run's) comes
-    first and is what the pages show by default. ``report_ids``: runs that will have a full report page."""
-    rows = store.index.runs()
+    first and is what the pages show by default. ``report_ids``: runs that will have a full report page.
+    ``live``: a row the index still calls running is checked against its run directory (Store.rows)."""
+    rows = store.rows() if live else store.index.runs()
     metrics = store.index.metrics()
     reported = report_ids or set()
     runs = tuple(DashRun(id=r.id, name=r.name, status=r.status, start_s=r.start_ns / 1e9, commit=r.git_commit,
@@ -51,3 +54,43 @@ def diff_pairs(site: Site, limit: int = 50) -> list[tuple[str, str]]:
                    key=lambda s: -s.time_s)
     pairs = dict.fromkeys((s.last_good_run, s.first_bad_run) for s in steps)
     return list(pairs)[:limit]
+
+
+# ------------------------------------------------------------------------------------ report and diff pages
+
+
+def indexed_analysis(store: Store, run_id: str) -> RunAnalysis:
+    """The analysis of an indexed run by its exact id: its run directory read directly (Store.load would
+    first resolve the id against every indexed row, 0.3 s at 10,000 runs), the manifest's id checked."""
+    from stepscope.app import RunAnalysis
+    from stepscope.errors import StoreFormatError
+    from stepscope.store.rundir import read_run
+
+    run_dir = store.run_path(run_id)
+    data = read_run(run_dir)
+    if data.run.id != run_id:
+        raise StoreFormatError(f"{run_dir / 'manifest.json'}: the manifest names another run — the file is damaged")
+    return RunAnalysis(data)
+
+
+def render_report(store: Store, run_id: str) -> str | None:
+    """A run's full HTML report (the `stepscope report` renderer), or None when it cannot be rendered."""
+    try:
+        from stepscope.report.html.run_report import render_run_report
+
+        return render_run_report(indexed_analysis(store, run_id))
+    except Exception:  # a damaged or synthetic run dir: the dashboard links to its index page instead
+        return None
+
+
+def render_diff_page(store: Store, base_id: str, exp_id: str) -> str | None:
+    """The `stepscope diff --html` page of two indexed runs, or None when either cannot be loaded."""
+    from stepscope.analyze.diff import DiffSettings, diff
+    from stepscope.cli.diff import side_of_run
+    from stepscope.report.html.diff import render_diff
+
+    try:
+        base, exp = (side_of_run(indexed_analysis(store, run_id)) for run_id in (base_id, exp_id))
+        return render_diff(diff(base, exp, settings=DiffSettings()))
+    except Exception:  # a damaged or synthetic run dir: the compare page keeps the metrics and the command
+        return None

@@ -135,20 +135,6 @@ def site_from_store(store: Store, *, name: str | None = None, report_ids: set[st
     return build_site(store, name=name, report_ids=report_ids)
 
 
-def render_diff_page(store: Store, base_id: str, exp_id: str) -> str | None:
-    """The `stepscope diff --html` page of two stored runs, or None when either cannot be loaded."""
-    from stepscope.analyze.diff import DiffSettings, diff
-    from stepscope.app import RunAnalysis
-    from stepscope.cli.diff import side_of_run
-    from stepscope.report.html.diff import render_diff
-
-    try:
-        base, exp = (side_of_run(RunAnalysis.from_store(store, run_id)) for run_id in (base_id, exp_id))
-        return render_diff(diff(base, exp, settings=DiffSettings()))
-    except Exception:  # a damaged or synthetic run dir: the compare page keeps the metrics and the command
-        return None
-
-
 def step_pairs(histories: Any, limit: int = 20) -> list[tuple[str, str]]:
     """(last good run, first bad run) around each detected step of every history, newest first."""
     pairs: list[tuple[str, str]] = []
@@ -158,14 +144,3 @@ def step_pairs(histories: Any, limit: int = 20) -> list[tuple[str, str]]:
             if pair not in pairs and None not in pair:
                 pairs.append(pair)
     return pairs[-limit:]
-
-
-def render_report(store: Store, run_id: str) -> str | None:
-    """A run's full HTML report (the `stepscope report` renderer), or None when it cannot be rendered."""
-    try:
-        from stepscope.app import RunAnalysis
-        from stepscope.report.html.run_report import render_run_report
-
-        return render_run_report(RunAnalysis.from_store(store, run_id))
-    except Exception:  # a damaged or synthetic run dir: the dashboard links to its index page instead
-        return None

@@ -12,16 +12,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
 from stepscope.store import Store
+from stepscope.store.index import RunRow
 from stepscope.store.tail import RunTail
-
-if TYPE_CHECKING:
-    from stepscope.report.dashboard import Site
 
 IDLE_TIMEOUT_S = 10.0
 """A connection that sends nothing for this long is closed (half-open connections do not pile up)."""
@@ -84,22 +82,83 @@ def host_ok(header: str | None, names: frozenset[str], wildcard: bool) -> bool:
     return False
 
 
+class PageCache:
+    """What `serve` built for one state of the store: the Site and the pages rendered from it, reused until
+    the store's stamp (stepscope.cli.dashboardstamp.site_stamp: every indexed row and metric, a running run's
+    state in its directory) changes; and the newest full reports and diffs by their runs' stamps. One build at
+    a time: requests arriving meanwhile wait for it and are answered from it."""
+
+    REPORTS = 16
+    """Report and diff pages kept (the least recently asked is dropped)."""
+
+    def __init__(self, name: str | None) -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._stamp: str | None = None
+        self._pages: dict[str, Callable[[], str]] = {}
+        self._html: dict[str, bytes] = {}
+        self._runs: OrderedDict[tuple[str, ...], bytes | None] = OrderedDict()
+        self.builds = 0
+        """Sites built so far (a test reads it: one per change of the store, not one per request)."""
+
+    def page(self, store: Store, path: str) -> bytes | None:
+        """A dashboard page (index, regressions, compare, run, history) of the store as it is now; None when
+        the site has no such page."""
+        from stepscope.cli.dashboarddata import build_site
+        from stepscope.cli.dashboardstamp import site_stamp
+
+        stamp = site_stamp(store, self.name)
+        with self._lock:
+            if stamp != self._stamp:
+                from stepscope.report.dashboard import pages
+
+                ids = set(store.index.run_ids())
+                site = replace(build_site(store, name=self.name, report_ids=ids, live=True), live_diffs=True)
+                self._stamp, self._pages, self._html = stamp, pages(site), {}
+                self.builds += 1
+            if path not in self._html:
+                render = self._pages.get(path)
+                if render is None:
+                    return None
+                self._html[path] = with_live(render(), None).encode()
+            return self._html[path]
+
+    def run_page(self, key: tuple[str, ...], render: Callable[[], bytes | None]) -> bytes | None:
+        """A report or diff page by its runs' stamps (``key``), rendered on the first request."""
+        with self._lock:
+            if key in self._runs:
+                self._runs.move_to_end(key)
+                return self._runs[key]
+        body = render()  # outside the lock: a slow report does not hold the runs list up
+        with self._lock:
+            self._runs[key] = body
+            while len(self._runs) > self.REPORTS:
+                self._runs.popitem(last=False)
+        return body
+
+
 def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts: Iterable[str] = (),
                  idle_timeout_s: float = IDLE_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
-    """A GET/HEAD-only handler rendering the dashboard's pages from the store on each request
-    (``open_store()`` gives a Store; one per request, as index connections belong to their thread).
-    It answers only requests whose Host names the address the server is bound to (or ``extra_hosts``),
-    closes connections idle for ``idle_timeout_s``, and never follows a link out of the store."""
-    from stepscope.cli.dashboarddata import build_site
-    from stepscope.cli.historydata import render_diff_page, render_report
-    from stepscope.report.dashboard import pages
+    """A GET/HEAD-only handler answering the dashboard's pages from the store (``open_store()`` gives a
+    Store; one per request, as index connections belong to their thread). A page is built from the store as
+    it is at the request, but only when the store changed since the last build (PageCache). It answers only
+    requests whose Host names the address the server is bound to (or ``extra_hosts``), closes connections
+    idle for ``idle_timeout_s``, and never follows a link out of the store."""
+    from stepscope.cli.dashboarddata import render_diff_page, render_report
+    from stepscope.cli.dashboardstamp import run_stamps
 
     extra = tuple(extra_hosts)
     live = LiveRuns()
+    cache = PageCache(name)
+
+    def stamp_of(store: Store, *ids: str) -> tuple[str, ...]:
+        stamps = run_stamps(store, ids)
+        return (*ids, *(stamps[i] for i in ids))
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "stepscope"
         timeout = idle_timeout_s
+        pages = cache
 
         def _page(self) -> tuple[int, bytes]:
             path = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
@@ -110,25 +169,26 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
                 if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
                     a, _, b = path[len("diffs/"):-len(".html")].partition("--")
                     ids = set(store.index.run_ids())
-                    if a in ids and b in ids and (store.links_leaving(a) or store.links_leaving(b)):
+                    if a not in ids or b not in ids:
+                        return 404, b"no diff for these runs"
+                    if store.links_leaving(a) or store.links_leaving(b):
                         return 403, b"this run has links leaving the store: not served"
-                    html = render_diff_page(store, a, b) if a in ids and b in ids else None
-                    return (200, html.encode()) if html else (404, b"no diff for these runs")
+                    body = cache.run_page(stamp_of(store, a, b), lambda: (html.encode() if (
+                        html := render_diff_page(store, a, b)) else None))
+                    return (200, body) if body else (404, b"no diff for these runs")
                 if path.startswith("runs/") and path.endswith(".html"):
                     run_id = path[len("runs/"):-len(".html")]
                     if run_id not in store.index.run_ids():
                         return 404, b"no report for this run"
                     if store.links_leaving(run_id):
                         return 403, b"this run has links leaving the store: not served"
-                    html = render_report(store, run_id)
                     running = run_id in live.running_ids(store)
-                    return (200, with_live(html, run_id if running else None).encode()) if html else (
-                        404, b"no report for this run")
-                ids = set(store.index.run_ids())
-                site = live_statuses(store, replace(build_site(store, name=name, report_ids=ids),
-                                                    live_diffs=True))
-                render = pages(site).get(path)
-                return (200, with_live(render(), None).encode()) if render else (404, b"not found")
+                    body = cache.run_page(("report", str(running), *stamp_of(store, run_id)), lambda: (
+                        with_live(html, run_id if running else None).encode() if (
+                            html := render_report(store, run_id)) else None))
+                    return (200, body) if body else (404, b"no report for this run")
+                body = cache.page(store, path)
+                return (200, body) if body is not None else (404, b"not found")
             finally:
                 store.close()
 
@@ -186,13 +246,6 @@ def with_live(html: str, run_id: str | None) -> str:
     return html[:at] + tail + html[at:] if at >= 0 else html + tail
 
 
-def live_statuses(store: Store, site: Site) -> Site:
-    """The site with the status of each run the index still calls running checked against its run
-    directory (a killed launcher never updated the index): see Store.rows."""
-    now = {r.id: r.status for r in store.rows()}
-    return replace(site, runs=tuple(replace(r, status=now.get(r.id, r.status)) for r in site.runs))
-
-
 class LiveRuns:
     """The live figures of running runs, read incrementally (store/tail.py) and computed one request at a
     time: at most MAX_LIVE_RUNS runs followed, the least recently asked dropped first."""
@@ -202,15 +255,34 @@ class LiveRuns:
         self._lock = threading.Lock()
 
     @staticmethod
-    def running_ids(store: Store) -> set[str]:
-        return {r.id for r in store.rows() if r.status == "running"}
+    def rows(store: Store, where: str, params: list[Any]) -> list[RunRow]:
+        """The index rows matching ``where``, a row still ``running`` checked against its run directory as
+        Store.rows does (a killed launcher never updated it), without reading every row of a large store: the
+        pages poll this every few seconds."""
+        from stepscope.store.rundir import live_status
+
+        out = []
+        for r in store.index.runs(where, params):
+            if r.status == "running":
+                try:
+                    live = live_status(store.run_path(r.id))
+                except UserError:  # not a plain id, or a link out of the store: as the index says
+                    live = None
+                if live is not None and live[0].value != r.status:
+                    r = replace(r, status=live[0].value, end_ns=live[1], exit_code=live[2])
+            out.append(r)
+        return out
+
+    def running_ids(self, store: Store) -> set[str]:
+        return {r.id for r in self.rows(store, "status = ?", ["running"]) if r.status == "running"}
 
     def answer(self, store: Store, path: str) -> tuple[int, bytes]:
         if path == "live/status.json":  # running runs, and those that ended lately (a page turns them final)
             import time
 
             recent = time.time_ns() - int(RECENTLY_ENDED_S * 1e9)
-            return 200, _json({"runs": {r.id: r.status for r in store.rows()
+            return 200, _json({"runs": {r.id: r.status for r in self.rows(store, "status = ? OR end_ns >= ?",
+                                                                           ["running", recent])
                                         if r.status == "running" or (r.end_ns or 0) >= recent}})
         if not (path.startswith("live/runs/") and path.endswith(".json")):
             return 404, b"not found"
@@ -321,7 +393,11 @@ class ServeCommand:
     (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
     at once. Links inside a run directory that leave the store are never followed. Running runs are marked
     in the runs list and their report pages show live figures, refreshed every 3 s without a reload
-    (/live/status.json, /live/runs/ID.json). Ctrl-C stops it."""
+    (/live/status.json, /live/runs/ID.json). Pages show the store as it is when asked, but are built once per
+    change of the store: a request compares a stamp of the index (every run row and metric, and the state of
+    runs still running) with the one the pages were built from, and rebuilds them only when it differs; a
+    run's report and a diff are kept by the stamps of their runs (index row and run directory). Ctrl-C stops
+    it."""
 
     name = "serve"
     help = "serve the dashboard live from the store on 127.0.0.1"

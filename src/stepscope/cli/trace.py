@@ -13,7 +13,13 @@ from rich.console import Console
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
-from stepscope.analyze.trace.rankdist import RANK_ROWS_MAX, traceset_distributions
+from stepscope.analyze.trace.rankdist import (
+    as_distributions,
+    kernel_distributions,
+    operator_distributions,
+    traceset_distributions,
+)
+from stepscope.cli.views.traces import shortened
 from stepscope.errors import UserError
 from stepscope.executor import executor_for
 from stepscope.executor.dask import CONNECT_TIMEOUT_S
@@ -114,7 +120,7 @@ class TraceCommand:
         if args.json:
             _emit_json(result.to_dict())
             return 0
-        if len(result.ranks) > RANK_ROWS_MAX:
+        if as_distributions(len(result.ranks)):
             console.print(ranks_terminal.traceset_distribution_view(result, traceset_distributions(result)))
             return 0
         for a in result.ranks:
@@ -129,6 +135,11 @@ class TraceCommand:
         if args.json:
             _emit_json({str(a.rank): [s.to_dict() for s in rows(a)[:args.top]] for a in result.ranks})
             return 0
+        if as_distributions(len(result.ranks)):
+            console.print(ranks_terminal.distribution_table(
+                f"{len(result.ranks)} ranks: GPU time by {args.by} across ranks (top {args.top} by total)",
+                shortened(kernel_distributions(result, by=args.by, top=args.top))))
+            return 0
         for a in result.ranks:
             console.print(view.kernel_view(rows(a), top=args.top, title=f"rank {a.rank}: GPU time by {args.by}"))
         return 0
@@ -138,6 +149,11 @@ class TraceCommand:
         ranked = {a.rank: sorted(a.operators, key=lambda o: -getattr(o, key)) for a in result.ranks}
         if args.json:
             _emit_json({str(rank): [o.to_dict() for o in ops[:args.top]] for rank, ops in ranked.items()})
+            return 0
+        if as_distributions(len(result.ranks)):
+            console.print(ranks_terminal.distribution_table(
+                f"{len(result.ranks)} ranks: operators' {args.sort.replace('_', ' ')} across ranks "
+                f"(top {args.top} by total)", shortened(operator_distributions(result, sort=args.sort, top=args.top))))
             return 0
         for ops in ranked.values():
             console.print(view.ops_view(ops, top=args.top))

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stepscope.collect.session import Session
+from stepscope.collect.session import DONE, Session
 
 _perf = time.perf_counter_ns
 _local = threading.local()
@@ -140,6 +140,18 @@ class CommRecorder:
         a.record()
         return a, torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
 
+    def queue_cuda(self, seq: int, op: str, start: Any, end: Any) -> None:
+        """Keep a call's CUDA events until they complete; the step boundaries poll them only while some
+        are pending (a process without CUDA collectives pays nothing per step)."""
+        if not self.cuda_pending:
+            self.session.extras.append(self.poll_cuda)
+        self.cuda_pending.append((seq, op, start, end))
+
+    def poll_cuda(self) -> object:
+        """Per-step collector: record the events completed so far; ``DONE`` once none is pending."""
+        self.drain_cuda()
+        return None if self.cuda_pending else DONE
+
     def drain_cuda(self, *, block: bool = False) -> None:
         keep = []
         for seq, op, a, b in self.cuda_pending:
@@ -217,7 +229,7 @@ def _wrap(rec: CommRecorder, op: str, orig: Callable[..., Any]) -> Callable[...,
         try:
             if ev is not None:
                 ev[1].record()
-                rec.cuda_pending.append((row["seq"], op, ev[0], ev[1]))
+                rec.queue_cuda(row["seq"], op, ev[0], ev[1])
             if op == "recv" and row["peer"] < 0 and isinstance(out, int):
                 row["peer"] = out
             if row["is_async"] and out is not None:
@@ -312,11 +324,6 @@ def install_comm_hooks(session: Session, undo: list[Callable[[], None]]) -> None
                 setattr(mod, op, w)
                 undo.append(functools.partial(setattr, mod, op, orig))
 
-    def on_step() -> None:
-        if rec.cuda_pending:
-            rec.drain_cuda()
-
-    session.extras.append(on_step)
     session.closers.insert(0, lambda: rec.drain_cuda(block=True))
     try:
         from stepscope.collect.ddp import install_ddp_hook

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from stepscope.collect.batch import batch_size
+from stepscope.collect.options import ENV_DATABENCH as ENV_DATABENCH  # read here, set by cli/databench.py
 from stepscope.collect.session import Session
 
-ENV_DATABENCH = "STEPSCOPE_DATABENCH"
 STREAMING_DEFAULT_TIME_S = 30.0
 """Per-epoch time limit applied to a loader without a length when neither limit is given."""
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from stepscope.collect.options import ENV_DATABENCH
 from stepscope.collect.session import Session
 
 _UNDO: list[Callable[[], None]] = []
@@ -19,34 +20,46 @@ _WATCH: dict[str, Any] = {}
 
 
 def install_torch_hooks(session: Session) -> None:
-    """Install every zero-code hook into an imported torch. Each part fails alone."""
-    from stepscope.collect.databench import install_databench
-    from stepscope.collect.flops import install_flop_meter
-    from stepscope.collect.loader import install_loader_hooks
-    from stepscope.collect.memsnapshot import install_memory_snapshot
-    from stepscope.collect.mlflowrun import install_mlflow_probe
-    from stepscope.collect.modules import ModuleWatch
-    from stepscope.collect.stacks import install_stacks
-
+    """Install every zero-code hook into an imported torch. Each part fails alone. A part that this run's
+    options leave off is not imported at all (start-up: benchmarks/overhead.py)."""
+    o = session.options
     parts: list[tuple[str, Callable[[], None]]] = [
         ("optimizer", lambda: _install_optimizer_hooks(session)),
         ("backward", lambda: _install_backward_hook(session)),
-        ("dataloader", lambda: install_loader_hooks(session, _UNDO)),
-        ("databench", lambda: install_databench(session, _UNDO)),
-        ("stacks", lambda: install_stacks(session, _UNDO)),
-        ("modules", lambda: _WATCH.__setitem__("modules", ModuleWatch(session, _UNDO))),
+        ("dataloader", lambda: _install_part("loader", "install_loader_hooks")(session, _UNDO)),
+        ("modules", lambda: _install_modules(session)),
         ("cuda", lambda: _install_cuda(session)),
         ("comm", lambda: _install_comm(session)),
         ("window", lambda: _install_window(session)),
-        ("flops", lambda: install_flop_meter(session)),
-        ("memory-snapshot", lambda: install_memory_snapshot(session)),
-        ("mlflow", lambda: install_mlflow_probe(session)),
+        ("flops", lambda: _install_part("flops", "install_flop_meter")(session)),
     ]
+    if os.environ.get(ENV_DATABENCH):
+        parts.append(("databench", lambda: _install_part("databench", "install_databench")(session, _UNDO)))
+    if o.sample_stacks_hz > 0:
+        parts.append(("stacks", lambda: _install_part("stacks", "install_stacks")(session, _UNDO)))
+    if o.memory_snapshot_steps > 0:
+        parts.append(("memory-snapshot", lambda: _install_part("memsnapshot", "install_memory_snapshot")(session)))
+    if o.mlflow:
+        parts.append(("mlflow", lambda: _install_part("mlflowrun", "install_mlflow_probe")(session)))
     for name, install in parts:
         try:
             install()
         except Exception as e:
             session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
+
+
+def _install_part(module: str, function: str) -> Callable[..., None]:
+    """``stepscope.collect.<module>.<function>``, imported now."""
+    import importlib
+
+    fn: Callable[..., None] = getattr(importlib.import_module(f"stepscope.collect.{module}"), function)
+    return fn
+
+
+def _install_modules(session: Session) -> None:
+    from stepscope.collect.modules import ModuleWatch
+
+    _WATCH["modules"] = ModuleWatch(session, _UNDO)
 
 
 def _install_cuda(session: Session) -> None:
@@ -87,7 +100,8 @@ def _install_optimizer_hooks(session: Session) -> None:
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         nonlocal span, depth
         if depth == 0:
-            span = nesting.enter(session)
+            st = session.step  # nesting.enter written out (the hot path: one call a step saved)
+            span = (st, st.data_wait + st.forward + st.backward + st.optimizer + st.comm, perf())
         depth += 1
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
@@ -100,7 +114,15 @@ def _install_optimizer_hooks(session: Session) -> None:
             if fault:
                 raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
             # own time only: a closure (Lightning) runs forward and backward inside the step
-            session.step.optimizer += nesting.own_time(session, span, t1)  # type: ignore[arg-type]
+            # (nesting.own_time written out)
+            st0, a0, t0 = span  # type: ignore[misc]
+            st = session.step
+            nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
+            if st is not st0:
+                nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+            own = t1 - t0 - nested
+            if own > 0:
+                st.optimizer += own
             if opt is marker:
                 session.mark_step(t1, source="optimizer")
                 return
@@ -131,22 +153,26 @@ def _install_optimizer_hooks(session: Session) -> None:
 def _install_backward_hook(session: Session) -> None:
     import torch.autograd
 
-    from stepscope.collect import nesting
-
     orig = torch.autograd.backward
     perf = time.perf_counter_ns
 
     def backward(*args: Any, **kwargs: Any) -> Any:
-        span = nesting.enter(session)
+        st0 = session.step  # nesting.enter and own_time written out (the hot path)
+        a0 = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm
+        t0 = perf()
         try:
             return orig(*args, **kwargs)
         finally:
             try:
                 t1 = perf()
                 st = session.step
-                st.backward += nesting.own_time(session, span, t1)
+                nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
+                if st is not st0:
+                    nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+                if t1 - t0 > nested:
+                    st.backward += t1 - t0 - nested
                 if st.start is None:
-                    st.start = span[2]
+                    st.start = t0
                 if not session.active and not session.disabled:
                     session.activate()  # a backward pass is training: the run is observed
             except Exception as e:

@@ -58,6 +58,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
     peek) is no epoch, and its batch's samples are taken back when a new pass of the same loader starts
     in the same step. Until a pass is confirmed its steps carry the epoch it will get.
     """
+    from torch import Tensor as tensor
     from torch.utils.data import dataloader as dl
 
     it_cls = dl._BaseDataLoaderIter
@@ -109,7 +110,9 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 return batch
             if not s.active and not s.activate():
                 return batch
-            n = batch_size(batch)
+            # batch_size's common case written out: a tensor, or a list / tuple that starts with one
+            t = batch[0] if (type(batch) is list or type(batch) is tuple) and batch else batch
+            n = float(t.shape[0]) if type(t) is tensor and t.dim() else batch_size(batch)
             if key is not None and nb == 1:
                 prev = first_batch.get(key)
                 if prev is not None and prev[0] != self._stepscope_token and prev[1] is st and st.samples >= prev[2]:

@@ -12,6 +12,8 @@ ENV_RUN_DIR = "STEPSCOPE_RUN_DIR"
 ENV_RUN_ID = "STEPSCOPE_RUN_ID"
 ENV_BOOT = "STEPSCOPE_BOOT_DIR"
 ENV_DISABLE = "STEPSCOPE_DISABLE"
+ENV_DATABENCH = "STEPSCOPE_DATABENCH"
+"""Set by `stepscope data-bench` to its spec (collect/databench.py); the bench is installed only then."""
 
 
 @dataclass(frozen=True, slots=True)

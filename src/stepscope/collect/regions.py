@@ -1,17 +1,22 @@
 """``region()``: a named, nestable timed span (context manager or decorator); ``timed`` is its decorator
-form. Kept cheap (three Python calls, two clock reads, no lock: ~0.2 µs on an idle core): see benchmarks/overhead.py."""
+form. Kept cheap (two clock reads, no lock): benchmarks/hook_costs.py times it.
+
+Two implementations with the same semantics: the compiled ``_region.region`` (an optional C extension,
+built by setup.py; issue 20's 0.5 µs budget) and :class:`PyRegion`, the pure-Python reference and fallback.
+``region`` is the compiled one when it was built, unless ``STEPSCOPE_PURE_REGION=1``."""
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar, cast
 
 from stepscope.collect import session as _sessions
 from stepscope.collect.api import session_for_api
-from stepscope.collect.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 _perf = time.perf_counter_ns
@@ -28,30 +33,34 @@ def _stack() -> list[str]:
         return _tls.stack  # type: ignore[no-any-return]
 
 
-class region:
+class PyRegion:
     """Time a block: ``with region("name"):`` or ``@region("name")``. Nested regions get the path
-    ``outer/inner``. Time is CPU wall clock (on CUDA: the time to launch the work, not to run it)."""
+    ``outer/inner``. Time is CPU wall clock (on CUDA: the time to launch the work, not to run it).
+
+    The hot path: ``__init__``, ``__enter__`` and ``__exit__`` are the only Python calls, with two clock
+    reads and one tuple appended to the session's lock-free region deque (tests/collect/test_hot_path.py)."""
 
     __slots__ = ("_path", "_session", "_stack", "_t0", "name")
 
     def __init__(self, name: str) -> None:
-        self.name = str(name)
+        self.name = f"{name}"  # str(name) without a call for a str (the usual case)
 
-    def __enter__(self) -> region:
+    def __enter__(self) -> PyRegion:
         s = _sessions._CURRENT
-        # fast path: a recording session exists; otherwise find or create one (standalone use)
-        self._session: Session | None = s if s is not None and s.active and not s.disabled else session_for_api()
+        if s is None or not s.active or s.disabled:
+            s = session_for_api()  # standalone use: find or create one
+        self._session = s
         try:
             stack = _tls.stack
         except AttributeError:
             stack = _stack()
-        self._path = f"{stack[-1]}/{self.name}" if stack else self.name
-        stack.append(self._path)
+        path = self._path = stack[-1] + "/" + self.name if stack else self.name
+        stack.append(path)
         self._stack = stack  # the entering thread's: __exit__ runs in the same thread
         self._t0 = _perf()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         t1 = _perf()
         stack = self._stack
         if stack:
@@ -61,17 +70,35 @@ class region:
             st = s.step
             if st.start is None:
                 st.start = self._t0
-            s.buffers.region_rows.append((self._path, s.step_index, self._t0, t1, len(stack)))
+            s.region_row((self._path, s.step_index, self._t0, t1, len(stack)))
 
     def __call__(self, fn: F) -> F:
-        name = self.name
+        return _wrap(PyRegion, self.name, fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with region(name):
-                return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+def _wrap(make: Callable[[str], AbstractContextManager[Any]], name: str, fn: F) -> F:
+    """``fn`` timed as region ``name`` at every call (both implementations' ``__call__``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with make(name):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+ENV_PURE = "STEPSCOPE_PURE_REGION"
+"""Set (non-empty) to make ``region`` the Python :class:`PyRegion` even where the compiled one was built."""
+
+try:
+    from stepscope.collect import _region
+except ImportError:  # not built (the extension is optional): the Python reference serves
+    CRegion: type[PyRegion] | None = None
+else:
+    _region.bind(globals(), vars(_sessions))
+    CRegion = cast("type[PyRegion]", _region.region)  # the same interface (_region.pyi), not a subclass
+region: type[PyRegion] = PyRegion if CRegion is None or os.environ.get(ENV_PURE) else CRegion
+"""The region type in use: :data:`CRegion` (compiled) when built, else :class:`PyRegion`."""
 
 
 def timed(name: str | Callable[..., Any] | None = None) -> Any:

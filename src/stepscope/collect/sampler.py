@@ -5,8 +5,12 @@ One sample when the session opens (memory, threads, GPUs: no rates yet), one eve
 still has memory figures. Each periodic and the last sample: process CPU % and RSS, system CPU %
 and memory, disk and network I/O rates; on local rank 0 only (one per node, not one per rank),
 every GPU through NVML (utilisation, memory, power, cumulative energy, SM clock, temperature) and
-CPU package energy through RAPL where readable. A source that cannot be read is left out (its
-columns are absent, never zero). Slow NVML queries run here, never on the training thread.
+CPU package energy through RAPL where readable. For the host's CPU contention (what `diff` compares between
+two single runs): the 1-minute load average (``load_avg_1m``) and, from Linux ``/proc/PID/schedstat``, the main
+(training) thread's run-queue wait, the share of the interval it was runnable but waiting for a CPU
+(``run_queue_wait_pct``), its CPU time (``main_thread_cpu_pct``, 100 = the whole interval) and how many times it
+was put on a CPU (``main_thread_slices``). A source that cannot be read is left out (its columns are absent, never
+zero). Slow NVML queries run here, never on the training thread.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ class Sampler(threading.Thread):
         prev_t = time.monotonic()
         rapl_total = 0.0
         rapl_prev = [_read_uj(p) for p in rapl]
+        schedstat = Path(f"/proc/{os.getpid()}/schedstat")
+        prev_sched = _schedstat_ns(schedstat)
         first = True
         while True:
             # one sample at once (memory and GPU figures; rates need an interval), one per period, and
@@ -115,6 +121,14 @@ class Sampler(threading.Thread):
                 s["threads"] = float(proc.num_threads())
             if not first:
                 s["cpu_system_pct"] = psutil.cpu_percent(None)
+                sched = _schedstat_ns(schedstat)
+                if sched is not None and prev_sched is not None:
+                    s["main_thread_cpu_pct"] = 100.0 * max(sched[0] - prev_sched[0], 0) / (dt * 1e9)
+                    s["run_queue_wait_pct"] = 100.0 * max(sched[1] - prev_sched[1], 0) / (dt * 1e9)
+                    s["main_thread_slices"] = float(max(sched[2] - prev_sched[2], 0))
+                prev_sched = sched
+            if hasattr(os, "getloadavg"):
+                s["load_avg_1m"] = os.getloadavg()[0]
             vm = psutil.virtual_memory()
             s["mem_system_used_bytes"] = float(vm.total - vm.available)
             s["mem_system_total_bytes"] = float(vm.total)
@@ -143,6 +157,16 @@ def _read_uj(p: Path) -> float | None:
     try:
         return float(p.read_text())
     except (OSError, ValueError):
+        return None
+
+
+def _schedstat_ns(path: Path) -> tuple[int, int, int] | None:
+    """Cumulative ns the thread has run on a CPU and waited on a run queue, and how many times it was put on a CPU
+    (the three fields of schedstat), None where unreadable."""
+    try:
+        fields = path.read_text().split()
+        return int(fields[0]), int(fields[1]), int(fields[2])
+    except (OSError, ValueError, IndexError):
         return None
 
 

@@ -104,6 +104,8 @@ class Session:
         self.role = role or options.role
         self.clock = Clock()
         self.buffers = Buffers(self.clock.offset_ns)
+        self.region_row = self.buffers.region_rows.append
+        """Appends one region row (regions.py's hot path: the bound method, looked up once)."""
         self.active = False
         self.closed = False
         self.disabled = False
@@ -283,6 +285,7 @@ class Session:
         stream, and it records only if it trains itself (a multiprocessing training child)."""
         self.pid = os.getpid()
         self.buffers = Buffers(self.clock.offset_ns)
+        self.region_row = self.buffers.region_rows.append
         self.active = False
         self.closed = False
         self._writer = None

@@ -50,3 +50,11 @@ def failure(exc: BaseException) -> str:
     """One line for a job that raised."""
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def call(fn: Callable[[Any], Any], job: Any) -> Outcome[Any]:
+    """``fn(job)`` as an Outcome: its value, or the one-line error of the exception it raised."""
+    try:
+        return Outcome(value=fn(job))
+    except Exception as exc:  # a bug or an unexpected input in one job must not stop the others
+        return Outcome(error=failure(exc))

@@ -1,21 +1,36 @@
 """Jobs on a Dask cluster (the optional ``stepscope[dask]`` extra): an existing scheduler, or a LocalCluster.
 
-Each job is one task; only its (small) value travels back to this process. The scheduler reruns a task
-whose worker died on another worker (up to its ``allowed-failures``, 3 by default); a task that still
-fails (``KilledWorker``) or raises comes back as an error naming it, so nothing goes silently missing.
-Workers must be able to import stepscope (install it in the workers' environment).
+Jobs travel in batches of up to :data:`BATCH_MAX` per task (each worker still gets several tasks, for
+balance), so a set of thousands of small ranks does not pay the scheduler's per-task cost for each; only
+the (small) values travel back to this process. A job that raises is one error in its batch, the others
+keep their values. The scheduler reruns a task whose worker died on another worker (up to its
+``allowed-failures``, 3 by default); a task that still fails (``KilledWorker``) comes back as an error for
+each of its jobs, so nothing goes silently missing. Workers must be able to import stepscope (install it
+in the workers' environment).
+
+A LocalCluster started here runs its workers without Dask's statistical profiler, which samples every
+worker thread's stack every 10 ms: on the per-rank analyses it cost 20-40 % more CPU in the task's thread
+than the same job in a local pool process (figures in docs/traces.md). A cluster given by address keeps its
+own configuration (set ``distributed.worker.profile.enabled: false`` there for the same gain).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from stepscope.errors import UserError
-from stepscope.executor.base import OnDone, Outcome, failure
+from stepscope.executor.base import OnDone, Outcome, call, failure
 
 CONNECT_TIMEOUT_S = 10.0
+BATCH_MAX = 8
+"""Most jobs per task."""
+TASKS_PER_WORKER = 4
+"""Batches are sized so that each worker gets about this many tasks (load balance, progress granularity)."""
+_LOCAL_CONFIG = {"distributed.worker.profile.enabled": False}
+"""A LocalCluster's workers run without the statistical profiler (see the module's docstring)."""
 RETRIES = 1
 """Extra attempts of a task that raised on its worker (a worker's death is retried by the scheduler)."""
 
@@ -40,9 +55,10 @@ class DaskExecutor:
         distributed = _distributed()
         self._cluster: Any = None
         if local_workers is not None:
+            # config: each nanny passes it to its worker, and again to the one it starts after a worker's death
             self._cluster = distributed.LocalCluster(
                 n_workers=local_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.ERROR)
+                silence_logs=logging.ERROR, config=_LOCAL_CONFIG)
             self.client: Any = distributed.Client(self._cluster)
             self._where = f"Dask LocalCluster ({local_workers} worker processes)"
             return
@@ -60,26 +76,49 @@ class DaskExecutor:
     def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], *,
             on_done: OnDone | None = None) -> list[Outcome[Any]]:
         distributed = _distributed()
-        futures = self.client.map(fn, list(jobs), pure=False, retries=RETRIES)
-        index = {f.key: i for i, f in enumerate(futures)}
+        batches = batched(len(jobs), batch_size(len(jobs), self._workers()))
+        futures = self.client.map(partial(run_batch, fn), [[jobs[i] for i in b] for b in batches], pure=False,
+                                  retries=RETRIES)
+        index = {f.key: b for f, b in zip(futures, batches, strict=True)}
         out: list[Outcome[Any]] = [Outcome(error="not run")] * len(jobs)
         # with_results: the client fetches each value in the background as its task finishes, instead of one
         # blocking round trip to a worker per result
         for fut, value in distributed.as_completed(futures, with_results=True, raise_errors=False):
-            i = index[fut.key]
+            where = index[fut.key]
             if fut.status == "finished":
-                out[i] = Outcome(value=value)
+                for i, o in zip(where, value, strict=True):
+                    out[i] = o
             else:
-                out[i] = Outcome(error=f"failed on the cluster ({_why(fut.status, value)})")
+                for i in where:
+                    out[i] = Outcome(error=f"failed on the cluster ({_why(fut.status, value)})")
             fut.release()
-            if on_done:
-                on_done()
+            if on_done is not None:
+                for _ in where:
+                    on_done()
         return out
+
+    def _workers(self) -> int:
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
 
     def close(self) -> None:
         self.client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def batch_size(jobs: int, workers: int) -> int:
+    """Jobs per task: about TASKS_PER_WORKER tasks per worker, at most BATCH_MAX jobs each."""
+    return max(1, min(BATCH_MAX, jobs // (workers * TASKS_PER_WORKER)))
+
+
+def batched(jobs: int, size: int) -> list[list[int]]:
+    """Job indices ``0..jobs-1`` in consecutive batches of ``size`` (the last one shorter)."""
+    return [list(range(i, min(i + size, jobs))) for i in range(0, jobs, size)]
+
+
+def run_batch(fn: Callable[[Any], Any], jobs: list[Any]) -> list[Outcome[Any]]:
+    """A task: ``fn`` over its jobs, one after the other, each failure an error of its own job."""
+    return [call(fn, job) for job in jobs]
 
 
 def _why(status: str, value: Any) -> str:

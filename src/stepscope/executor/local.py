@@ -8,7 +8,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from stepscope.executor.base import OnDone, Outcome, failure
+from stepscope.executor.base import OnDone, Outcome, call
 
 LOST = "its worker process died (twice: killed, or out of memory?) — not analysed"
 
@@ -35,7 +35,7 @@ class LocalExecutor:
         out: list[Outcome[Any] | None] = [None] * len(jobs)
         if n <= 1 or len(jobs) <= 1:
             for i, job in enumerate(jobs):
-                out[i] = _call(fn, job)
+                out[i] = call(fn, job)
                 if on_done:
                     on_done()
             return [o for o in out if o is not None]
@@ -50,19 +50,12 @@ class LocalExecutor:
         return None
 
 
-def _call(fn: Callable[[Any], Any], job: Any) -> Outcome[Any]:
-    try:
-        return Outcome(value=fn(job))
-    except Exception as exc:  # a bug or an unexpected input in one job must not stop the others
-        return Outcome(error=failure(exc))
-
-
 def _pool_round(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], out: list[Outcome[Any] | None],
                 workers: int, on_done: OnDone | None, *, last: bool) -> list[int]:
     """Run the jobs ``todo``; return those lost with a broken pool (to retry), filling ``out`` for the rest."""
     lost = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures: dict[Future[Any], int] = {pool.submit(_call, fn, jobs[i]): i for i in todo}
+        futures: dict[Future[Any], int] = {pool.submit(call, fn, jobs[i]): i for i in todo}
         for fut in as_completed(futures):
             i = futures[fut]
             try:

@@ -1,7 +1,8 @@
 """Read and analyse a set of per-rank traces on any executor (local pool by default, or Dask).
 
-Each rank is one job: read its file and analyse it where the job runs, so only the small per-rank result
-(a :class:`TraceAnalysis`, or a :class:`RankComm`) travels back, never an event table. The pure reductions
+Each rank is one job (:func:`stepscope.executor.rankjob.run_rank`): read its file and analyse it where the
+job runs, so only the small per-rank result (a :class:`TraceAnalysis`, or a :class:`RankComm`) travels
+back, never an event table, and the worker frees the table before its next rank. The pure reductions
 (:func:`stepscope.analyze.trace.multirank.combine`, :func:`stepscope.analyze.trace.comm.comm_matrix`) then
 run here. A rank that fails, or whose worker is lost, is named in the result's errors; the rest are analysed.
 """
@@ -21,8 +22,9 @@ from stepscope.analyze.trace.multirank import TraceSetAnalysis, combine
 from stepscope.errors import TraceError
 from stepscope.executor.base import Executor, OnDone
 from stepscope.executor.local import LocalExecutor
+from stepscope.executor.rankjob import run_rank
 from stepscope.model.events import EventTable
-from stepscope.traces.traceset import RankResult, mark_duplicate_ranks, rank_jobs, run_rank_job, trace_files
+from stepscope.traces.traceset import RankResult, mark_duplicate_ranks, rank_jobs, trace_files
 
 
 def _analyze(table: EventTable) -> TraceAnalysis:
@@ -40,7 +42,7 @@ def map_trace_set(paths: Sequence[str | Path], fn: Callable[[EventTable], Any], 
     files = trace_files(paths)
     jobs = rank_jobs(files)
     with _progress(len(jobs), label, progress) as on_done:
-        outcomes = executor.map(partial(run_rank_job, fn=fn), jobs, on_done=on_done)
+        outcomes = executor.map(partial(run_rank, fn=fn), jobs, on_done=on_done)
     results: list[RankResult] = [
         o.value if o.error is None and isinstance(o.value, RankResult) else
         RankResult(j.path, None, error=f"{j.path}: {o.error or 'no result'}")

@@ -184,7 +184,7 @@ class ChunkColumns:
         xs = [r for r in rows if r[0] == "X"]
         if len(xs) < len(rows):
             flows = [(r[0], r[1], r[5], r[6], r[8]) for r in rows
-                     if (r[0] == "s" or r[0] == "f") and r[3] in _FLOW_CATS]
+                     if (r[0] == "s" or r[0] == "f") and r[3].__class__ is str and r[3] in _FLOW_CATS]
             if flows:
                 self._add_flows(list(zip(*flows)))
         del rows
@@ -320,27 +320,32 @@ class ChunkColumns:
             table: EventTable = EventTable.empty_with(meta)
             return table
         parts, self.parts = self.parts, defaultdict(list)
-        dur = np.concatenate(parts.pop("dur_ns"))
+        dur = _joined(parts.pop("dur_ns"))
         negative = np.flatnonzero(dur < 0)
         if negative.size:
-            first = list(self.name_codes)[int(np.concatenate(parts["name"])[negative[0]])]
+            first = list(self.name_codes)[int(_joined(parts["name"])[negative[0]])]
             raise ValueError(f"{negative.size} events have a negative duration (first: {first!r}) "
                              "— the trace is corrupt; re-record it")
-        ts = np.concatenate(parts.pop("ts_ns"))
+        ts = _joined(parts.pop("ts_ns"))
         order = None if bool((ts[1:] >= ts[:-1]).all()) else np.argsort(ts, kind="stable")
         cols = {"ts_ns": ts, "dur_ns": dur}
         for k in list(parts):
-            col = np.concatenate(parts.pop(k))
+            col = _joined(parts.pop(k))
             cols[k] = col
         if order is not None:
             for k in list(cols):
                 cols[k] = cols[k][order]
-        flows = {k: np.concatenate(v) for k, v in self.flow_parts.items()}
+        flows = {k: _joined(v) for k, v in self.flow_parts.items()}
         self.flow_parts = defaultdict(list)
         _fill_correlation_from_flows(cols, flows)
         return EventTable(cols, names=tuple(map(str, self.name_codes)), cats=tuple(map(str, self.cat_codes)),
                           shapes=tuple(self.shape_codes), meta=meta, flows=flows,
                           colls=tuple(map(collective_args, self.coll_codes)))
+
+
+def _joined(parts: list[Array]) -> Array:
+    """The parts of a column as one array (a single part as it is: no copy)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 COLLECTIVE_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "Process Group Ranks",

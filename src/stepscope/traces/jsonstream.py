@@ -91,6 +91,11 @@ class TraceEventSplitter:
     def _read(self) -> bytes:
         return self._stream.read(self._block)
 
+    def array_start(self) -> bytes:
+        """Consume the header up to the ``[`` of traceEvents; return the bytes read after it (for a reader that
+        cuts the events itself, as :mod:`stepscope.traces.compiled` does)."""
+        return self._find_array_start()
+
     def _find_array_start(self) -> bytes:
         """Consume the header up to the ``[`` of traceEvents; return the bytes after it.
 

@@ -3,7 +3,9 @@
 Handles PyTorch 1.x and 2.x traces, CUDA and ROCm (HIP runtime) traces, CPU-only traces, traces without
 ``distributedInfo`` or ``deviceProperties`` and nanosecond-resolution (float µs) timestamps. The JSON is
 split into chunks (:mod:`stepscope.traces.jsonstream`), each parsed with ``orjson`` and turned into NumPy
-columns at once, so no more than one chunk of events is ever held as Python objects.
+columns at once, so no more than one chunk of events is ever held as Python objects. Where the compiled reader
+is built (:mod:`stepscope.traces.compiled`) it reads the events instead, with no Python object per event, and
+hands any file it cannot read exactly back to this Python path.
 
 Every problem with the file raises :class:`~stepscope.errors.TraceError` with one line naming the file.
 """
@@ -24,9 +26,9 @@ import orjson
 
 from stepscope.errors import TraceError
 from stepscope.model.events import DeviceInfo, EventKind, EventTable, TraceMeta, category_kind
-from stepscope.traces import typed
+from stepscope.traces import compiled, typed
 from stepscope.traces.columns import ChunkColumns, NotTraceEvents
-from stepscope.traces.jsonstream import JsonShapeError, TraceEventSplitter, header_object
+from stepscope.traces.jsonstream import BLOCK_BYTES, JsonShapeError, TraceEventSplitter, header_object
 
 RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -55,46 +57,52 @@ class _EndAtEof:
             return b""
 
 
-def read_trace_partial(path: str | Path, *, rank: int | None = None) -> tuple[EventTable, str | None]:
+def read_trace_partial(path: str | Path, *, rank: int | None = None,
+                       reader: str | None = None) -> tuple[EventTable, str | None]:
     """Parse one trace file that may still be being written (a running job's).
 
     A file cut mid-write is read up to its last whole event; the note (else None) says so. Every other
     problem raises as :func:`read_trace` does.
     """
-    return _read(Path(path), rank, None, allow_truncated=True)
+    return _read(Path(path), rank, None, allow_truncated=True, reader=reader)
 
 
-def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | None = None) -> EventTable:
+def read_trace(path: str | Path, *, rank: int | None = None, block_bytes: int | None = None,
+               reader: str | None = None) -> EventTable:
     """Parse one trace file.
 
     Args:
         path: a ``.json`` or ``.json.gz`` Kineto / Chrome trace.
         rank: used when neither ``distributedInfo`` nor the file name gives one.
         block_bytes: bytes read at a time (memory vs. speed; the default suits traces of any size).
+        reader: ``"auto"`` (compiled where built), ``"c"`` or ``"python"``; default ``$STEPSCOPE_TRACE_READER``
+            or auto. Both give the same table (:mod:`stepscope.traces.compiled`).
 
     Raises:
         TraceError: unreadable, truncated, not a trace, or with negative durations.
     """
-    return _read(Path(path), rank, block_bytes, allow_truncated=False)[0]
+    return _read(Path(path), rank, block_bytes, allow_truncated=False, reader=reader)[0]
 
 
 def _read(p: Path, rank: int | None, block_bytes: int | None, *,
-          allow_truncated: bool) -> tuple[EventTable, str | None]:
+          allow_truncated: bool, reader: str | None = None) -> tuple[EventTable, str | None]:
     if not p.is_file():
         raise TraceError(f"{p}: no such trace file — give a .json or .json.gz Kineto trace")
     from stepscope.traces.xla import is_xla_trace, read_xla_trace
 
     if is_xla_trace(p):  # a TensorFlow / JAX profile (XPlane or its trace-viewer JSON)
         return read_xla_trace(p, rank=rank), None
-    builder = ChunkColumns()
-    with _reading(p) as raw:
-        stream = _EndAtEof(raw) if allow_truncated else raw
-        splitter = TraceEventSplitter(stream, **({"block_bytes": block_bytes} if block_bytes else {}),
-                                      allow_truncated=allow_truncated)
-        for events in splitter.chunks(typed.loads):
-            builder.add(events)
-            del events
-        header = header_object(splitter, orjson.loads)
+    try:
+        use_c = compiled.use_compiled(reader)
+    except ValueError as exc:
+        raise TraceError(f"{p}: {exc}") from None
+    got = None
+    if use_c:
+        try:
+            got = _events(p, block_bytes, allow_truncated=allow_truncated, use_c=True)
+        except compiled.Unsupported:  # only the Python reader reads this file exactly (or reports it its way)
+            got = None
+    builder, splitter, header = got or _events(p, block_bytes, allow_truncated=allow_truncated, use_c=False)
     meta = _meta(p, header, rank, builder)
     try:
         table = builder.finish(meta)
@@ -105,6 +113,24 @@ def _read(p: Path, rank: int | None, block_bytes: int | None, *,
     note = (f"{p}: truncated (still being written?): analysed up to its last whole event ({len(table)} events)"
             if splitter.truncated else None)
     return table, note
+
+
+def _events(p: Path, block_bytes: int | None, *, allow_truncated: bool,
+            use_c: bool) -> tuple[ChunkColumns, TraceEventSplitter, dict[str, Any]]:
+    """The event columns, the splitter (truncation) and the header of one file, by either reader."""
+    with _reading(p) as raw:
+        stream = _EndAtEof(raw) if allow_truncated else raw
+        block = block_bytes or BLOCK_BYTES
+        splitter = TraceEventSplitter(stream, block, allow_truncated=allow_truncated)
+        if use_c:
+            builder = compiled.read_columns(splitter, stream, block, allow_truncated=allow_truncated)
+        else:
+            builder = ChunkColumns()
+            for events in splitter.chunks(typed.loads):
+                builder.add(events)
+                del events
+        header = header_object(splitter, orjson.loads)
+    return builder, splitter, header
 
 
 def read_raw_events(path: str | Path) -> list[dict[str, Any]]:

@@ -77,3 +77,30 @@ def write_history(root: Path, name: str, *, commits: int, repeats: int, work_ms:
     finally:
         st.close()
     return shas
+
+
+def bulk_index(root: Path, n: int, *, step_s: Any) -> list[str]:
+    """A store whose index holds ``n`` completed runs named "bulk" (no run directories: the runs list needs
+    only the index), run i started i hours after 2024-03-01 with step time ``step_s(i)``; written in one
+    transaction (upsert_run's one transaction a run would take 40 s at 10,000 runs). Returns the ids, oldest
+    first."""
+    from stepscope.store import open_store
+    from stepscope.store.index import RUN_COLUMNS
+
+    st = open_store(root, create=True)
+    ids = [f"b{i:05d}" for i in range(n)]
+    values = {"status": "completed", "end_ns": None, "exit_code": 0, "world_size": 1, "command": "python train.py",
+              "cwd": "/repo", "host": "h", "git_commit": None, "git_branch": None, "git_dirty": None,
+              "git_commit_time": None, "git_subject": None, "grp": None, "path": "/nonexistent", "params": "{}",
+              "tags": "{}", "git_shallow": None, "store": None, "name": "bulk"}
+    rows = [tuple({**values, "id": run_id, "start_ns": T0 + i * 3600 * 10**9}[c] for c in RUN_COLUMNS)
+            for i, run_id in enumerate(ids)]
+    marks = ", ".join("?" * len(RUN_COLUMNS))
+    try:
+        with st.index.transaction() as cur:
+            cur.executemany(f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks})", rows)
+            cur.executemany("INSERT INTO run_metrics (run_id, name, value) VALUES (?, ?, ?)",
+                            [(run_id, "step_time_median_s", float(step_s(i))) for i, run_id in enumerate(ids)])
+    finally:
+        st.close()
+    return ids

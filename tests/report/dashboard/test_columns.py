@@ -27,3 +27,10 @@ def test_table_columns_and_lengths() -> None:
 
 def test_finite_rounds_to_significant_digits() -> None:
     assert finite([0.0101234567891, 5822.123456, None, math.nan], digits=6) == [0.0101235, 5822.12, None, None]
+
+
+def test_dictionary_keeps_dicts_of_other_value_types_apart() -> None:
+    values = [{"a": "1"}, {"a": 1}, {"a": True}, {"a": 1}, {"a": "1"}]
+    codes, distinct = dictionary(values)
+    assert len(distinct) == 3 and codes == [0, 1, 2, 1, 0]
+    assert [type(distinct[c]["a"]) for c in codes] == [str, int, bool, int, str]

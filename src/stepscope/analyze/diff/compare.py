@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
+from stepscope.analyze.diff.contention import LOAD_FACTOR, Contention, LoadShift, load_shift, side_contention
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
 from stepscope.analyze.diff.runlevel import RunValues, run_values
 from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, step_trends, system_diff
@@ -77,7 +78,9 @@ class RunDiff:
     ``messages``: plain-language notes (comparing a run with itself, world sizes, not profiled...).
     ``runs``: the run ids of each side (baseline, experiment); ``quality``: each run's measurement quality
     (baseline runs, then experiment runs; shown first); ``noise_floor``: the between-run noise used for one run
-    a side (after inflation for noisy runs; None when every side has repeats or none was given).
+    a side (after inflation for noisy runs and widening for a load difference; None when every side has repeats
+    or none was given). ``load``: each side's CPU contention (run-queue wait of the training thread) and the
+    step-time shift their difference predicts (None when not a run on each side).
     The headline verdict is the step-time row's verdict (``verdict``): the same test, never a second one.
     """
 
@@ -99,6 +102,7 @@ class RunDiff:
     runs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     quality: tuple[tuple[str, Quality], ...] = ()
     noise_floor: NoiseFloor | None = None
+    load: LoadShift | None = None
 
     @property
     def headline(self) -> Change | None:
@@ -125,6 +129,7 @@ class RunDiff:
                 row["change"]["delta_pct"] = src.change.delta_pct
         d["quality"] = [{"run_id": rid, **q.to_dict()} for rid, q in self.quality]
         d["noise_floor"] = self.noise_floor.to_dict() if self.noise_floor else None
+        d["load"] = self.load.to_dict() if self.load else None
         return {"schema": DIFF_SCHEMA, **d, "verdict": self.verdict.value if self.verdict else None,
                 "settings": self.settings.to_dict()}
 
@@ -167,13 +172,24 @@ def _rank_rows(base: list[RunValues], exp: list[RunValues], settings: DiffSettin
     return rows
 
 
-def _floor(base: list[RunValues], exp: list[RunValues], given: NoiseFloor | None) -> NoiseFloor | None:
+def _load(base: list[RunValues], exp: list[RunValues]) -> LoadShift:
+    none = Contention(None, None, None, 0)
+    return load_shift(side_contention([v.contention or none for v in base]),
+                      side_contention([v.contention or none for v in exp]))
+
+
+def _floor(base: list[RunValues], exp: list[RunValues], given: NoiseFloor | None,
+           load: LoadShift) -> NoiseFloor | None:
+    """The noise floor of a comparison with one run on a side: inflated for noisy runs, then widened by the
+    load difference (contention.py)."""
     if len(base) >= 2 and len(exp) >= 2:
         return None
     floor = given or default_noise_floor()
     noisy = [v.run_id for v in base + exp if v.quality is not None and v.quality.noisy]
     if noisy:
         floor = floor.inflated(NOISE_INFLATION, f"run(s) {', '.join(noisy)} measured on a noisy host")
+    if load.shift_log is not None:
+        floor = floor.with_load(load.shift_log, LOAD_FACTOR, load.reason())
     return floor
 
 
@@ -230,15 +246,20 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
     logged: list[MetricRow] = []
     ranks: list[RankRow] = []
     floor: NoiseFloor | None = None
+    load: LoadShift | None = None
     quality: list[tuple[str, Quality]] = []
     if base.data is not None and exp.data is not None:
         bv = [run_values(d, warmup=base.warmup) for d in base.runs]
         ev = [run_values(d, warmup=exp.warmup) for d in exp.runs]
         quality = [(v.run_id, v.quality) for v in bv + ev if v.quality is not None]
-        floor = _floor(bv, ev, noise_floor)
+        load = _load(bv, ev)
+        floor = _floor(bv, ev, noise_floor, load)
         if s.paired and len(bv) != len(ev):
             messages.append(f"paired test asked for, but the sides have {len(bv)} and {len(ev)} runs: tested as "
                             "independent repeats")
+        if floor is not None and floor.load_reason:
+            messages.append(f"{floor.load_reason.removeprefix('inconclusive: ')}: the noise floor is widened by "
+                            f"{math.expm1(floor.load_allowance()):.0%}")
         if len(bv) < 2 or len(ev) < 2:
             messages.append(f"{'one run' if min(len(bv), len(ev)) == 1 else 'too few runs'} on a side: verdicts "
                             f"need the change to clear the between-run noise floor ({floor.source if floor else ''});"
@@ -279,7 +300,7 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
         overview=tuple(overview), ranks=tuple(ranks), breakdown=tuple(breakdown),
         trends=tuple(trends), system=tuple(system), logged=tuple(logged), traces=tdiff, trace_note=tnote,
         messages=tuple(messages), runs=(tuple(d.run.id for d in base.runs), tuple(d.run.id for d in exp.runs)),
-        quality=tuple(quality), noise_floor=floor,
+        quality=tuple(quality), noise_floor=floor, load=load,
     )
 
 

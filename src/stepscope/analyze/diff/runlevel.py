@@ -2,7 +2,8 @@
 
 For each run of a side: rank 0's median step time (warm-up and traced steps excluded), GPU step time by CUDA
 events, the run's throughputs and data-wait share (the summary's headline figures), the mean time per measured
-step of each phase and region (rank 0), each rank's median step time, and the run's measurement quality.
+step of each phase and region (rank 0), each rank's median step time, the run's measurement quality and the CPU
+contention it met (run-queue wait of the training thread over the measured steps).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stepscope.analyze.diff.contention import Contention, run_contention
 from stepscope.analyze.diff.sides import StepSample, region_per_step, step_sample
 from stepscope.analyze.run.quality import Quality, measurement_quality
 from stepscope.analyze.run.summary import RunSummary, summarize_run
@@ -36,6 +38,8 @@ class RunValues:
     code: dict[str, str] | None = None
     """Content hashes of the script and the Python files it imported from its working directory (relative path
     -> hash), recorded by the collector at exit; None when the run has no such record."""
+    contention: Contention | None = None
+    """CPU contention over the measured steps (see contention.py)."""
 
 
 def _warmup(data: RunData, warmup: int | None) -> int | None:
@@ -66,7 +70,7 @@ def run_values(data: RunData, *, warmup: int | None = None) -> RunValues:
                      step_ns=float(np.median(s0.duration_ns)) if s0 is not None else None, device_ns=device,
                      samples_per_s=h.samples_per_s, tokens_per_s=h.tokens_per_s, data_wait_share=h.data_wait_share,
                      parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0),
-                     code=code_of(data))
+                     code=code_of(data), contention=run_contention(data, warmup=s0.warmup if s0 else 0))
 
 
 def code_of(data: RunData) -> dict[str, str] | None:

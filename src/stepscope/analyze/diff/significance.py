@@ -13,7 +13,10 @@ phase time per step, its throughput):
   detectable effect (80% power) of those repeats;
 - one run on a side: INCONCLUSIVE ("repeat with `stepscope bench --repeat N`") unless the change exceeds the
   between-run noise floor (learned from repeats of the same command in the store, else a stated conservative
-  default; inflated when a side's measurement quality is poor) at 99%, and the practical threshold.
+  default; inflated when a side's measurement quality is poor) at 99%, and the practical threshold. When the
+  two runs met different CPU contention (run-queue wait of the training thread, analyze/diff/contention.py),
+  the change must also clear what that difference can explain (``NoiseFloor.load_allowance``), and an
+  inconclusive verdict names the two runs' loads instead of the floor.
 
 The per-step test below (:func:`compare_samples`) is kept for within-run questions (a profiled window's steps)
 and never decides a verdict between runs. Its rules, for reference:
@@ -128,7 +131,7 @@ class Change:
     """"welch_log", "paired_log", "noise_floor" (one run a side), or "per_step" (within one run's window)."""
     mde: float | None = None
     """Smallest relative change these runs detect with 80% power (0.05 = 5%); for one run a side, the change
-    the noise floor requires."""
+    the noise floor requires (widened where the runs' loads differed)."""
     noise_floor: str | None = None
     """For one run a side: where the noise floor came from (learned from the store, or the stated default)."""
 
@@ -235,15 +238,17 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
         return change(ci_low=None, ci_high=None, p_value=None, verdict=Verdict.INCONCLUSIVE, method="noise_floor",
                       note=hint)
     t = noise_floor_ratio(vb, ve, floor, confidence=s.floor_confidence)
-    need = math.log1p(t.mde or 0.0)
+    need = math.log1p(t.mde or 0.0) + floor.load_allowance()
+    mde = math.expm1(need)
     moved = abs(math.log(ve / vb)) if unit_scale is None else abs(ve - vb) / unit_scale
     if unit_scale is not None:
         need = math.expm1(need)
     called = moved > need and _practical(t, s, abs(ve - vb), abs_floor)
     return change(ci_low=None, ci_high=None, p_value=t.p_value,
                   verdict=_direction(vb, ve, higher_is_better) if called else Verdict.INCONCLUSIVE,
-                  method="noise_floor", mde=t.mde, noise_floor=floor.source,
-                  note=None if called else f"within the between-run noise floor ({floor.source}); {hint}")
+                  method="noise_floor", mde=mde, noise_floor=floor.source,
+                  note=None if called else floor.load_reason or
+                  f"within the between-run noise floor ({floor.source}); {hint}")
 
 
 def _practical(t: RatioTest, s: DiffSettings, delta: float, abs_floor: float) -> bool:

@@ -16,6 +16,7 @@ from stepscope.analyze.trace.launches import LaunchStats, launch_stats
 from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
 from stepscope.analyze.trace.optimizer import OptimizerStats, optimizer_stats
 from stepscope.analyze.trace.precision import GemmPrecision, gemm_precision
+from stepscope.analyze.trace.sets import member
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
     CommOverlap,
@@ -75,14 +76,16 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
     """Run every analysis on one rank's event table."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
-    host = host_times(table, gpu)
     steps = step_summary(table, gpu)
+    host = host_times(table, gpu)  # held only while the operator table and module tree need it
+    operators, modules = operator_table(table, host, rules), module_tree(table, host)
+    del host
     return TraceAnalysis(
         path=table.meta.path, rank=table.meta.rank, world_size=table.meta.world_size, events=len(table),
         gpu_events=len(gpu), temporal=temporal_breakdown(gpu), idle=idle_breakdown(table, gpu) if len(gpu) else None,
         kernels=kernel_breakdown(table, gpu), overlap=comm_overlap(gpu), utilization=utilization(table, gpu),
         launches=launch_stats(table, gpu), copies=memory_copies(table, gpu),
-        operators=operator_table(table, host, rules), modules=module_tree(table, host), steps=steps,
+        operators=operators, modules=modules, steps=steps,
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)),
@@ -133,4 +136,4 @@ def _unlaunched(table: EventTable, gpu: GpuView) -> int:
     launched = table["correlation"][(table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0)]
     if not launched.size:
         return 0
-    return int((~np.isin(table["correlation"][gpu.rows], launched)).sum())
+    return int((~member(table["correlation"][gpu.rows], launched)).sum())

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.intervals import merge
+from stepscope.analyze.trace.sets import kind_mask, member
 from stepscope.model.events import GPU_WORK_KINDS, EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 
@@ -61,10 +62,10 @@ def gpu_view(table: EventTable, rules: ComponentRules | None = None, *, launched
     """
     rules = rules or ComponentRules.defaults()
     kind = table["kind"]
-    work = np.isin(kind, np.asarray(GPU_WORK_KINDS, dtype=np.int8))
+    work = kind_mask(kind, GPU_WORK_KINDS)
     if launched_only:
         launched = table["correlation"][(kind == EventKind.RUNTIME) & (table["correlation"] >= 0)]
-        work &= np.isin(table["correlation"], launched)
+        work &= member(table["correlation"], launched)
     rows = np.flatnonzero(work)
     name = table["name"][rows]
     name_comp, comps = rules.codes(table.names)

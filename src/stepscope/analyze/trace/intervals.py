@@ -16,12 +16,16 @@ def merge(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[Ints, Ints]:
     e = np.asarray(ends, dtype=np.int64)
     if not s.size:
         return s.copy(), e.copy()
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if not bool((s[1:] >= s[:-1]).all()):  # rows of a table come sorted by start: no sorted copies then
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        del order
     reach = np.maximum.accumulate(e)
     new = np.ones(s.size, dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
+    np.greater(s[1:], reach[:-1], out=new[1:])
+    del reach
     idx = np.flatnonzero(new)
+    del new
     return s[idx], np.maximum.reduceat(e, idx)
 
 
@@ -51,18 +55,6 @@ def intersection(a: tuple[Ints, Ints], b: tuple[Ints, Ints]) -> int:
     ends = np.concatenate([ae, be])
     ms, me = merge(starts, ends)
     return length(as_, ae) + length(bs, be) - length(ms, me)
-
-
-def covered(points: Ints, merged: tuple[Ints, Ints]) -> npt.NDArray[np.bool_]:
-    """Whether each point lies inside the merged intervals ([start, end))."""
-    s, e = merged
-    if not s.size:
-        return np.zeros(points.size, dtype=bool)
-    i = np.searchsorted(s, points, side="right") - 1
-    ok = i >= 0
-    out = np.zeros(points.size, dtype=bool)
-    out[ok] = points[ok] < e[i[ok]]
-    return out
 
 
 def clip(merged: tuple[Ints, Ints], lo: int, hi: int) -> tuple[Ints, Ints]:

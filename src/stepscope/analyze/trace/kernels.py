@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.analyze.trace.gpuview import GpuView
 from stepscope.analyze.trace.intervals import group_stats
+from stepscope.analyze.trace.sets import unique_inverse
 from stepscope.model.events import EventKind, EventTable
 
 
@@ -60,7 +61,7 @@ def kernel_breakdown(table: EventTable, gpu: GpuView) -> KernelBreakdown:
     total = float(dur.sum())
     comps = list(gpu.components)
     by_comp = _rows(comps, comps, group_stats(gpu.component, dur, len(comps)), total)
-    uniq, codes = np.unique(gpu.name, return_inverse=True)
+    uniq, codes, _ = unique_inverse(gpu.name)
     names = table.name_of(uniq)
     first = np.zeros(uniq.size, dtype=np.int64)
     first[codes[::-1]] = np.arange(codes.size)[::-1]
@@ -98,10 +99,14 @@ def memory_copies(table: EventTable, gpu: GpuView) -> tuple[CopyStats, ...]:
     sel = (gpu.kind == EventKind.MEMCPY) | (gpu.kind == EventKind.MEMSET) | \
         gpu.component_mask("memcpy") | gpu.component_mask("memset")
     rows = gpu.rows[sel]
-    dirs = [_direction(table.names[n], k) for n, k in zip(table["name"][rows].tolist(), gpu.kind[sel].tolist())]
+    pairs, at, _ = unique_inverse(table["name"][rows].astype(np.int64) * len(EventKind) + gpu.kind[sel])
+    names, kinds = np.divmod(pairs, len(EventKind))  # each distinct (name, kind) once
+    per_pair = [_direction(table.names[n], k) for n, k in zip(names.tolist(), kinds.tolist())]
+    labels = sorted(set(per_pair))
+    code = np.asarray([labels.index(d) for d in per_pair], dtype=np.int64)[at] if per_pair else at
     out = []
-    for d in dict.fromkeys(dirs):
-        r = rows[np.asarray([x == d for x in dirs])]
+    for c, d in enumerate(labels):
+        r = rows[code == c]
         dur, nbytes = table["dur_ns"][r], table["bytes"][r]
         known = nbytes >= 0
         b = int(nbytes[known].sum()) if known.any() else None

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.sets import unique_inverse
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -125,7 +126,7 @@ def launch_stats(table: EventTable, gpu: GpuView, *, calls: Collection[str] | No
     if calls is not None:  # HTA's figures: only the items its named calls launched
         items, call, hit = items[hit], call[hit], hit[hit]
     m_items, m_call = items[hit], call[hit]
-    uniq, inverse, per_call = np.unique(m_call, return_inverse=True, return_counts=True)
+    uniq, inverse, per_call = unique_inverse(m_call)
     call_dur = table["dur_ns"][uniq]
     graph = per_call > 1
     if uniq.size:

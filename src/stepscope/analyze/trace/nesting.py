@@ -1,10 +1,15 @@
-"""Parent of each host event on its thread (the innermost enclosing event), by a stack walk.
+"""Parent of each host event on its thread (the innermost enclosing event), as a stack walk defines it.
 
-The stack walk is computed with NumPy (:func:`parents`): where a thread's events nest properly (every
-two either disjoint or one inside the other, as operators, annotations and Python functions are), the
-stack before an event holds exactly the earlier events still open at its start, so the innermost is the
-last one pushed at the stack depth counted for it. Threads where some events only partly overlap an
-open one take the exact Python walk (:func:`parents_walk`), which defines the result.
+The walk (:func:`parents_walk`, the definition) visits a thread's events by start (longest first on equal
+starts), pops the stack while its top has ended by the event's start, makes the top the event's parent if
+the event ends within it, then pushes the event. Its result has a closed form that :func:`parents` computes
+with NumPy: the top of the stack after the pops is **the last pushed event before it (in that order) whose
+end is after its start**. (That event cannot have been popped earlier: it had not ended at any earlier
+start; and every event pushed after it has ended by this start, so the pops remove them all and stop at it.)
+So each pushed event j is the candidate of the events that follow it up to the first one starting at or
+after its end, a range of positions [j + 1, K_j) found by one ``searchsorted``, and each event's candidate is
+the latest j whose range covers it: the largest value painted over a point by intervals, computed level by
+level as in a sparse table (:func:`_latest_cover`). This holds for any overlap, so there is no fallback.
 """
 
 from __future__ import annotations
@@ -23,67 +28,111 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
     equal bounds the earlier index encloses the later.
     """
     n = ts.size
-    out = np.full(n, -1, dtype=np.int64)
     if not n:
-        return out
-    order = np.lexsort((-end, ts, tid, pid))
-    p, t, s, e = pid[order], tid[order], ts[order], end[order]
-    pushed = ~leaf[order] if leaf is not None else np.ones(n, dtype=bool)
+        return np.full(n, -1, dtype=np.int64)
+    order = thread_order(pid, tid, ts, end)
+    first = _thread_starts(pid, tid, order)
+    # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
+    # on one time axis, so that one searchsorted stays inside the thread; a thread's events all move by
+    # the same shift, so comparing shifted ends within a thread compares the ends)
+    s, e = ts[order], end[order]
+    if first.size > 1:
+        base = s[first]
+        span = np.maximum.reduceat(np.maximum(e, s), first) - base + 1
+        shift = np.repeat(np.concatenate([[0], np.cumsum(span)[:-1]]) - base, np.diff(np.append(first, n)))
+        s += shift
+        e += shift
+        del shift
+    pushed = np.flatnonzero(~leaf[order]) if leaf is not None else np.arange(n, dtype=np.int64)
+    stop = np.searchsorted(s, e[pushed], side="left")
+    del s
+    covers = stop > pushed + 1
+    if not covers.any():
+        return np.full(n, -1, dtype=np.int64)
+    lo, hi = pushed[covers], stop[covers]
+    del pushed, stop, covers
+    lo += 1
+    top = _latest_cover(lo, hi, n)
+    del lo, hi
+    ok = top >= 0
+    ok[ok] = e[ok] <= e[top[ok]]
+    out = np.full(n, -1, dtype=np.int64)
+    out[order[ok]] = order[top[ok]]
+    return out
+
+
+def _thread_starts(pid: Ints, tid: Ints, order: Ints) -> Ints:
+    """Positions in ``order`` where a new (pid, tid) begins (0 first)."""
+    n = order.size
     new = np.empty(n, dtype=bool)
     new[0] = True
-    new[1:] = (p[1:] != p[:-1]) | (t[1:] != t[:-1])
-    g = np.cumsum(new) - 1  # thread of each position
-    first = np.flatnonzero(new)
-    # times shifted so that threads lie one after another on one axis: (thread, time) as one int64
-    base = s[first]
-    last_end = np.maximum.reduceat(np.maximum(e, s), first)
-    off = np.concatenate([[0], np.cumsum(last_end - base + 1)[:-1]])
-    shift = (off - base)[g]
-    s2, e2 = s + shift, e + shift
-    pos = np.arange(n, dtype=np.int64)
-    # open(j): pushed events before j on its thread still open at its start (end > start of j)
-    before = np.cumsum(pushed) - pushed  # pushed events before j (all threads)
-    before_in_thread = before - before[first][g]
-    ended = np.sort(e2[pushed])  # pushed events by (thread, end)
-    ended_le = np.searchsorted(ended, s2, side="right") - before[first][g]
-    # zero-length pushed events at j's start that come at or after j (ends <= start, yet not before j)
-    zero = pushed & (s == e)
-    opened = before_in_thread - ended_le
-    if zero.any():
-        zc = np.cumsum(zero)
-        grp_last = np.searchsorted(s2, s2, side="right") - 1  # last position with the same (thread, start)
-        opened += zc[grp_last] - (zc - zero)
-    # the top of the stack: the last pushed event before j whose own depth on pushing was opened(j)
-    depth = opened + 1
-    levels = int(depth.max()) + 2
-    key = np.sort((g[pushed] * levels + depth[pushed]) * n + pos[pushed])
-    if not key.size:
-        return out
-    at = np.searchsorted(key, (g * levels + opened) * n + pos, side="left") - 1
-    hit = key[np.maximum(at, 0)]
-    ok = (opened > 0) & (at >= 0) & (hit // n == g * levels + opened)
-    top = np.full(n, -1, dtype=np.int64)
-    top[ok] = hit[ok] % n
-    inside = ok.copy()
-    inside[ok] = e[ok] <= e[top[ok]]
-    # where an event partly overlaps the open one (or the count found no open event), the walk decides:
-    # from the last point before it where every earlier event on the thread had ended (empty stack) to
-    # the next such point
-    bad = (ok != (opened > 0)) | (pushed & ok & ~inside)
-    if bad.any():
-        reach = np.maximum.accumulate(np.where(pushed, e2, np.iinfo(np.int64).min))
-        clear = new.copy()
-        clear[1:] |= s2[1:] >= reach[:-1]
-        seg = np.cumsum(clear)
-        marked = np.zeros(int(seg[-1]) + 1, dtype=bool)  # seg counts up from 1: mark the segments with a bad event
-        marked[seg[bad]] = True
-        walk = marked[seg]
-        inside &= ~walk
-        sel = np.sort(order[walk])
-        sub = parents_walk(pid[sel], tid[sel], ts[sel], end[sel], leaf[sel] if leaf is not None else None)
-        out[sel] = np.where(sub >= 0, sel[np.maximum(sub, 0)], -1)
-    out[order[inside]] = order[top[inside]]
-    return out
+    p = pid[order]
+    np.not_equal(p[1:], p[:-1], out=new[1:])
+    del p
+    t = tid[order]
+    new[1:] |= t[1:] != t[:-1]
+    return np.flatnonzero(new)
+
+
+def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
+    """``np.lexsort((-end, ts, tid, pid))``: by thread, start, longest first, then index. Sorted by start
+    first (quick on the nearly sorted columns of a trace), equal starts put longest first, then a stable sort
+    by thread where there is more than one."""
+    order = np.argsort(ts, kind="stable")
+    s = ts[order]
+    tie = np.zeros(s.size, dtype=bool)
+    eq = s[1:] == s[:-1]
+    del s
+    tie[1:] |= eq
+    tie[:-1] |= eq
+    del eq
+    if tie.any():  # runs of equal starts, each sorted by end descending (stable) in place
+        at = np.flatnonzero(tie)
+        sub = order[at]
+        order[at] = sub[np.lexsort((-end[sub], ts[sub]))]
+    del tie
+    if order.size and not ((pid == pid[0]).all() and (tid == tid[0]).all()):
+        p, t = pid[order], tid[order]
+        by_thread = np.lexsort((t, p))
+        del p, t
+        order = order[by_thread]
+    return order
+
+
+def _latest_cover(start: Ints, stop: Ints, n: int) -> Ints:
+    """For each position k in [0, n), the largest ``start - 1`` over the ranges [start, stop) that hold k
+    (-1 where none does); ranges non-empty.
+
+    Each range is covered by two blocks of length 2^L (L = floor(log2(length))), one at each end. Blocks
+    are pushed down level by level (a block of 2^L is two of 2^(L-1)) keeping the maximum value, as
+    (position, value) lists while they are few and as one array of n once they are not.
+    """
+    level = np.frexp(stop - start)[1] - 1  # floor(log2(length)), exact below 2^53
+    top = int(level.max())
+    few_at, few_value = start[:0], start[:0]
+    dense: Ints | None = None
+    for lv in range(top, -1, -1):
+        sel = np.flatnonzero(level == lv)  # this level's blocks: one at each end of each range
+        at = np.concatenate([start[sel], stop[sel] - (1 << lv)])
+        val = start[sel] - 1  # the value of a range: start - 1
+        val = np.concatenate([val, val])
+        del sel
+        if dense is not None:  # blocks of 2^(lv+1) at i become blocks of 2^lv at i and i + 2^lv
+            h = 1 << lv
+            np.maximum(dense[h:], dense[:n - h], out=dense[h:])  # overlapping: NumPy reads before writing
+            np.maximum.at(dense, at, val)
+            continue
+        few_at = np.concatenate([few_at, at])
+        few_value = np.concatenate([few_value, val])
+        if lv == 0 or few_at.size > n // 8:
+            dense = np.full(n, -1, dtype=np.int32 if n < 2**31 else np.int64)  # values below n
+            np.maximum.at(dense, few_at, few_value)
+            del few_at, few_value
+        else:
+            few_at = np.concatenate([few_at, few_at + (1 << (lv - 1))])
+            few_value = np.concatenate([few_value, few_value])
+    assert dense is not None
+    return dense
 
 
 def parents_walk(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool_] | None = None) -> Ints:

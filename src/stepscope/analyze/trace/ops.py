@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +9,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.intervals import unique_sorted
 from stepscope.analyze.trace.nesting import parents
+from stepscope.analyze.trace.sets import member as _member  # the name tests/traces/test_reader_floor.py imports
+from stepscope.analyze.trace.sets import unique_inverse
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 
@@ -39,8 +41,13 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
     leaf = np.zeros(both.size, dtype=bool)
     leaf[rows.size:] = True
+    thread = thread_key(table["pid"][both], table["tid"][both])
     ts_all = table["ts_ns"][both]
-    par_all = parents(table["pid"][both], table["tid"][both], ts_all, ts_all + table["dur_ns"][both], leaf=leaf)
+    end_all = table["dur_ns"][both]
+    del both
+    end_all += ts_all
+    par_all = parents(thread, np.broadcast_to(thread[:1], thread.shape), ts_all, end_all, leaf=leaf)
+    del thread, leaf, ts_all, end_all
     par, dur = par_all[:rows.size], table["dur_ns"][rows]
     child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
     cpu_self = np.maximum(dur - child.astype(np.int64), 0)
@@ -56,29 +63,36 @@ _IS_HOST[[EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION
 """Indexed by kind code: host events (operators, annotations, Python functions)."""
 
 
-def _member(values: Array, pool: Array) -> Array:
-    """``np.isin(values, pool)`` for integers by a sort and a binary search (no hash table of ``values``)."""
-    if not pool.size:
-        return np.zeros(values.size, dtype=bool)
-    s = np.sort(pool)
-    at = np.minimum(np.searchsorted(s, values), s.size - 1)
-    out: Array = s[at] == values
-    return out
+def thread_key(pid: Array, tid: Array) -> Array:
+    """One integer per event whose order is that of its (pid, tid) pair (int32 where the pairs fit): what
+    :func:`~stepscope.analyze.trace.nesting.parents` needs of the threads, in one small column."""
+    pu, tu = unique_sorted(pid), unique_sorted(tid)
+    wide = pu.size * tu.size >= 2**31
+    key: Array = np.searchsorted(pu, pid).astype(np.int64 if wide else np.int32)
+    key *= tu.size
+    key += np.searchsorted(tu, tid).astype(key.dtype)
+    return key
 
 
 def subtree_sums(values: Array, par: Array) -> Array:
     """Each node's value plus those of all its descendants (``par``: parent index, -1 for roots), summed
-    level by level from the deepest up (integers: the order of additions does not change the sums)."""
+    level by level from the deepest up (integers: the order of additions does not change the sums). Depths
+    by pointer doubling: each round adds the depth counted at the node's current ancestor and jumps there."""
     total = values.copy()
-    depth = np.zeros(par.size, dtype=np.int64)
-    up = par.copy()
+    small: type[np.signedinteger[Any]] = np.int32 if par.size < 2**31 else np.int64  # below n: half the bytes
+    depth: Array = (par >= 0).astype(small)
+    up: Array = par.astype(small)
     live = np.flatnonzero(up >= 0)
     while live.size:
-        depth[live] += 1
-        up[live] = par[up[live]]
+        nxt = up[live]
+        depth[live], up[live] = depth[live] + depth[nxt], up[nxt]  # right side read before assigning
         live = live[up[live] >= 0]
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        at = np.flatnonzero(depth == d)
+    del up, live
+    by_depth = np.argsort(depth, kind="stable")
+    cut = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
+    del depth
+    for d in range(cut.size - 2, 0, -1):
+        at = by_depth[cut[d]:cut[d + 1]]
         np.add.at(total, par[at], total[at])
     return total
 
@@ -162,7 +176,7 @@ def operator_table(table: EventTable, host: HostTimes, rules: ComponentRules) ->
     """Operators sorted by device_total then cpu_total (largest first)."""
     local = np.flatnonzero(table["kind"][host.rows] == EventKind.CPU_OP)
     names = table["name"][host.rows[local]]
-    uniq, codes = np.unique(names, return_inverse=True)
+    uniq, codes, _ = unique_inverse(names)
     sums = {k: np.bincount(codes, weights=v[local], minlength=uniq.size).astype(np.int64) for k, v in (
         ("cpu_total", table["dur_ns"][host.rows]), ("cpu_self", host.cpu_self_ns),
         ("device_self", host.device_self_ns), ("device_total", host.device_total_ns))}
@@ -175,12 +189,24 @@ def operator_table(table: EventTable, host: HostTimes, rules: ComponentRules) ->
 
 
 def _top_shapes(table: EventTable, rows: Array, codes: Array, n: int, top: int = 3) -> list[tuple[str, ...]]:
+    """Per operator code, its ``top`` most frequent shapes, ties in order of first appearance in ``rows``
+    (``Counter.most_common``)."""
     shape = table["shape"][rows]
-    have = shape >= 0
-    counters: list[Counter[int]] = [Counter() for _ in range(n)]
-    for c, s in zip(codes[have].tolist(), shape[have].tolist()):
-        counters[c][s] += 1
-    return [tuple(table.shapes[s] for s, _ in cnt.most_common(top)) for cnt in counters]
+    have = np.flatnonzero(shape >= 0)
+    out: list[list[str]] = [[] for _ in range(n)]
+    if not have.size:
+        return [()] * n
+    width = int(shape[have].max()) + 1
+    pairs, at, count = unique_inverse(codes[have].astype(np.int64) * width + shape[have])
+    first = np.full(pairs.size, have.size, dtype=np.int64)
+    np.minimum.at(first, at, np.arange(have.size))
+    op, shp = np.divmod(pairs, width)
+    o = np.lexsort((first, -count, op))  # per operator: most frequent first, then first seen
+    op, shp = op[o], shp[o]
+    rank = np.arange(op.size) - np.searchsorted(op, op)
+    for c, s in zip(op[rank < top].tolist(), shp[rank < top].tolist()):
+        out[c].append(table.shapes[s])
+    return [tuple(x) for x in out]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.trace.gpuview import GpuView
-from stepscope.analyze.trace.intervals import length, merge
+from stepscope.analyze.trace.intervals import length, merge, unique_sorted
 from stepscope.analyze.trace.launches import launch_calls, pair_calls
 from stepscope.model.events import EventKind, EventTable
 
@@ -38,11 +38,12 @@ def optimizer_stats(table: EventTable, gpu: GpuView) -> OptimizerStats:
     if not named.size or not len(table):
         return OptimizerStats(0, 0, 0, False)
     opt = named[table["name"]] & (table["kind"] == EventKind.USER_ANNOTATION)
-    starts, ends = merge(table["ts_ns"][opt], table.end_ns[opt])
-    calls = np.unique(pair_calls(table, gpu.rows, launch_calls(table)))
+    starts = table["ts_ns"][opt]
+    starts, ends = merge(starts, starts + table["dur_ns"][opt])
+    calls = unique_sorted(pair_calls(table, gpu.rows, launch_calls(table)))
     calls = calls[calls >= 0]
     cts = table["ts_ns"][calls]
     i = np.searchsorted(starts, cts, side="right") - 1
     inside = (i >= 0) & (cts < ends[np.maximum(i, 0)]) if starts.size else np.zeros(0, dtype=bool)
-    fused = any(FUSED_OPTIMIZER.search(table.names[c]) for c in np.unique(table["name"][opt]).tolist())
+    fused = any(FUSED_OPTIMIZER.search(table.names[c]) for c in unique_sorted(table["name"][opt]).tolist())
     return OptimizerStats(int(opt.sum()), int(length(starts, ends)), int(inside.sum()), fused)

@@ -1,24 +1,34 @@
 """Per-rank figures summarised across ranks: min / quartiles / max, with the outlying ranks named.
 
-Past :data:`RANK_ROWS_MAX` ranks, a table of one row per rank stops being readable; views show these
-distributions instead (``stepscope trace analyze``, ``stepscope show RUN --ranks``). Pure: per-rank
-results in, :class:`Distribution` records out.
+Past :data:`RANK_ROWS_MAX` ranks (:func:`as_distributions`, the one rule), a table of one row per rank,
+or one table per rank, stops being readable; views show these distributions instead (``stepscope trace
+analyze / kernels / ops``, ``stepscope show RUN --ranks / --traces``). Pure: per-rank results in,
+:class:`Distribution` records out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from stepscope.analyze.ranks.ranks import RankAnalysis
 from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
+from stepscope.analyze.trace.ops import OP_SORT_KEYS
 
 RANK_ROWS_MAX = 64
 """Up to this many ranks, views list one row per rank; past it, distributions."""
+
+
+def as_distributions(ranks: int) -> bool:
+    """Whether a view of ``ranks`` ranks shows distributions across ranks instead of rows or tables per rank."""
+    return ranks > RANK_ROWS_MAX
+
+
 TUKEY_K = 1.5
 """Outliers lie more than TUKEY_K x IQR below the first quartile or above the third (Tukey's fences)."""
 NAMED_OUTLIERS = 5
@@ -29,7 +39,7 @@ NAMED_OUTLIERS = 5
 class Distribution:
     """One per-rank figure across the ranks that have it.
 
-    unit: ``"ns"``, ``"%"`` or ``"/s"``. ranks: how many ranks have the figure (the others: not measured).
+    unit: ``"ns"``, ``"%"``, ``"/s"`` or ``"calls"``. ranks: how many ranks have the figure (the others: not measured).
     min / q1 / median / q3 / max: quartiles by linear interpolation (NumPy's default). low / high: the
     ranks beyond Tukey's fences, as (rank, value), most extreme first, at most NAMED_OUTLIERS each;
     low_count / high_count: how many ranks lie beyond each fence in all.
@@ -117,3 +127,46 @@ def trace_rank_distributions(a: RankAnalysis) -> tuple[Distribution, ...]:
         ("window", "ns", lambda t: float(t.window_ns)), ("compute", "ns", lambda t: float(t.compute_ns)),
         ("communication", "ns", lambda t: float(t.communication_ns)), ("idle", "ns", lambda t: float(t.idle_ns)))
     return _collect(a.trace_ranks, lambda t: t.rank, figures)
+
+
+KernelGrouping = Literal["component", "kernel"]
+
+
+def kernel_distributions(s: TraceSetAnalysis, *, by: KernelGrouping = "component",
+                         top: int = 30) -> tuple[Distribution, ...]:
+    """GPU time (ns, summed over the profiled window) of each component or kernel name, across the ranks.
+
+    A rank whose trace has no work of that key counts 0 ns (its trace was read: the key took no time there).
+    The ``top`` keys of largest GPU time summed over all ranks, largest first; the distribution's name is
+    the key.
+    """
+    def stats(a: TraceAnalysis) -> tuple[KernelStats, ...]:
+        return a.kernels.by_component if by == "component" else a.kernels.by_kernel
+    per_rank = [(a.rank, {k.key: float(k.sum_ns) for k in stats(a)}) for a in s.ranks]
+    return _keyed(per_rank, "ns", top)
+
+
+def operator_distributions(s: TraceSetAnalysis, *, sort: str = "device_total",
+                           top: int = 30) -> tuple[Distribution, ...]:
+    """One operator figure (``sort``: one of :data:`~stepscope.analyze.trace.ops.OP_SORT_KEYS`) of each
+    operator name, across the ranks; ns, or calls for ``"calls"``. A rank that never ran the operator counts
+    0. The ``top`` names of largest figure summed over all ranks, largest first.
+
+    Raises:
+        ValueError: ``sort`` is not one of OP_SORT_KEYS.
+    """
+    if sort not in OP_SORT_KEYS:
+        raise ValueError(f"sort {sort!r}: expected one of {', '.join(OP_SORT_KEYS)}")
+    attr = "calls" if sort == "calls" else f"{sort}_ns"
+    per_rank = [(a.rank, {o.name: float(getattr(o, attr)) for o in a.operators}) for a in s.ranks]
+    return _keyed(per_rank, "calls" if sort == "calls" else "ns", top)
+
+
+def _keyed(per_rank: Sequence[tuple[int, Mapping[str, float]]], unit: str, top: int) -> tuple[Distribution, ...]:
+    totals: dict[str, float] = {}
+    for _, values in per_rank:
+        for key, v in values.items():
+            totals[key] = totals.get(key, 0.0) + v
+    keys = sorted(totals, key=lambda k: (-totals[k], k))[:top]
+    out = (distribution(key, unit, {rank: values.get(key, 0.0) for rank, values in per_rank}) for key in keys)
+    return tuple(d for d in out if d is not None)

@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
-from stepscope.analyze.trace.intervals import covered, merge, unique_sorted
+from stepscope.analyze.trace.intervals import merge, unique_sorted
+from stepscope.analyze.trace.sets import kind_mask
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -69,11 +70,10 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     kind = table["kind"]
     names_dl = np.asarray([bool(DATALOADER.search(n)) for n in table.names], dtype=bool)
     dl = names_dl[table["name"]] if names_dl.size else np.zeros(len(table), dtype=bool)
-    ts, end = table["ts_ns"], table.end_ns
+    ts, dur = table["ts_ns"], table["dur_ns"]
     is_step = np.zeros(len(table), dtype=bool)
     is_step[profiler_steps(table)] = True
-    host = np.isin(kind, np.asarray([EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION],
-                                    dtype=np.int8)) & ~is_step
+    host = kind_mask(kind, (EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION)) & ~is_step
     gk = gpu.kind
     masks = [
         (gk == EventKind.KERNEL) & (gpu.ktype != KernelType.COMMUNICATION) & (gpu.ktype != KernelType.MEMORY),
@@ -83,7 +83,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     ]
     out = [gpu.merged(m) for m in masks]
     for m in (kind == EventKind.RUNTIME, host & dl, host & ~dl):
-        out.append(merge(ts[m], end[m]))
+        out.append(merge(ts[m], _ends(ts, dur, m)))
     return out
 
 
@@ -91,18 +91,46 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
     rows = profiler_steps(table)
     if not rows.size:
         return StepSummary(())
-    s0, e0 = table["ts_ns"][rows], table.end_ns[rows]
+    s0, e0 = table["ts_ns"][rows], _ends(table["ts_ns"], table["dur_ns"], rows)
     cats = _category_intervals(table, gpu)
     bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
-    left, width = bounds[:-1], np.diff(bounds)
-    label = np.full(left.size, len(CATEGORIES) - 1, dtype=np.int64)
+    lo, hi = np.searchsorted(bounds, s0), np.searchsorted(bounds, e0)
+    # categories active over each elementary segment [bounds[i], bounds[i + 1]) as a bit mask: each
+    # category's merged intervals are disjoint, so adding +2^c at their starts and -2^c at their ends and
+    # summing up never carries; the segment counts once, in its lowest category (the first in priority)
+    # (integers throughout, one category's bounds at a time: no array of every bound's position and sign)
+    delta = np.zeros(bounds.size, dtype=np.int64)
+    for c, iv in enumerate(cats):
+        for sign, x in zip((1, -1), iv):
+            count = np.bincount(np.searchsorted(bounds, x), minlength=bounds.size)
+            count *= sign << c
+            delta += count
+            del count
+    active = np.cumsum(delta)
+    del delta
+    lowest = np.full(1 << len(cats), len(CATEGORIES) - 1, dtype=np.int8)
     for c in range(len(cats) - 1, -1, -1):
-        label[covered(left, cats[c])] = c
-    steps: list[StepTime] = []
-    for r, s, e in zip(rows.tolist(), s0.tolist(), e0.tolist()):
-        lo, hi = np.searchsorted(left, s), np.searchsorted(left, e)
-        per = np.bincount(label[lo:hi], weights=width[lo:hi], minlength=len(CATEGORIES)).astype(np.int64)
-        per[-1] += (e - s) - int(per.sum())
-        m = STEP_NAME.match(table.names[table["name"][r]])
-        steps.append(StepTime(int(m.group(1)) if m else len(steps), s, e - s, dict(zip(CATEGORIES, per.tolist()))))
-    return StepSummary(tuple(steps))
+        lowest[np.arange(lowest.size) & (1 << c) > 0] = c
+    label = lowest[active[:-1]]
+    width = np.diff(bounds)
+    per = np.zeros((rows.size, len(CATEGORIES)), dtype=np.int64)
+    for c in range(len(cats)):
+        seg = np.flatnonzero(label == c)
+        acc = np.concatenate([[0], np.cumsum(width[seg])])
+        per[:, c] = acc[np.searchsorted(seg, hi)] - acc[np.searchsorted(seg, lo)]
+    per[:, -1] = (e0 - s0) - per[:, :-1].sum(axis=1)
+    number = _step_numbers(table.names)[table["name"][rows]]
+    return StepSummary(tuple(StepTime(n, s, e - s, dict(zip(CATEGORIES, p)))
+                             for n, s, e, p in zip(number.tolist(), s0.tolist(), e0.tolist(), per.tolist())))
+
+
+def _ends(ts: Array, dur: Array, rows: Array) -> Array:
+    """``(ts + dur)[rows]`` without an end column for the whole table."""
+    end = dur[rows]
+    end += ts[rows]
+    return end
+
+
+def _step_numbers(names: tuple[str, ...]) -> Array:
+    """N of each ``ProfilerStep#N`` name (-1 for other names)."""
+    return np.asarray([int(m.group(1)) if (m := STEP_NAME.match(n)) else -1 for n in names], dtype=np.int64)

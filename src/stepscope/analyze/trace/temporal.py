@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
 from stepscope.analyze.trace.intervals import intersection, length
+from stepscope.analyze.trace.sets import unique_inverse
 from stepscope.model.events import EventTable
 
 
@@ -132,5 +133,7 @@ def utilization(table: EventTable, gpu: GpuView) -> Utilization | None:
 def _num_sms(table: EventTable, rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     by_id = {d.id: d.num_sms or 0 for d in table.meta.devices}
     devices = table["device"][rows]
-    return np.asarray([by_id.get(int(d), 0) for d in np.unique(devices)], dtype=np.float64)[
-        np.searchsorted(np.unique(devices), devices)] if rows.size else np.empty(0)
+    if not rows.size:
+        return np.empty(0)
+    ids, at, _ = unique_inverse(devices)
+    return np.asarray([by_id.get(int(d), 0) for d in ids.tolist()], dtype=np.float64)[at]

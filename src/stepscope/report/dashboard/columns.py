@@ -22,13 +22,21 @@ def dictionary(values: Sequence[Any]) -> tuple[list[int], list[Any]]:
     distinct: list[Any] = []
     codes: list[int] = []
     for v in values:
-        key: Hashable = json.dumps(v, sort_keys=True) if isinstance(v, dict) else v
+        key: Hashable = _dict_key(v) if isinstance(v, dict) else v
         code = index.get(key)
         if code is None:
             code = index[key] = len(distinct)
             distinct.append(v)
         codes.append(code)
     return codes, distinct
+
+
+def _dict_key(d: dict[Any, Any]) -> Hashable:
+    """A dict's identity as a key: its sorted items when keys and values are all strings (parameters and
+    tags: the cheap case), else its sorted JSON."""
+    if all(type(k) is str and type(v) is str for k, v in d.items()):
+        return tuple(sorted(d.items()))
+    return json.dumps(d, sort_keys=True)
 
 
 def finite(values: Sequence[float | None], *, digits: int | None = None) -> list[float | None]:

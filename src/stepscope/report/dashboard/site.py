@@ -217,6 +217,17 @@ LIST_DIGITS = 6
 """Significant digits of the runs list's numbers (shown with 3; sorting needs a few more)."""
 
 
+LIST_COLUMNS = ("id", "name", "status", "start", "branch", "commit", "dirty", "subject", "params", "tags", "report",
+                "step", "thr")
+"""The runs list's columns (the run page's table has these, group, host and every metric)."""
+
+
+def list_table(full: dict[str, Any]) -> dict[str, Any]:
+    """The runs list's columns of the run page's table (:func:`runs_table` with metrics)."""
+    return {"n": full["n"], "cols": {k: full["cols"][k] for k in LIST_COLUMNS},
+            "dict": {k: v for k, v in full["dict"].items() if k in LIST_COLUMNS}}
+
+
 def runs_table(site: Site, *, metrics: bool) -> dict[str, Any]:
     """The runs as one column table (see :mod:`columns`); with ``metrics``, a column per metric name too."""
     rs = site.runs
@@ -239,7 +250,8 @@ def runs_table(site: Site, *, metrics: bool) -> dict[str, Any]:
     return out
 
 
-def index_page(site: Site) -> str:
+def index_page(site: Site, table: dict[str, Any] | None = None) -> str:
+    """The runs list; ``table``: the runs table with metrics when the caller has it (run.html embeds it)."""
     branches = sorted({r.branch for r in site.runs if r.branch})
     statuses = sorted({r.status for r in site.runs})
 
@@ -252,7 +264,7 @@ def index_page(site: Site) -> str:
                f'status <select id="f-status">{opts(statuses)}</select>'
                '<input id="f-tag" placeholder="tag key=value"><input id="f-param" placeholder="param key=value"></div>')
     body = (filters + '<div id="ss-runlist"></div><div class="ss-pager" id="ss-pager"></div>'
-            + json_script(runs_table(site, metrics=False), element_id="ss-runs"))
+            + json_script(list_table(table) if table else runs_table(site, metrics=False), element_id="ss-runs"))
     return _page(site, site.title, [Section("runs", "Runs", body, note="Click a header to sort; 100 rows a page.")],
                  prefix="", name=_default_name(site), active="runs", js=("runs.js",))
 
@@ -282,18 +294,27 @@ def history_doc(site: Site, name: str, h: MetricHistory, steps: tuple[HistorySte
 CHART_UNITS = {"samples_per_s": "samples/s", "tokens_per_s": "tokens/s", "energy_per_step_j": "J"}
 
 
-def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, relative: bool) -> str:
+def _values(h: MetricHistory, *, relative: bool) -> list[tuple[float | None, ...]]:
+    """(median, interval low, high) of each point, relative to the baseline or absolute, to 6 significant
+    digits (a 2,000-commit page stays small); the same for both x axes."""
+    pts = h.points
+    cols = list(zip(*[(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high)
+                      for p in pts], strict=True))
+    short = [finite(list(c), digits=LIST_DIGITS) for c in cols] if cols else [[], [], []]
+    return list(zip(*short, strict=True))
+
+
+def _chart(h: MetricHistory, steps: tuple[HistoryStep, ...], *, by_date: bool, relative: bool,
+           vals: list[tuple[float | None, ...]] | None = None) -> str:
     """One view of the history, drawn by the chart module: x = commit dates or commits in order, y = absolute
-    (the metric's unit) or relative to the baseline; the interval as two faint lines, steps as rules."""
+    (the metric's unit) or relative to the baseline; the interval as two faint lines, steps as rules.
+    ``vals``: :func:`_values` of the same ``relative``, when the caller has them."""
     from stepscope.report.html.charts import Axis, Mark, xy_chart
     from stepscope.report.html.charts import Series as ChartSeries
 
     pts = h.points
     x = [p.time_s for p in pts] if by_date else list(range(len(pts)))
-    cols = list(zip(*[(p.relative, p.rel_low, p.rel_high) if relative else (p.median, p.ci_low, p.ci_high)
-                      for p in pts], strict=True))
-    short = [finite(list(c), digits=LIST_DIGITS) for c in cols] if cols else [[], [], []]
-    vals = list(zip(*short, strict=True))  # 6 significant digits: a 2,000-commit page stays small
+    vals = vals if vals is not None else _values(h, relative=relative)
     clean = [None if p.dirty else v[0] for p, v in zip(pts, vals, strict=True)]
     series = [ChartSeries("median of the commit's runs", clean, smooth=0, points=len(pts) <= 200),
               ChartSeries("95% interval, low", [v[1] for v in vals], color="#90cdf4", dash=True, smooth=0),
@@ -335,8 +356,9 @@ def history_page(site: Site, view: NameView, h: MetricHistory) -> str:
         extra = (f'<p class="ss-note">{len(h.no_commit.values)} run(s) outside a git work tree are not on this '
                  'axis.</p>')
     mine = tuple(s for s in view.steps if s.metric == h.metric)
+    vals = {r: _values(h, relative=r) for r in (True, False)}
     views = "".join(f'<template data-view="{"date" if d else "commit"}-{"rel" if r else "abs"}">'
-                    f'{_chart(h, mine, by_date=d, relative=r)}</template>'
+                    f'{_chart(h, mine, by_date=d, relative=r, vals=vals[r])}</template>'
                     for d in (True, False) for r in (True, False) if h.points and (not r or h.baseline))
     listed = "".join(
         f'<li class="ss-step" data-kind="{esc(st.kind.value)}" data-commit="{esc(st.commit or "")}">'
@@ -430,40 +452,40 @@ def compare_page(site: Site) -> str:
                  prefix="", name=_default_name(site), active="compare", js=("compare.js",))
 
 
-def run_page(site: Site) -> str:
-    body = '<div id="ss-run"></div>' + json_script(runs_table(site, metrics=True), element_id="ss-runs")
+def run_page(site: Site, table: dict[str, Any] | None = None) -> str:
+    body = '<div id="ss-run"></div>' + json_script(table or runs_table(site, metrics=True), element_id="ss-runs")
     return _page(site, "run", [Section("run", "Run", body)], prefix="", name=_default_name(site), active="run",
                  js=("run.js",))
 
 
 def pages(site: Site) -> dict[str, Callable[[], str]]:
     """Relative path -> function rendering that page (lazily: `serve` renders only what is asked)."""
-    out: dict[str, Callable[[], str]] = {"index.html": lambda: index_page(site),
+    table = cache(lambda: runs_table(site, metrics=True))  # computed once, for whichever page asks first
+    out: dict[str, Callable[[], str]] = {"index.html": lambda: index_page(site, table()),
                                          "regressions.html": lambda: regressions_page(site),
                                          "compare.html": lambda: compare_page(site),
-                                         "run.html": lambda: run_page(site)}
+                                         "run.html": lambda: run_page(site, table())}
     for v in site.names:
         for h in v.histories:
             out[history_file(v.name, h.metric)] = (lambda v=v, h=h: history_page(site, v, h))  # type: ignore[misc]
     return out
 
 
-def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None,
-               diffs: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
-    """Write every page, the given run reports (run id -> HTML) and diff pages ((a, b) -> HTML) under
-    ``out``; return the paths."""
+def write_files(out: Path, files: Mapping[str, str]) -> list[Path]:
+    """Write each page (relative path -> HTML) under ``out``; return the paths."""
     written = []
-
-    def write(rel: str, html: str) -> None:
+    for rel, html in files.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
         written.append(path)
-
-    for (a, b), html in (diffs or {}).items():
-        write(diff_file(a, b), html)
-    for rel, render in pages(site).items():
-        write(rel, render())
-    for run_id, html in (reports or {}).items():
-        write(f"runs/{run_id}.html", html)
     return written
+
+
+def write_site(site: Site, out: Path, reports: Mapping[str, str] | None = None,
+               diffs: Mapping[tuple[str, str], str] | None = None) -> list[Path]:
+    """Write every page, the given run reports (run id -> HTML) and diff pages ((a, b) -> HTML) under
+    ``out``; return the paths."""
+    written = write_files(out, {diff_file(a, b): html for (a, b), html in (diffs or {}).items()})
+    written += write_files(out, {rel: render() for rel, render in pages(site).items()})
+    return written + write_files(out, {f"runs/{run_id}.html": html for run_id, html in (reports or {}).items()})

@@ -32,7 +32,11 @@ def json_for_script(data: Any) -> str:
     """JSON text that is safe inside ``<script type="application/json">``: sorted keys, compact, and
     ``< > &`` and U+2028/U+2029 written as ``\\uXXXX`` escapes so no ``</script>`` or HTML comment can
     ever appear in it (JSON.parse reads the escapes back as the same characters)."""
-    text = json.dumps(_finite(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:  # most data is plain and finite already: encoded as it is, without a walk copying it first
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError):  # NaN / inf, NumPy values, keys of mixed types
+        text = json.dumps(_finite(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
     for ch, rep in _JSON_ESCAPES.items():
         text = text.replace(ch, rep)
     return text

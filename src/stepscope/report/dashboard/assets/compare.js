@@ -44,6 +44,6 @@
   }
   D.ready(function () {
     var t = D.data("ss-runs"), diffs = D.data("ss-diffs");
-    if (t && document.getElementById("ss-compare")) compare(t, diffs || { live: false, pairs: [] });
+    if (t && document.getElementById("ss-compare")) { compare(t, diffs || { live: false, pairs: [] }); D.drawn(); }
   });
 })();

@@ -44,6 +44,7 @@
       mode.y = id === "y-rel" && hasRel ? "rel" : "abs"; draw();
     });
     draw();
+    D.drawn();
   }
   D.ready(function () { var h = D.data("ss-history"); if (h) history(h); });
 })();

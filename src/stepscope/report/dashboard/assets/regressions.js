@@ -17,5 +17,6 @@
     if (sel) sel.addEventListener("change", function () {
       if (!sel.value) document.querySelectorAll("tr[data-name]").forEach(function (tr) { tr.style.display = ""; });
     });
+    D.drawn();
   });
 })();

@@ -23,6 +23,6 @@
   }
   D.ready(function () {
     var t = D.data("ss-runs");
-    if (t && document.getElementById("ss-run")) { runPage(t); window.addEventListener("hashchange", function () { runPage(t); }); }
+    if (t && document.getElementById("ss-run")) { runPage(t); D.drawn(); window.addEventListener("hashchange", function () { runPage(t); }); }
   });
 })();

@@ -97,6 +97,7 @@
       }
     }
     filter();
+    D.drawn();
   }
   D.ready(function () { var t = D.data("ss-runs"); if (t && document.getElementById("ss-runlist")) runsList(t); });
 })();

@@ -1,0 +1,213 @@
+"""The compiled trace reader: C scans the ``traceEvents`` bytes block by block into raw columns, NumPy turns them
+into the columns :class:`~stepscope.traces.columns.ChunkColumns` would have built.
+
+``_kineto_reader.c`` (an optional extension, built by ``setup.py``) parses each whole event of a block, keeps the
+fields of complete (``X``) and flow (``s``/``f``) events in growable C arrays and interns names, categories,
+``Input Dims`` (as the compact JSON the Python path writes) and collective-argument keys in first-seen order; no
+Python object is made per event. What it cannot reproduce exactly (a value of an odd type in a field the engine
+reads, a duplicated or escaped key, an integer beyond 64 bits, JSON it does not accept) raises
+:class:`Unsupported`, and the caller reads the whole file again with the Python reader, which gives its own
+result or its own error. :func:`to_columns` then applies the rules of ``ChunkColumns._add_complete`` over the
+whole table at once (kinds, device work of unknown categories, GPU-only columns, shape and collective codes).
+
+The reader is chosen by ``read_trace(reader=...)`` or the ``STEPSCOPE_TRACE_READER`` environment variable:
+``auto`` (the default: compiled where built), ``c`` (compiled, an error where not built) or ``python``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from stepscope.model.events import EventKind, category_kind
+from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns, us_to_ns
+from stepscope.traces.jsonstream import ByteReader, TraceEventSplitter
+
+try:
+    from stepscope.traces import _kineto_reader
+except ImportError:  # pragma: no cover - the extension is optional (a failed compile installs without it)
+    _kineto_reader = None  # type: ignore[assignment]
+
+AVAILABLE = _kineto_reader is not None
+"""Whether the extension is built (``make setup``, or ``python setup.py build_ext --inplace`` in a checkout)."""
+READER_ENV = "STEPSCOPE_TRACE_READER"
+READERS = ("auto", "c", "python")
+
+Array = npt.NDArray[Any]
+
+
+class Unsupported(Exception):
+    """The trace holds something the compiled reader leaves to the Python reader (the whole file is reread)."""
+
+
+class ReaderUnavailable(ValueError):
+    """The compiled reader was asked for by name but is not built."""
+
+
+def use_compiled(reader: str | None = None) -> bool:
+    """Whether to read with the compiled reader: ``reader`` if given, else ``$STEPSCOPE_TRACE_READER``, else auto."""
+    choice = reader or os.environ.get(READER_ENV) or "auto"
+    if choice not in READERS:
+        raise ValueError(f"trace reader {choice!r}: expected one of {', '.join(READERS)}")
+    if choice == "c" and not AVAILABLE:
+        raise ReaderUnavailable("the compiled trace reader is not built (run `make setup`, or "
+                                "`python setup.py build_ext --inplace` in a checkout)")
+    return choice != "python" and AVAILABLE
+
+
+def read_columns(splitter: TraceEventSplitter, stream: ByteReader, block_bytes: int, *,
+                 allow_truncated: bool) -> ChunkColumns:
+    """Read the events of ``splitter``'s stream; afterwards the splitter holds the header and suffix as if it had
+    read them itself (``header_object`` works unchanged).
+
+    Raises:
+        Unsupported: the Python reader must read this file (the stream is then spent).
+    """
+    builder = _kineto_reader.Builder()
+    rest = splitter.array_start()
+    size = block_bytes
+    while True:
+        more = stream.read(size)
+        data = rest + more if rest else more
+        try:
+            consumed, ended = builder.feed(data)
+        except _kineto_reader.Unsupported as exc:
+            raise Unsupported(str(exc)) from None
+        rest = data[consumed:]
+        if ended:
+            tail = [rest]
+            while chunk := stream.read(block_bytes):
+                tail.append(chunk)
+            splitter.suffix_bytes = b"".join(tail)
+            break
+        if not more:  # the array never ends
+            if not allow_truncated:
+                raise Unsupported("the traceEvents array never ends")  # the Python reader says so, its way
+            splitter.truncated = True
+            splitter.suffix_bytes = b"}"
+            break
+        # an event longer than what is held: read twice as much, so a huge event costs linear time
+        size = block_bytes if consumed else max(block_bytes, 2 * len(rest))
+    return to_columns(builder)
+
+
+def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
+    """The raw C columns as one chunk of :class:`ChunkColumns` (each C column handed to NumPy without a copy)."""
+    out = ChunkColumns()
+    n, n_flows, out.dropped = builder.counts()
+    cats: list[str] = builder.strings("cat")
+    out.cat_codes = {c: i for i, c in enumerate(cats)}
+    out.name_codes = {s: i for i, s in enumerate(builder.strings("name"))}
+
+    def col(name: str, dtype: type[np.generic[Any]]) -> Array:
+        return np.frombuffer(memoryview(builder.take(name)), dtype=dtype)
+
+    if n_flows:
+        flows = out.flow_parts
+        flows["id"].append(col("flow_id", np.int64))
+        flows["is_start"].append(col("flow_start", np.uint8).astype(bool))
+        flows["ts_ns"].append(_us_to_ns_in_place(np.nan_to_num(col("flow_ts", np.float64), copy=False, nan=-1.0)))
+        flows["pid"].append(col("flow_pid", np.int64))
+        flows["tid"].append(col("flow_tid", np.int64))
+    if not n:
+        return out
+    cat = col("cat", np.int32)
+    kind = np.asarray([category_kind(c) for c in cats], dtype=np.int8)[cat]
+    hits = np.flatnonzero((kind == EventKind.OTHER) & (col("flags", np.uint8) == 7))
+    if hits.size:  # an unknown category with a device, a stream and a correlation id: device work
+        kind[hits] = EventKind.KERNEL
+        out.device_cats.update(cats[c] for c in np.unique(cat[hits]).tolist())
+    cols: dict[str, Array] = {"kind": kind, "cat": cat, "name": col("name", np.int32)}
+    cols["ts_ns"] = _us_to_ns_in_place(col("ts", np.float64))
+    cols["dur_ns"] = _us_to_ns_in_place(col("dur", np.float64), rint=True)
+    for key in ("pid", "tid", "correlation", "external_id"):
+        cols[key] = col(key, np.int64)
+    cols.update(_gpu_columns(builder, kind, cols["tid"], n, out))
+    cols["shape"] = _shape_column(builder, kind, n, out)
+    for k, v in cols.items():
+        out.parts[k].append(v)
+    return out
+
+
+SLICE = 1 << 16
+"""Elements converted at a time where a column becomes another of the same width in its own memory."""
+
+
+def _us_to_ns_in_place(us: Array, *, rint: bool = False) -> Array:
+    """``us_to_ns(us)`` (``rint``: ``np.rint(us * 1000.0).astype(np.int64)``, the durations' rule), written
+    over ``us``'s own memory slice by slice: the int64 column costs no second column (each slice is read
+    whole before it is overwritten, and the rule is elementwise, so the values are those of the whole-column
+    form)."""
+    out = us.view(np.int64)
+    for lo in range(0, us.size, SLICE):
+        part = us[lo:lo + SLICE]
+        out[lo:lo + SLICE] = np.rint(part * 1000.0).astype(np.int64) if rint else us_to_ns(part)
+    return out
+
+
+def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: int,
+                 out: ChunkColumns) -> dict[str, Array]:
+    """As ``ChunkColumns._gpu_columns``: stream, device and bytes for on-stream events, launch figures and
+    collective codes for kernels. Each raw column is taken when used and, where the types match, becomes the
+    column in place (so the raw and the final columns are not all held at once)."""
+
+    def raw(key: str, dtype: type[np.generic[Any]] = np.int64) -> Array:
+        return np.frombuffer(memoryview(builder.take(key)), dtype=dtype)
+
+    on_stream = _IS_ON_STREAM[kind]
+    is_kernel = kind == EventKind.KERNEL
+    cols: dict[str, Array] = {}
+    stream = cols["stream"] = raw("stream")
+    stream[~on_stream] = -1
+    no_stream = np.flatnonzero((stream < 0) & on_stream & _IS_GPU_WORK[kind])
+    if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
+        stream[no_stream] = tid[no_stream]
+    gi = np.flatnonzero(on_stream)
+    cols["device"] = np.full(n, -1, np.int32)
+    cols["device"][gi] = raw("device")[gi]
+    cols["bytes"] = raw("bytes")
+    cols["bytes"][~on_stream] = -1
+    for key, arg in (("grid_blocks", "grid"), ("block_threads", "block")):
+        cols[key] = raw(arg)
+        cols[key][~is_kernel] = -1
+    coll = raw("coll", np.int32)
+    coll[~is_kernel] = -1
+    ci = np.flatnonzero(coll >= 0)
+    if ci.size:
+        keys: list[bytes] = builder.strings("coll")
+        coll[ci] = _first_seen_map(coll[ci], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
+    cols["coll"] = coll
+    ki = np.flatnonzero(is_kernel)
+    nan = float("nan")
+    for key, arg in (("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
+                     ("occupancy_pct", "occupancy")):
+        cols[key] = np.full(n, np.nan, np.float32)
+        vals = raw(arg, np.float64)[ki]
+        cols[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
+    return cols
+
+
+def _shape_column(builder: _kineto_reader.Builder, kind: Array, n: int, out: ChunkColumns) -> Array:
+    """As ``ChunkColumns._shape_column``: operators' Input Dims, coded in first-seen order among operators."""
+    shape = np.full(n, -1, np.int32)
+    dims = np.frombuffer(memoryview(builder.take("dims")), dtype=np.int32)
+    si = np.flatnonzero((kind == EventKind.CPU_OP) & (dims >= 0))
+    if si.size:
+        texts: list[str] = builder.strings("dims")
+        table = out.shape_codes
+        shape[si] = _first_seen_map(dims[si], lambda c: table.setdefault(texts[c], len(table)))
+    return shape
+
+
+def _first_seen_map(raw: Array, code_of: Any) -> Array:
+    """``raw`` codes re-coded by ``code_of``, called once per distinct raw code in order of first appearance
+    (so a table filled by ``code_of`` gets the order a row-by-row pass would give)."""
+    distinct, first = np.unique(raw, return_index=True)
+    remap = np.zeros(int(distinct[-1]) + 1, dtype=np.int64)
+    for c in distinct[np.argsort(first)].tolist():
+        remap[c] = code_of(c)
+    return remap[raw]
