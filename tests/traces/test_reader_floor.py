@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stepscope.analyze.trace.nesting import parents_walk
-from stepscope.analyze.trace.ops import _member
+from stepscope.analyze.trace.sets import member
 from stepscope.traces.kineto import read_raw_events, read_trace
 from tests.traces.tracebuild import fixture_files
 
@@ -69,5 +69,5 @@ def test_walk_is_the_reference_stack(seed: int) -> None:
 def test_member_is_isin() -> None:
     rng = np.random.default_rng(3)
     values, pool = rng.integers(-5, 50, 1000), rng.integers(0, 40, 30)
-    assert np.array_equal(_member(values, pool), np.isin(values, pool))
-    assert not _member(values, pool[:0]).any()
+    assert np.array_equal(member(values, pool), np.isin(values, pool))
+    assert not member(values, pool[:0]).any()

@@ -11,8 +11,7 @@ import numpy.typing as npt
 from stepscope.analyze.trace.gpuview import GpuView
 from stepscope.analyze.trace.intervals import unique_sorted
 from stepscope.analyze.trace.nesting import parents
-from stepscope.analyze.trace.sets import member as _member  # the name tests/traces/test_reader_floor.py imports
-from stepscope.analyze.trace.sets import unique_inverse
+from stepscope.analyze.trace.sets import member, unique_inverse
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 
@@ -37,7 +36,7 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     kind, corr = table["kind"], table["correlation"]
     rows = np.flatnonzero(_IS_HOST[kind])
     rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr >= 0))
-    rt = rt[_member(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
+    rt = rt[member(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
     both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
     leaf = np.zeros(both.size, dtype=bool)
     leaf[rows.size:] = True
