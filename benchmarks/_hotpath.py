@@ -81,7 +81,7 @@ def kept_blocks(fn: Callable[[], Any], n: int) -> float:
 
 HOOKS = (("data loader", ("collect/loader.py", "collect/batch.py")), ("forward", ("collect/modules.py",)),
          ("backward", ("collect/hooks.py:backward",)),
-         ("optimizer", ("collect/hooks.py:pre", "collect/hooks.py:post")),
+         ("optimizer", ("collect/hooks.py:step",)),
          ("phase nesting", ("collect/nesting.py",)),
          ("step row + buffers", ("collect/session.py", "collect/buffers.py")),
          ("per-step collectors", ("collect/comm.py", "collect/cuda.py", "collect/flops.py", "collect/window.py")))

@@ -147,7 +147,6 @@ def _direct_hook_costs() -> dict[str, float]:
     """stepscope's hook functions, called directly in a session around no-ops."""
     import torch
     from benchmarks._loop import Parts
-    from torch.optim import optimizer as optim_mod
     from torch.utils.data import dataloader as dl
 
     from stepscope.collect import hooks
@@ -164,24 +163,19 @@ def _direct_hook_costs() -> dict[str, float]:
             out["data loader: __next__ wrapper"] = cpu_cost_us(lambda: nxt(it))
         watch = hooks._WATCH["modules"]
         model, args = watch.models[0], (batch[0],)
+        pre, post = watch._hooks
 
         def forward_hooks() -> None:
-            watch._pre(model, args)
-            watch._post(model, args, None)
+            pre(model, args)
+            post(model, args, None)
 
         out["forward: model pre + post hooks"] = cpu_cost_us(forward_hooks)
         backward = torch.autograd.backward
         with _swapped(backward, "orig", lambda *a, **k: None):
             out["backward: autograd.backward wrapper"] = cpu_cost_us(lambda: backward(None))
-        pre = list(optim_mod._global_optimizer_pre_hooks.values())[-1]
-        post = list(optim_mod._global_optimizer_post_hooks.values())[-1]
-        marker = _cell(post, "marker").cell_contents
-
-        def optimizer_hooks() -> None:
-            pre(marker, (), {})
-            post(marker, (), {})
-
-        out["optimizer: pre + post hooks, step mark"] = cpu_cost_us(optimizer_hooks)
+        step, marker = optimizer_step(parts.opt)
+        with _swapped(step, "orig", lambda *a, **k: None):
+            out["optimizer: step wrapper + step mark"] = cpu_cost_us(lambda: step(marker))
         # the region rows (millions) go to a deque of their own, not to the flusher's: the same append
         real = s.region_row
         for label, cls in region_impls():
@@ -191,6 +185,16 @@ def _direct_hook_costs() -> dict[str, float]:
                 out[key] = region_cost_us(cls, built_once=once)
         s.region_row = real
     return out
+
+
+def optimizer_step(opt: Any) -> tuple[Any, Any]:
+    """stepscope's timing function for ``opt``'s class (in the cell of torch's step wrapper), and the
+    optimizer that marks the steps."""
+    from stepscope.collect import hooks
+
+    step = hooks._func_cell(type(opt).__dict__["step"]).cell_contents
+    assert getattr(step, "_stepscope_step", False), "the optimizer step is not timed"
+    return step, _cell(step, "marker").cell_contents
 
 
 def region_impls() -> list[tuple[str, Any]]:
@@ -240,27 +244,78 @@ class ThreadClock:
         return {k: now[k] - v for k, v in self.start.items() if k in now}
 
 
-def whole_steps(scripts: tuple[str, ...], rounds: int, steps: int) -> dict[str, dict[str, Any]]:
-    """Per script: bare and hooked step CPU µs per round (minimum over repeats of ``steps`` steps), and the
-    background threads' CPU per step over the hooked rounds."""
+def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int = 8) -> dict[str, dict[str, Any]]:
+    """Table 2: per script, ``pairs`` pairs of long blocks, one bare and one hooked (a fresh session each),
+    the order alternating (bare first, then hooked first); per block the training thread's CPU time of each
+    step. A block is about ``block_s`` seconds of bare steps (at least 40). Returns per script the per-block
+    means and medians (µs per step) of each arm, the background threads' CPU per hooked step, the steps per
+    block and the load average before and after."""
     from benchmarks._loop import Parts
 
-    parts = {k: Parts(k) for k in scripts}
-    res: dict[str, dict[str, Any]] = {k: {"bare": [], "hooked": [], "bg_ns": {}, "bg_steps": 0} for k in scripts}
-    for _ in range(rounds):
-        for k, p in parts.items():
-            res[k]["bare"].append(cpu_cost_us(p.step, number=steps, repeat=8))
-        with recording("whole-step"):
-            for p in parts.values():
-                for _ in range(4):
-                    p.step()
-            for k, p in parts.items():
-                clock = ThreadClock()
-                res[k]["hooked"].append(cpu_cost_us(p.step, number=steps, repeat=8))
-                for name, ns in clock.since_start_ns().items():
-                    res[k]["bg_ns"][name] = res[k]["bg_ns"].get(name, 0) + ns
-                res[k]["bg_steps"] += steps * 8
+    clock = time.thread_time_ns
+    res: dict[str, dict[str, Any]] = {}
+    for script in scripts:
+        p = Parts(script)
+        for _ in range(warm):
+            p.step()
+        t0 = clock()
+        for _ in range(20):
+            p.step()
+        n = max(40, round(block_s / ((clock() - t0) / 20 / 1e9)))
+
+        r: dict[str, Any] = {"bare": [], "hooked": [], "bare_med": [], "hooked_med": [], "bg_ns": 0,
+                             "bg_steps": 0, "steps": n, "load": [os.getloadavg()[0]]}
+        for i in range(pairs):
+            for arm in (("bare", "hooked") if i % 2 == 0 else ("hooked", "bare")):
+                if arm == "bare":
+                    ts = _block(p, n, warm)
+                else:
+                    with recording("whole-step"):
+                        bg = ThreadClock()
+                        ts = _block(p, n, warm)
+                        r["bg_ns"] += sum(bg.since_start_ns().values())
+                        r["bg_steps"] += n + warm
+                r[arm].append(sum(ts) / n / 1e3)
+                r[arm + "_med"].append(_median([t / 1e3 for t in ts]))
+        r["load"].append(os.getloadavg()[0])
+        res[script] = r
     return res
+
+
+def _block(p: Any, n: int, warm: int) -> list[int]:
+    """Thread CPU ns of each of ``n`` steps of ``p`` after ``warm`` untimed ones and a full collection."""
+    import gc
+
+    clock = time.thread_time_ns
+    p.it = None  # every block starts a pass of the loader (its iterator made inside the block's arm)
+    for _ in range(warm):  # the first hooked step finds the model; the FLOP meter measures one
+        p.step()
+    gc.collect()
+    ts = []
+    for _ in range(n):
+        t = clock()
+        p.step()
+        ts.append(clock() - t)
+    return ts
+
+
+def sign_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(low, high, coverage): the distribution-free interval for the median of ``xs`` from the sign test:
+    order statistics k and n + 1 - k (1-based), k the largest whose coverage 1 - 2 P(B <= k - 1) with
+    B ~ Binomial(n, 1/2) is still at least ``level``. Needs n >= 6 for 95%."""
+    from math import comb
+
+    s = sorted(xs)
+    n = len(s)
+    best = None
+    for k in range(1, n // 2 + 1):
+        tail = sum(comb(n, j) for j in range(k)) / 2**n
+        if 1 - 2 * tail >= level:
+            best = (k, 1 - 2 * tail)
+    if best is None:
+        return s[0], s[-1], 1 - 2 / 2**n
+    k, cover = best
+    return s[k - 1], s[n - k], cover
 
 
 def background_us(seconds: float = 4.0) -> tuple[dict[str, float], float]:
@@ -312,16 +367,22 @@ def print_hook_table(costs: dict[str, float], background: dict[str, float], rate
 
 
 def print_whole_steps(res: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{'whole step (issue 20 scripts)':<24}{'bare':>10}{'hooked':>10}{'cost':>9}{'range':>18}"
-          f"{'+ threads':>11}   target")
+    print(f"\n{'whole step (issue 20 scripts)':<14}{'steps':>6}{'pairs':>6}{'bare':>9}{'hooked - bare (95% CI)':>29}"
+          f"{'by median step':>26}{'+ threads':>11}{'load':>11}")
     for k, r in res.items():
         diffs = [h - b for b, h in zip(r["bare"], r["hooked"], strict=True)]
-        med = _median(diffs)
-        bg = sum(r["bg_ns"].values()) / max(r["bg_steps"], 1) / 1e3
-        print(f"{k:<24}{min(r['bare']):>8.1f}µs{min(r['hooked']):>8.1f}µs{med:>7.2f}µs"
-              f"{min(diffs):>8.1f} to {max(diffs):>5.1f}{bg:>9.2f}µs   <= {STEP_TARGET_US:g} µs")
-    print("  cost: hooked minus bare thread CPU per step, paired by round (median; range over rounds);"
-          "\n  + threads: the flusher's and sampler's CPU per step in those rounds")
+        meds = [h - b for b, h in zip(r["bare_med"], r["hooked_med"], strict=True)]
+        lo, hi, _ = sign_interval(diffs)
+        mlo, mhi, _ = sign_interval(meds)
+        bare = _median(r["bare"])
+        bg = r["bg_ns"] / max(r["bg_steps"], 1) / 1e3
+        print(f"{k:<14}{r['steps']:>6}{len(diffs):>6}{bare:>7.0f}µs{_median(diffs):>+8.1f}µs ({lo:+.1f} to {hi:+.1f})"
+              f"{'':>3}{_median(meds):>+8.1f}µs ({mlo:+.1f} to {mhi:+.1f}){bg:>9.2f}µs"
+              f"{r['load'][0]:>6.1f}-{r['load'][1]:.1f}")
+    print("  hooked - bare: the training thread's CPU time per step (thread_time_ns), each block's mean, hooked\n"
+          "  minus bare paired by block (the order alternating); median over pairs with its sign-test interval\n"
+          f"  (>= 95% coverage). By median step: the same with each block's median step (robust to a preempted\n"
+          f"  step). + threads: the flusher's and sampler's CPU per hooked step. Target <= {STEP_TARGET_US:g} µs.")
 
 
 def cold_hook_costs(n: int = 400) -> dict[str, float]:
@@ -329,7 +390,6 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
     warm, after a bare step of another model, and after a 64 MiB write; the clock read subtracted."""
     import torch
     from benchmarks._loop import Parts
-    from torch.optim import optimizer as optim_mod
     from torch.utils.data import dataloader as dl
 
     from stepscope.collect import hooks
@@ -356,21 +416,20 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
         nxt, it = dl._BaseDataLoaderIter.__next__, parts.it
         watch = hooks._WATCH["modules"]
         model, args = watch.models[0], (batch[0],)
+        pre, post = watch._hooks
         backward = torch.autograd.backward
-        pre = list(optim_mod._global_optimizer_pre_hooks.values())[-1]
-        post = list(optim_mod._global_optimizer_post_hooks.values())[-1]
-        marker = _cell(post, "marker").cell_contents
+        step, marker = optimizer_step(parts.opt)
         buf = torch.empty(64 << 20, dtype=torch.uint8)
 
         def one_step_of_hooks() -> None:
             nxt(it)
-            watch._pre(model, args)
-            watch._post(model, args, None)
+            pre(model, args)
+            post(model, args, None)
             backward(None)
-            pre(marker, (), {})
-            post(marker, (), {})
+            step(marker)
 
-        with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None):
+        with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None), \
+                _swapped(step, "orig", lambda *a, **k: None):
             read = median_us(lambda: None, None)
             out["warm (tight loop, as table 1)"] = median_us(one_step_of_hooks, None) - read
             out["after a bare loader48 step"] = median_us(one_step_of_hooks, other.step) - read
@@ -411,19 +470,26 @@ def print_call_counts() -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=40, help="steps per timed repeat of a whole-step round")
-    p.add_argument("--only-hooks", action="store_true", help="table 1 and the counts only (no whole steps)")
+    p.add_argument("--rounds", type=int, default=5, help="repeats of table 1 (minimum over half of them)")
+    p.add_argument("--pairs", type=int, default=24, help="bare / hooked block pairs per script (table 2)")
+    p.add_argument("--block-s", type=float, default=0.4, help="seconds of bare steps per block (table 2)")
+    p.add_argument("--scripts", default=",".join(ISSUE_SCRIPTS), help="table 2's scripts (comma list)")
+    p.add_argument("--only-hooks", action="store_true", help="tables 1, 3 and 4 only (no whole steps)")
+    p.add_argument("--only-steps", action="store_true", help="table 2 only")
     args = p.parse_args()
     import torch
 
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
+    if args.only_steps:
+        print_whole_steps(whole_steps(tuple(args.scripts.split(",")), args.pairs, args.block_s))
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
     costs = hook_costs(rounds=max(1, args.rounds // 2))
     background, rate = background_us()
     print_hook_table(costs, background, rate)
     if not args.only_hooks:
-        print_whole_steps(whole_steps(ISSUE_SCRIPTS, args.rounds, args.steps))
+        print_whole_steps(whole_steps(tuple(args.scripts.split(",")), args.pairs, args.block_s))
     print_call_counts()
     print_cold_hook_costs(cold_hook_costs())
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")

@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.options import ENV_DATABENCH
-from stepscope.collect.session import Session
+from stepscope.collect.session import Session, StepState
 
 _UNDO: list[Callable[[], None]] = []
 FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 """Test switch: a comma list of hook names (optimizer, sampler) that raise on purpose, to prove that
 a failing hook never breaks training. Read once at install."""
 _WATCH: dict[str, Any] = {}
+_NAN = float("nan")
 
 
 def install_torch_hooks(session: Session) -> None:
@@ -85,69 +86,150 @@ def _install_window(session: Session) -> None:
 
 
 def _install_optimizer_hooks(session: Session) -> None:
-    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    """Time every optimizer's ``step()`` and mark a step at the end of the first optimizer's.
 
-    from stepscope.collect import nesting
+    One Python call a step: torch wraps each optimizer class's ``step`` once (``Optimizer.profile_hook_step``,
+    applied by ``Optimizer._patch_step_function`` in every optimizer's ``__init__``), and that wrapper calls
+    the real ``step`` through its closure cell ``func``. stepscope puts its timing function in that cell (for
+    the classes wrapped already, and for each class wrapped later), so every way of calling ``step`` goes
+    through it (``opt.step()``, an LR scheduler's or Accelerate's instance wrapper, a subclass's
+    ``super().step()``) and nothing is added to the optimizer objects or classes. Before this, a global
+    step pre-hook and post-hook (two calls, torch iterating its hook dictionaries) did the same work."""
+    from torch.optim.optimizer import Optimizer
 
     perf = time.perf_counter_ns
     fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
     marker: Any = None
-    span: nesting.Span | None = None
     depth = 0
     adopted: set[int] = set()
     """ids of the optimizers whose models are watched already (ModuleWatch.adopt is asked once each)"""
+    wrapped: list[tuple[Any, Any]] = []
+    """(closure cell of a torch step wrapper now holding our function, the real ``step`` it held)"""
 
-    def pre(opt: Any, args: Any, kwargs: Any) -> None:
-        nonlocal span, depth
-        if depth == 0:
-            st = session.step  # nesting.enter written out (the hot path: one call a step saved)
-            span = (st, st.data_wait + st.forward + st.backward + st.optimizer + st.comm, perf())
-        depth += 1
+    def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            nonlocal depth, marker
+            if depth:  # a step inside a step (a subclass's super().step(), ZeRO's inner optimizer): timed once
+                depth += 1
+                try:
+                    return orig(*args, **kwargs)
+                finally:
+                    depth -= 1
+            st0 = session.step  # nesting.enter written out (the hot path)
+            a0 = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm
+            depth = 1
+            t0 = perf()
+            try:
+                out = orig(*args, **kwargs)
+            except BaseException:
+                depth = 0  # a step that raises marks no step (as torch's post-hooks never ran)
+                raise
+            t1 = perf()
+            depth = 0
+            if session.disabled:
+                return out
+            try:
+                if fault:
+                    raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
+                # own time only: a closure (Lightning, LBFGS) runs forward and backward inside the step
+                # (nesting.own_time written out)
+                st = session.step
+                nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
+                if st is not st0:
+                    nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+                own = t1 - t0 - nested
+                if own > 0:
+                    st.optimizer += own
+                opt = args[0]
+                if opt is marker:
+                    if session.step_source == "optimizer" and session.active and not session.extras:
+                        # Session.mark_step's common case written out (a training step, no per-step
+                        # collector left): one row appended, one new StepState; keep the two in step
+                        o = session.options
+                        samples = o.samples_per_step if o.samples_per_step is not None else (
+                            st.samples if st.fetched or st.samples else _NAN)
+                        tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
+                        session.buffers.step_rows.append((
+                            session.step_index, t1 if st.start is None else st.start, t1, samples, tokens,
+                            st.data_wait if st.fetched else _NAN, st.forward or _NAN, st.backward or _NAN,
+                            st.optimizer or _NAN, st.comm or _NAN, st.epoch, 0))
+                        session.step_index += 1
+                        if st.epoch >= 0:
+                            session.epoch = st.epoch
+                        session.step = StepState(t1, session.epoch)
+                    else:
+                        session.mark_step(t1, source="optimizer")
+                    return out
+                watch = _WATCH.get("modules")
+                if marker is None:
+                    marker = opt
+                    if watch is not None:
+                        watch.finish(opt)
+                        watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
+                    adopted.add(id(opt))
+                    session.mark_step(t1, source="optimizer")
+                elif id(opt) not in adopted:
+                    adopted.add(id(opt))
+                    if watch is not None:
+                        watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
+            except Exception as e:
+                session.warn_once("optimizer", f"step marking failed ({e})")
+            return out
 
-    def post(opt: Any, args: Any, kwargs: Any) -> None:
-        nonlocal marker, depth
-        t1 = perf()
-        depth -= 1
-        if depth or session.disabled:
+        step._stepscope_step = True  # type: ignore[attr-defined]
+        return step
+
+    def wrap(cls: type) -> None:
+        """Time ``cls``'s step if torch has wrapped it (its own ``step`` attribute only: an inherited one is
+        its base class's, wrapped once there)."""
+        fn = cls.__dict__.get("step")
+        cell = _func_cell(fn) if getattr(fn, "hooked", False) else None
+        if cell is None or getattr(cell.cell_contents, "_stepscope_step", False):
             return
-        try:
-            if fault:
-                raise RuntimeError("injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)")
-            # own time only: a closure (Lightning) runs forward and backward inside the step
-            # (nesting.own_time written out)
-            st0, a0, t0 = span  # type: ignore[misc]
-            st = session.step
-            nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
-            if st is not st0:
-                nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
-            own = t1 - t0 - nested
-            if own > 0:
-                st.optimizer += own
-            if opt is marker:
-                session.mark_step(t1, source="optimizer")
-                return
-            watch = _WATCH.get("modules")
-            if marker is None:
-                marker = opt
-                if watch is not None:
-                    watch.finish(opt)
-                    watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
-                adopted.add(id(opt))
-                session.mark_step(t1, source="optimizer")
-            elif id(opt) not in adopted:
-                adopted.add(id(opt))
-                if watch is not None:
-                    watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
-        except Exception as e:
-            session.warn_once("optimizer", f"step marking failed ({e})")
+        wrapped.append((cell, cell.cell_contents))
+        cell.cell_contents = timed(cell.cell_contents)
 
-    handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+    if _func_cell(Optimizer.profile_hook_step(_subclasses)) is None:
+        raise RuntimeError("this torch's optimizer step wrapper has no 'func' cell to time the step through")
+    for cls in _subclasses(Optimizer):
+        wrap(cls)
+    orig_patch = Optimizer._patch_step_function
+
+    def _patch_step_function(self: Any) -> None:
+        orig_patch(self)
+        try:
+            wrap(type(self))
+        except Exception as e:
+            session.warn_once("optimizer", f"could not time {type(self).__name__}.step ({e})")
+
+    Optimizer._patch_step_function = _patch_step_function  # type: ignore[method-assign]
 
     def undo() -> None:
-        for h in handles:
-            h.remove()
+        Optimizer._patch_step_function = orig_patch  # type: ignore[method-assign]
+        for cell, orig in reversed(wrapped):
+            cell.cell_contents = orig
+        wrapped.clear()
 
     _UNDO.append(undo)
+
+
+def _func_cell(fn: Any) -> Any:
+    """The closure cell named ``func`` of torch's optimizer step wrapper ``fn`` (None: not that wrapper)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or fn.__closure__ is None or "func" not in code.co_freevars:
+        return None
+    return fn.__closure__[code.co_freevars.index("func")]
+
+
+def _subclasses(cls: type) -> list[type]:
+    """``cls`` and every subclass of it defined so far."""
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        if c not in out:
+            out.append(c)
+            todo.extend(c.__subclasses__())
+    return out
 
 
 def _install_backward_hook(session: Session) -> None:

@@ -107,11 +107,13 @@ class ModuleWatch:
         self._global = [m.register_module_forward_pre_hook(self._pre),
                         m.register_module_forward_hook(self._post, always_call=True)]
         self._model_handles: list[tuple[Any, list[Any]]] = []
+        self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]] | None = None
+        """The watched models' pre- and post-hook (one pair for all of them: their nesting depth is shared)."""
         undo.append(self.remove)
 
-    # -- hooks (global while discovering, then the models' own, hidden from copies) ------------------
+    # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
     def _pre(self, module: Any, args: Any) -> None:
-        if not self.discovering and id(module) not in self.watched:
+        if not self.discovering:
             return
         if self.depth == 0:
             t0 = time.perf_counter_ns()
@@ -133,12 +135,11 @@ class ModuleWatch:
         self.depth += 1
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
-        if not self.discovering and id(module) not in self.watched:
+        if not self.discovering:
             return
         try:
             self.depth -= 1
-            if self.discovering:
-                self.shapes[id(module)] = output_shape(out)
+            self.shapes[id(module)] = output_shape(out)
             if self.depth or self.span is None:
                 return
             t1 = time.perf_counter_ns()
@@ -151,17 +152,70 @@ class ModuleWatch:
             if t1 - t0 > nested:
                 st.forward += t1 - t0 - nested
             self.span = None
-            if self.discovering:
-                self.roots.setdefault(id(module), module)
-                self.calls += 1
-                if self.calls > DISCOVERY_LIMIT:
-                    self.finish(None)
-            elif not module.training and s.step_source == "optimizer" and not self.torch.is_grad_enabled():
-                from stepscope.model.tables import Phase  # here: numpy is not imported at start-up for it
-
-                s.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
+            self.roots.setdefault(id(module), module)
+            self.calls += 1
+            if self.calls > DISCOVERY_LIMIT:
+                self.finish(None)
         except Exception as e:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")
+
+    def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]]:
+        """The watched models' own forward pre- and post-hook: ``_pre`` and ``_post`` without the discovery
+        branches, their state in closure cells (no attribute chain, no span tuple a step)."""
+        session = self.session
+        tensor = self.tensor_type
+        is_grad_enabled = self.torch.is_grad_enabled
+        perf = time.perf_counter_ns
+        depth = 0
+        st0: Any = None
+        a0 = 0
+        t0 = 0
+
+        def pre(module: Any, args: Any) -> None:
+            nonlocal depth, st0, a0, t0
+            if depth == 0:
+                t = perf()
+                st = session.step
+                if st.start is None:
+                    st.start = t
+                if not st.fetched and self.sampled is not st:
+                    try:
+                        if session.options.samples_per_step is None:
+                            self.sampled = st
+                            x = args[0] if args else None  # batch_size's common case written out: a tensor
+                            n = float(x.shape[0]) if type(x) is tensor and x.dim() else batch_size(args)
+                            if n:
+                                st.samples = n
+                    except Exception as e:
+                        session.warn_once("module-samples",
+                                          f"reading the batch size from the forward input failed ({e})")
+                st0 = st  # nesting.enter written out
+                a0 = st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+                t0 = t
+            depth += 1
+
+        def post(module: Any, args: Any, out: Any) -> None:
+            nonlocal depth, st0
+            try:
+                depth -= 1
+                if depth or st0 is None:
+                    return
+                t1 = perf()
+                st = session.step  # nesting.own_time written out
+                nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
+                if st is not st0:
+                    nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
+                if t1 - t0 > nested:
+                    st.forward += t1 - t0 - nested
+                st0 = None
+                if not module.training and session.step_source == "optimizer" and not is_grad_enabled():
+                    from stepscope.model.tables import Phase  # here: numpy is not imported at start-up for it
+
+                    session.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
+            except Exception as e:
+                session.warn_once("module-watch", f"model forward timing failed ({e})")
+
+        return pre, post
 
     # -- choosing the models ------------------------------------------------------------------------
     def finish(self, optimizer: Any) -> None:
@@ -207,8 +261,10 @@ class ModuleWatch:
         self.watched.add(id(model))
         self.session.record("model", summary=summarize_model(model, self.shapes))
         dicts = _hide(model)
-        handles = [model.register_forward_pre_hook(self._pre),
-                   model.register_forward_hook(self._post, always_call=True)]
+        if self._hooks is None:
+            self._hooks = self._model_hooks()
+        pre, post = self._hooks
+        handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post, always_call=True)]
         for d in dicts:
             d.ours.update(h.id for h in handles)
         self._model_handles.append((model, handles))

@@ -341,7 +341,9 @@ class Session:
         ``phase`` is a ``model.tables.Phase`` (TRAIN: 0, the default).
 
         The hot path of every hook: one tuple appended (no dict, no lock, no clock call; times stay
-        perf-counter ns until the flush converts them) and one new StepState."""
+        perf-counter ns until the flush converts them) and one new StepState. The optimizer's step timer
+        (hooks.py) writes the common case out (a training step with no per-step collector): keep the two
+        in step."""
         if source != self.step_source:
             if self.step_source is not None:
                 return
