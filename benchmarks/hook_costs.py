@@ -6,14 +6,19 @@ machine), the load average printed beside them:
 
 1. **By hook**: each hook function called directly, around a no-op in place of the torch work it wraps
    (DataLoader ``__next__``, the model's forward pre + post hooks, the ``backward`` wrapper, the optimizer's
-   pre + post hooks with the step mark), the extra work torch itself does for a module that has forward
+   step timer with the step mark), the extra work torch itself does for a module that has forward
    hooks, the background threads (the flusher that turns step rows into records, the system sampler) as
    their CPU time per step of a real run, and a region enter + exit. Target: the sum <= 10 µs, a region
    <= 0.5 µs.
-2. **Whole step**: the three scripts of issue 20 (benchmarks/_loop.py: ``loader48``, ``linear``, ``many``)
-   stepped bare and inside a session, alternating round after round; hooked minus bare, paired by round.
-   Target <= 10 µs per step. On a loaded 2-core machine the bare step itself moves by several µs from one
-   round to the next, so this is the check that table 1 misses nothing, not a precise figure.
+2. **Whole step**: the three scripts of issue 20 (benchmarks/_loop.py: ``loader48``, ``linear``, ``many``) in
+   pairs of long blocks (``--block-s`` seconds of steps each, ``--pairs`` pairs), bare and hooked, the order
+   alternating, the training thread's CPU time of every step. Twice: *hooks on - off* inside one running
+   session (the hooks removed for the bare blocks, installed again for the hooked ones: what the hooks cost
+   in a real step, the session's threads alike in both arms), and *stepscope on - off* (no stepscope
+   against a fresh session per block: what a user pays, the threads included). The figure is the median
+   over pairs of hooked minus bare, with its sign-test interval (distribution-free, >= 95%). Target
+   <= 10 µs per step. On a loaded 2-core machine the bare step moves by tens of µs between blocks: the
+   interval says what the run can resolve.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -23,7 +28,8 @@ machine), the load average printed beside them:
    is the warm figure; inside a real step each hook runs after torch's work has evicted its code and data,
    which is why table 2's hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead").
 
-    python benchmarks/hook_costs.py [--rounds 5] [--steps 40] [--only-hooks]
+    python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
+                                    [--only-hooks | --only-steps]
 """
 
 from __future__ import annotations
@@ -244,42 +250,71 @@ class ThreadClock:
         return {k: now[k] - v for k, v in self.start.items() if k in now}
 
 
-def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int = 8) -> dict[str, dict[str, Any]]:
-    """Table 2: per script, ``pairs`` pairs of long blocks, one bare and one hooked (a fresh session each),
-    the order alternating (bare first, then hooked first); per block the training thread's CPU time of each
-    step. A block is about ``block_s`` seconds of bare steps (at least 40). Returns per script the per-block
-    means and medians (µs per step) of each arm, the background threads' CPU per hooked step, the steps per
-    block and the load average before and after."""
+def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int = 8,
+                *, toggle: bool = False) -> dict[str, dict[str, Any]]:
+    """Table 2: per script, ``pairs`` pairs of long blocks, one bare and one hooked, the order alternating
+    (bare first, then hooked first); per block the training thread's CPU time of each step. A block is
+    about ``block_s`` seconds of bare steps (at least 40).
+
+    Bare is no stepscope at all and hooked a fresh session per block (what a user pays, the background
+    threads included) or, with ``toggle``, both arms inside one running session: bare with every hook
+    removed, hooked with the per-step hooks installed again (loader, models, backward, optimizer): the
+    hooks' cost in a real step, the session's threads running alike in both arms.
+
+    Returns per script the per-block means and medians (µs per step) of each arm, the background threads'
+    CPU per hooked step, the steps per block and the load average before and after."""
     from benchmarks._loop import Parts
 
     clock = time.thread_time_ns
     res: dict[str, dict[str, Any]] = {}
-    for script in scripts:
-        p = Parts(script)
-        for _ in range(warm):
-            p.step()
-        t0 = clock()
-        for _ in range(20):
-            p.step()
-        n = max(40, round(block_s / ((clock() - t0) / 20 / 1e9)))
+    with recording("hook-toggle") if toggle else _nothing() as s:
+        for script in scripts:
+            p = Parts(script)
+            for _ in range(warm):  # in a toggle session: the model found, the FLOP meter's step measured
+                p.step()
+            t0 = clock()
+            for _ in range(20):
+                p.step()
+            n = max(40, round(block_s / ((clock() - t0) / 20 / 1e9)))
+            r: dict[str, Any] = {"bare": [], "hooked": [], "bare_med": [], "hooked_med": [], "bg_ns": 0,
+                                 "bg_steps": 0, "steps": n, "load": [os.getloadavg()[0]]}
+            for i in range(pairs):
+                for arm in (("bare", "hooked") if i % 2 == 0 else ("hooked", "bare")):
+                    if toggle:
+                        from stepscope.collect import hooks
 
-        r: dict[str, Any] = {"bare": [], "hooked": [], "bare_med": [], "hooked_med": [], "bg_ns": 0,
-                             "bg_steps": 0, "steps": n, "load": [os.getloadavg()[0]]}
-        for i in range(pairs):
-            for arm in (("bare", "hooked") if i % 2 == 0 else ("hooked", "bare")):
-                if arm == "bare":
-                    ts = _block(p, n, warm)
-                else:
-                    with recording("whole-step"):
-                        bg = ThreadClock()
+                        hooks.remove_all()
+                        if arm == "hooked":
+                            install_step_hooks(s)
                         ts = _block(p, n, warm)
-                        r["bg_ns"] += sum(bg.since_start_ns().values())
-                        r["bg_steps"] += n + warm
-                r[arm].append(sum(ts) / n / 1e3)
-                r[arm + "_med"].append(_median([t / 1e3 for t in ts]))
-        r["load"].append(os.getloadavg()[0])
-        res[script] = r
+                    elif arm == "bare":
+                        ts = _block(p, n, warm)
+                    else:
+                        with recording("whole-step"):
+                            bg = ThreadClock()
+                            ts = _block(p, n, warm)
+                            r["bg_ns"] += sum(bg.since_start_ns().values())
+                            r["bg_steps"] += n + warm
+                    r[arm].append(sum(ts) / n / 1e3)
+                    r[arm + "_med"].append(_median([t / 1e3 for t in ts]))
+            r["load"].append(os.getloadavg()[0])
+            res[script] = r
     return res
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield None
+
+
+def install_step_hooks(session: Any) -> None:
+    """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them."""
+    from stepscope.collect import hooks
+
+    hooks._install_optimizer_hooks(session)
+    hooks._install_backward_hook(session)
+    hooks._install_part("loader", "install_loader_hooks")(session, hooks._UNDO)
+    hooks._install_modules(session)
 
 
 def _block(p: Any, n: int, warm: int) -> list[int]:
@@ -366,23 +401,28 @@ def print_hook_table(costs: dict[str, float], background: dict[str, float], rate
     return total
 
 
-def print_whole_steps(res: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{'whole step (issue 20 scripts)':<14}{'steps':>6}{'pairs':>6}{'bare':>9}{'hooked - bare (95% CI)':>29}"
-          f"{'by median step':>26}{'+ threads':>11}{'load':>11}")
+def print_whole_steps(res: dict[str, dict[str, Any]], *, toggle: bool = False) -> None:
+    title = "hooks on - off, one session" if toggle else "stepscope on - off"
+    print(f"\n{title:<30}{'steps':>6}{'pairs':>6}{'bare':>8}{'block means (95% CI)':>28}"
+          f"{'block medians (95% CI)':>28}{'+ threads':>11}{'load':>10}")
     for k, r in res.items():
         diffs = [h - b for b, h in zip(r["bare"], r["hooked"], strict=True)]
         meds = [h - b for b, h in zip(r["bare_med"], r["hooked_med"], strict=True)]
         lo, hi, _ = sign_interval(diffs)
         mlo, mhi, _ = sign_interval(meds)
         bare = _median(r["bare"])
-        bg = r["bg_ns"] / max(r["bg_steps"], 1) / 1e3
-        print(f"{k:<14}{r['steps']:>6}{len(diffs):>6}{bare:>7.0f}µs{_median(diffs):>+8.1f}µs ({lo:+.1f} to {hi:+.1f})"
-              f"{'':>3}{_median(meds):>+8.1f}µs ({mlo:+.1f} to {mhi:+.1f}){bg:>9.2f}µs"
-              f"{r['load'][0]:>6.1f}-{r['load'][1]:.1f}")
-    print("  hooked - bare: the training thread's CPU time per step (thread_time_ns), each block's mean, hooked\n"
-          "  minus bare paired by block (the order alternating); median over pairs with its sign-test interval\n"
-          f"  (>= 95% coverage). By median step: the same with each block's median step (robust to a preempted\n"
-          f"  step). + threads: the flusher's and sampler's CPU per hooked step. Target <= {STEP_TARGET_US:g} µs.")
+        bg = f"{r['bg_ns'] / r['bg_steps'] / 1e3:9.2f}µs" if r["bg_steps"] else f"{'':>11}"
+        print(f"{k:<30}{r['steps']:>6}{len(diffs):>6}{bare:>6.0f}µs{_median(diffs):>+8.1f}µs ({lo:+.1f} to {hi:+.1f})"
+              f"{_median(meds):>+9.1f}µs ({mlo:+.1f} to {mhi:+.1f}){bg}{r['load'][0]:>5.1f}-{r['load'][1]:.1f}")
+    if toggle:
+        print("  both arms in one running session: bare with every hook removed, hooked with the per-step hooks\n"
+              "  installed again (the session's threads run alike in both)")
+    else:
+        print("  bare: no stepscope; hooked: a fresh session per block (its threads included)")
+    print("  the training thread's CPU time per step (thread_time_ns), hooked minus bare paired by block (the\n"
+          "  order alternating): median over pairs of the blocks' mean steps, and of their median steps (robust\n"
+          "  to a preempted step), each with its sign-test interval (>= 95% coverage); + threads: the flusher's\n"
+          f"  and sampler's CPU per hooked step. Target <= {STEP_TARGET_US:g} µs.")
 
 
 def cold_hook_costs(n: int = 400) -> dict[str, float]:
@@ -481,15 +521,18 @@ def main() -> None:
 
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
+    scripts = tuple(args.scripts.split(","))
     if args.only_steps:
-        print_whole_steps(whole_steps(tuple(args.scripts.split(",")), args.pairs, args.block_s))
+        for toggle in (True, False):
+            print_whole_steps(whole_steps(scripts, args.pairs, args.block_s, toggle=toggle), toggle=toggle)
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
     costs = hook_costs(rounds=max(1, args.rounds // 2))
     background, rate = background_us()
     print_hook_table(costs, background, rate)
     if not args.only_hooks:
-        print_whole_steps(whole_steps(tuple(args.scripts.split(",")), args.pairs, args.block_s))
+        for toggle in (True, False):
+            print_whole_steps(whole_steps(scripts, args.pairs, args.block_s, toggle=toggle), toggle=toggle)
     print_call_counts()
     print_cold_hook_costs(cold_hook_costs())
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
