@@ -11,18 +11,21 @@ import json
 import math
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from benchmarks._background import flush_calls, sample_calls
 
 from stepscope.collect.buffers import STEP_COLS, Buffers
+from stepscope.collect.sampler import StopSignal
 from stepscope.store.rundir import RecordWriter
 
-SAMPLE_PY_CALLS = 70
-"""Python calls per periodic system sample, the wait for it included (55 at the time of writing)."""
-SAMPLE_C_CALLS = 160
-"""C calls per sample (121 at the time of writing, most of them parsing /proc/diskstats' lines)."""
+SAMPLE_PY_CALLS = 60
+"""Python calls per periodic system sample, the wait for it included (49 at the time of writing)."""
+SAMPLE_C_CALLS = 140
+"""C calls per sample (112 at the time of writing, most of them parsing /proc/diskstats' lines)."""
 SAMPLE_OS_CALLS = 8
 """File/OS calls per sample: one ``pread`` for each of /proc/PID/stat, /proc/PID/statm, /proc/stat,
 /proc/meminfo, /proc/diskstats, /proc/net/dev and /proc/PID/schedstat, and ``os.getloadavg``."""
@@ -81,3 +84,23 @@ def test_flushed_step_records_hold_the_rows() -> None:
     assert cols["device_ns"] == cols["mem_allocated_peak_bytes"] == cols["mem_reserved_peak_bytes"] == [None] * 50
     assert cols["phase"] == [i % 2 for i in range(50)] and cols["epoch"] == [1] * 50
     assert not any(isinstance(v, float) and math.isnan(v) for c in cols.values() for v in c)
+
+
+def test_stop_signal_wakes_the_waiter_and_stays_set() -> None:
+    stop = StopSignal()
+    assert stop.wait(0.01) is False and not stop.is_set()
+    woke: list[float] = []
+
+    def waiter() -> None:
+        t0 = time.monotonic()
+        stop.wait(60.0)
+        woke.append(time.monotonic() - t0)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.05)
+    stop.set()
+    stop.set()  # twice: no error
+    t.join(timeout=30.0)
+    assert woke and woke[0] < 30.0  # woken by set(), not by its 60 s timeout
+    assert stop.is_set() and stop.wait(0.0) is True and stop.wait(5.0) is True

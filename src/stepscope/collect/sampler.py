@@ -199,12 +199,39 @@ def open_host(pid: int) -> Host:
         return PsutilHost()
 
 
+class StopSignal:
+    """Set once, from any thread; :meth:`wait` is one lock acquire with a timeout, where ``threading.Event.wait``
+    builds a Condition waiter each time (about twice the work per period of a thread that mostly waits)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # released by set(): a waiter gets it then, at once
+        self._guard = threading.Lock()
+        self._set = False
+
+    def set(self) -> None:
+        with self._guard:
+            if not self._set:
+                self._set = True
+                self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """True once set (at once if it is), False after ``timeout`` seconds without."""
+        if self._lock.acquire(timeout=timeout):
+            self._lock.release()  # stays set for the next wait
+            return True
+        return self._set
+
+
 class Sampler(threading.Thread):
     def __init__(self, session: Session, interval_s: float, gpus: bool) -> None:
         super().__init__(name="stepscope-sampler", daemon=True)
         self.session = session
         self.interval_s = interval_s
-        self.stop_event = threading.Event()
+        self.stop_event = StopSignal()
         self.gpus = gpus
 
     def run(self) -> None:
