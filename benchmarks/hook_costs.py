@@ -353,23 +353,39 @@ def sign_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, f
     return s[k - 1], s[n - k], cover
 
 
-def background_us(seconds: float = 4.0) -> tuple[dict[str, float], float]:
+def background_us(seconds: float = 6.0, warmup_s: float = 1.5) -> tuple[dict[str, float], float]:
     """CPU µs per step of each background thread over ``seconds`` of ``linear`` steps (the fastest script:
-    the most rows per second for the flusher); and the steps per second it ran at."""
+    the most rows per second for the flusher), after ``warmup_s`` of steps: the threads' start-up (the
+    sampler's imports, its first sample) is once per run, not per step, and is left out; and the steps per
+    second it ran at."""
     from benchmarks._loop import Parts
 
     p = Parts("linear")
     with recording("background"):
-        for _ in range(4):
+        t_end = time.perf_counter() + warmup_s
+        while time.perf_counter() < t_end:
             p.step()
         clock = ThreadClock()
         n = 0
-        t_end = time.perf_counter() + seconds
+        t0 = time.perf_counter()
+        t_end = t0 + seconds
         while time.perf_counter() < t_end:
             p.step()
             n += 1
         spent = clock.since_start_ns()
-    return {k: v / n / 1e3 for k, v in spent.items() if k in ("flush", "sampler")}, n / seconds
+        elapsed = time.perf_counter() - t0
+    return {k: v / n / 1e3 for k, v in spent.items() if k in ("flush", "sampler")}, n / elapsed
+
+
+def print_background_counts() -> None:
+    """The background threads' work counted (benchmarks/_background.py; does not move with load)."""
+    from benchmarks._background import flush_calls, sample_calls
+
+    sample, _ = sample_calls()
+    few, many = flush_calls(10), flush_calls(5000)
+    print(f"\nbackground work, counted: a system sample {sample.py:.0f} Python, {sample.c:.0f} C and "
+          f"{sample.os:.0f} file/OS calls; a flush of 10 / 5,000 step rows {few.py:.0f} / {many.py:.0f} Python, "
+          f"{few.c:.0f} / {many.c:.0f} C and {few.os:.0f} / {many.os:.0f} file/OS calls")
 
 
 def _median(xs: list[float]) -> float:
@@ -390,7 +406,9 @@ def print_hook_table(costs: dict[str, float], background: dict[str, float], rate
         print(f"{name + ' thread (its CPU time per step)':<48}{v:>8.2f}")
     print(f"{'total per step':<48}{total:>8.2f}   <= {STEP_TARGET_US:g} µs  "
           f"{'met' if total <= STEP_TARGET_US else 'NOT MET'}")
-    print(f"  (background threads at {rate:,.0f} steps/s; the sampler's share shrinks as steps get slower)")
+    per_s = ", ".join(f"{name} {v * rate / 1e3:.2f} ms" for name, v in background.items())
+    print(f"  (background threads at {rate:,.0f} steps/s, CPU per second of run: {per_s}; the sampler's share "
+          "of a step shrinks as steps get slower)")
     from stepscope.collect import regions
 
     in_use = "compiled" if regions.region is regions.CRegion else "Python"
@@ -534,6 +552,7 @@ def main() -> None:
         for toggle in (True, False):
             print_whole_steps(whole_steps(scripts, args.pairs, args.block_s, toggle=toggle), toggle=toggle)
     print_call_counts()
+    print_background_counts()
     print_cold_hook_costs(cold_hook_costs())
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
 
