@@ -868,6 +868,18 @@ static int parse_args(Cur *c, Ev *ev) {
         if (buf_put(&b->cols[col], &v_, sizeof(T))) return ST_ERR;          \
     } while (0)
 
+/* Float µs -> int64 ns as stepscope.traces.columns.us_to_ns: the whole µs and the rounded fraction apart, so an
+ * epoch-sized value loses nothing to float64 rounding (|us| < MAX_US: the product fits int64). */
+static int64_t us_to_ns(double us) {
+    double whole = floor(us);
+    return (int64_t)whole * 1000 + (int64_t)rint((us - whole) * 1000.0);
+}
+
+/* A kernel's launch figure as its float32 column holds it: NaN where absent or beyond float32 (not measured). */
+static float launch_figure(double v) {
+    return fabs(v) < 3e38 ? (float)v : NAN;
+}
+
 static int intern_span(Builder *b, int table, const Span *s, int has, int32_t *code) {
     const char *d = "";
     size_t n = 0;
@@ -893,7 +905,7 @@ static int commit(Builder *b, Ev *ev) {
         if (!isnan(ev->ts) && !(fabs(ev->ts) < MAX_US)) return ST_BAD;
         PUSH(F_ID, int64_t, ev->id);
         PUSH(F_START, uint8_t, ev->ph_kind == 2);
-        PUSH(F_TS, double, ev->ts);
+        PUSH(F_TS, int64_t, us_to_ns(isnan(ev->ts) ? -1.0 : ev->ts)); /* NaN (no ts): -1 µs, as Python's nan_to_num */
         PUSH(F_PID, int64_t, ev->pid);
         PUSH(F_TID, int64_t, ev->tid);
         b->flow_count++;
@@ -924,8 +936,8 @@ static int commit(Builder *b, Ev *ev) {
         if (r < 0) return ST_ERR;
         coll = (int32_t)r;
     }
-    PUSH(C_TS, double, ev->ts);
-    PUSH(C_DUR, double, ev->dur);
+    PUSH(C_TS, int64_t, us_to_ns(ev->ts));
+    PUSH(C_DUR, int64_t, (int64_t)rint(ev->dur * 1000.0));
     PUSH(C_CAT, int32_t, cat);
     PUSH(C_NAME, int32_t, name);
     PUSH(C_PID, int64_t, ev->pid);
@@ -933,12 +945,12 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_CORR, int64_t, ev->corr);
     PUSH(C_EXT, int64_t, ev->ext);
     PUSH(C_STREAM, int64_t, ev->stream);
-    PUSH(C_DEVICE, int64_t, ev->device);
+    PUSH(C_DEVICE, int32_t, (int32_t)ev->device); /* wraps as NumPy's int64 -> int32 assignment does */
     PUSH(C_BYTES, int64_t, ev->bytes);
     PUSH(C_FLAGS, uint8_t, ev->flags);
-    PUSH(C_BPSM, double, ev->bpsm);
-    PUSH(C_WPSM, double, ev->wpsm);
-    PUSH(C_OCC, double, ev->occ);
+    PUSH(C_BPSM, float, launch_figure(ev->bpsm));
+    PUSH(C_WPSM, float, launch_figure(ev->wpsm));
+    PUSH(C_OCC, float, launch_figure(ev->occ));
     PUSH(C_GRID, int64_t, ev->grid);
     PUSH(C_BLOCK, int64_t, ev->block);
     PUSH(C_DIMS, int32_t, dims);
@@ -1181,9 +1193,33 @@ static PyTypeObject BuilderType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* The reader's number parser on its own (a JSON number followed by a delimiter), for the tests of its rounding:
+ * the columns hold the numbers only once converted (ns, float32), where a misread last bit can hide. */
+static PyObject *parse_float(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Cur c = {(const char *)view.buf, (const char *)view.buf + view.len, NULL};
+    Num x;
+    double d = 0.0;
+    int r = scan_number(&c, &x);
+    int bad = r != ST_OK || num_double(&x, &d);
+    PyBuffer_Release(&view);
+    if (PyErr_Occurred()) return NULL;
+    if (bad) {
+        PyErr_SetString(Unsupported, "not a number the reader takes (or no delimiter after it)");
+        return NULL;
+    }
+    return PyFloat_FromDouble(d);
+}
+
+static PyMethodDef module_methods[] = {
+    {"parse_float", (PyCFunction)parse_float, METH_O,
+     "parse_float(text) -> the double the reader reads for a JSON number (text ends with a delimiter)."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_reader",
                                     "Compiled reader of Kineto trace events (see stepscope.traces.compiled).", -1,
-                                    NULL};
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit__kineto_reader(void) {
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
