@@ -19,6 +19,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h> /* mremap: Python.h defines _GNU_SOURCE */
+#define BUF_MAPS 1
+#endif
 
 enum { ST_OK = 0, ST_MORE = 1, ST_BAD = 2, ST_ERR = 3 };
 #define MAX_DEPTH 500
@@ -29,15 +33,40 @@ static PyObject *Unsupported;
 
 /* ---------------------------------------------------------------- growable buffers */
 
+/* A buffer that grows by doubling. On Linux one of MAP_MIN bytes or more is its own anonymous mapping, grown by
+ * mremap (no copy: the pages move; those of the spare capacity are never touched, so never resident) and given
+ * back whole when freed, whatever the allocator's settings; below that, and elsewhere, malloc's memory. So the
+ * columns never sit in the heap, where a freed one leaves a hole that later, smaller blocks fill. */
 typedef struct {
     char *p;
     size_t n, cap;
+    int mapped;
 } Buf;
+
+#define MAP_MIN ((size_t)128 * 1024)
 
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->n + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + extra) cap *= 2;
+#ifdef BUF_MAPS
+    if (cap >= MAP_MIN) { /* a power of two from 4096: whole pages */
+        void *q;
+        if (b->mapped) q = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+        else {
+            q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (q != MAP_FAILED) {
+                if (b->n) memcpy(q, b->p, b->n);
+                free(b->p);
+            }
+        }
+        if (q == MAP_FAILED) return -1;
+        b->p = q;
+        b->cap = cap;
+        b->mapped = 1;
+        return 0;
+    }
+#endif
     char *q = realloc(b->p, cap);
     if (!q) return -1;
     b->p = q;
@@ -52,10 +81,43 @@ static int buf_put(Buf *b, const void *src, size_t n) {
     return 0;
 }
 
+/* Give back the memory of p (cap bytes, mapped or from malloc). */
+static void mem_free(char *p, size_t cap, int mapped) {
+#ifdef BUF_MAPS
+    if (mapped) {
+        munmap(p, cap);
+        return;
+    }
+#endif
+    (void)cap;
+    (void)mapped;
+    free(p);
+}
+
+/* Shrink to n bytes (at least 1) in place where the memory allows it; returns 0 on out of memory. */
+static int buf_fit(Buf *b) {
+#ifdef BUF_MAPS
+    if (b->mapped) {
+        long page = sysconf(_SC_PAGESIZE);
+        size_t want = b->n ? (b->n + (size_t)page - 1) / (size_t)page * (size_t)page : (size_t)page;
+        if (want < b->cap && mremap(b->p, b->cap, want, 0) != MAP_FAILED) b->cap = want; /* in place */
+        return 1;
+    }
+#endif
+    size_t want = b->n ? b->n : 1;
+    char *q = realloc(b->p, want); /* give back the spare capacity */
+    if (q) {
+        b->p = q;
+        b->cap = want;
+    }
+    return b->p != NULL;
+}
+
 static void buf_free(Buf *b) {
-    free(b->p);
+    if (b->p) mem_free(b->p, b->cap, b->mapped);
     b->p = NULL;
     b->n = b->cap = 0;
+    b->mapped = 0;
 }
 
 /* ---------------------------------------------------------------- string interning (first-seen codes) */
@@ -1099,6 +1161,8 @@ typedef struct {
     PyObject_HEAD
     char *p;
     Py_ssize_t n;
+    size_t cap;
+    int mapped;
 } Column;
 
 static int column_getbuffer(Column *self, Py_buffer *view, int flags) {
@@ -1106,7 +1170,7 @@ static int column_getbuffer(Column *self, Py_buffer *view, int flags) {
 }
 
 static void column_dealloc(Column *self) {
-    free(self->p);
+    if (self->p) mem_free(self->p, self->cap, self->mapped);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1128,13 +1192,15 @@ static PyObject *builder_take(Builder *self, PyObject *name) {
     Column *out = PyObject_New(Column, &ColumnType);
     if (!out) return NULL;
     Buf *b = &self->cols[i];
-    char *p = b->n ? realloc(b->p, b->n) : NULL; /* give back the spare capacity */
-    out->p = p ? p : b->p;
-    if (!out->p) out->p = malloc(1);
+    int ok = buf_fit(b);
+    out->p = b->p;
     out->n = (Py_ssize_t)b->n;
+    out->cap = b->cap;
+    out->mapped = b->mapped;
     b->p = NULL;
     b->n = b->cap = 0;
-    if (!out->p) {
+    b->mapped = 0;
+    if (!ok) {
         Py_DECREF(out);
         return PyErr_NoMemory();
     }
