@@ -20,9 +20,9 @@ child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs 
 per worker its peak RSS, its growth (the highest per-rank peak minus its baseline, the RSS before its first
 rank with imports and component rules loaded) and the largest growth of one rank over the RSS just before
 it, and the same for the ranks after each worker's first (its steady state: the first rank of a process also
-touches code pages and imports modules for good). One rank's table: the bytes of its EventTable's column arrays (events and flows), the largest of the
-set. The projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the
-client's memory per rank (growth from the smallest to the largest set) linearly.
+touches code pages and imports modules for good). One rank's table: the bytes of its EventTable's column arrays
+(events and flows), the largest of the set. The projection for 4,096 ranks scales the measured per-rank cost
+(wall x workers / ranks) and the client's memory per rank (growth from the smallest to the largest set) linearly.
 """
 
 from __future__ import annotations
