@@ -5,8 +5,10 @@
  * guesses: whatever it cannot turn into exactly the values the Python path computes (a value of an odd type
  * in a field the engine reads, a duplicated key, an escaped key, a number beyond int64 or double range, any
  * JSON it does not accept) raises ``Unsupported`` and the caller reads the whole file with the Python path,
- * which then gives its own result or error. Interpretation (kinds, GPU columns, code remapping) is done by
- * stepscope.traces.compiled in NumPy over the raw columns built here.
+ * which then gives its own result or error. The columns hold the table's types (ts/dur in int64 ns, device int32,
+ * launch figures float32), so none is converted into a second one; what needs the whole table (kinds, the GPU-only
+ * columns' -1 / NaN elsewhere, code renumbering) is done by stepscope.traces.compiled in NumPy, in these columns'
+ * own memory.
  *
  * Builder.feed(block) parses the whole events at the head of ``block`` (which starts just after the array's
  * ``[`` or after the last event consumed) and returns (bytes consumed, array ended); the caller keeps the

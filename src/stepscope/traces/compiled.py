@@ -1,5 +1,6 @@
-"""The compiled trace reader: C scans the ``traceEvents`` bytes block by block into raw columns, NumPy turns them
-into the columns :class:`~stepscope.traces.columns.ChunkColumns` would have built.
+"""The compiled trace reader: C scans the ``traceEvents`` bytes block by block into columns of the table's types,
+NumPy turns them, in their own memory, into the columns :class:`~stepscope.traces.columns.ChunkColumns` would have
+built.
 
 ``_kineto_reader.c`` (an optional extension, built by ``setup.py``) parses each whole event of a block, keeps the
 fields of complete (``X``) and flow (``s``/``f``) events in growable C arrays and interns names, categories,
