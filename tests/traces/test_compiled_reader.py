@@ -238,11 +238,16 @@ def test_odd_values_read_as_the_python_reader_reads_them(oddity: dict[str, objec
     assert_same(read_trace(path, reader="c"), read_trace(path, reader="python"))
 
 
-def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
-    """A fresh interpreter where the extension does not import (a failed compile) reads with Python; asking for
-    the compiled reader by name is then one clear line."""
+STALE = "types.SimpleNamespace(LAYOUT=1, Builder=None)"
+"""A build of the reader before its columns held the table's types (it has no LAYOUT: 1)."""
+
+
+@pytest.mark.parametrize("extension", ["None", STALE], ids=["not built", "stale build"])
+def test_without_the_extension_the_python_reader_reads(tmp_path: Path, extension: str) -> None:
+    """A fresh interpreter where the extension does not import (a failed compile), or is a build of older source,
+    reads with Python; asking for the compiled reader by name is then one clear line."""
     path = write(tmp_path / "t.json", tiny_trace())
-    code = ("import sys; sys.modules['stepscope.traces._kineto_reader'] = None\n"
+    code = (f"import sys, types; sys.modules['stepscope.traces._kineto_reader'] = {extension}\n"
             "from stepscope.errors import TraceError\n"
             "from stepscope.traces import compiled; from stepscope.traces.kineto import read_trace\n"
             "assert not compiled.AVAILABLE and not compiled.use_compiled()\n"
@@ -251,8 +256,8 @@ def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.splitlines()
     assert out == [str(len(read_trace(path, reader="python"))),
-                   f"{path}: the compiled trace reader is not built (run `make setup`, or `python setup.py "
-                   "build_ext --inplace` in a checkout)"]
+                   f"{path}: the compiled trace reader is not built, or built from older source (run `make setup`, "
+                   "or `python setup.py build_ext --inplace` in a checkout)"]
 
 
 def _number_texts(seed: int) -> list[str]:

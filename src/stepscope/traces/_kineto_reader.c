@@ -1297,6 +1297,8 @@ PyMODINIT_FUNC PyInit__kineto_reader(void) {
                                             "The trace holds what the compiled reader leaves to the Python reader.",
                                             PyExc_Exception, NULL);
     if (!Unsupported || PyModule_AddObject(m, "Unsupported", Unsupported) < 0) return NULL;
+    /* 2: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32) */
+    if (PyModule_AddIntConstant(m, "LAYOUT", 2) < 0) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) return NULL;
     return m;

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+LAYOUT: int
+
 class Unsupported(Exception): ...
 
 class Column:

@@ -28,13 +28,20 @@ from stepscope.model.events import EventKind, category_kind
 from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns
 from stepscope.traces.jsonstream import ByteReader, TraceEventSplitter
 
+LAYOUT = 2
+"""The column layout this module reads (the extension's ``LAYOUT``; 2: the table's types). A build of older C
+source reads as not built, never as wrong columns."""
+
 try:
     from stepscope.traces import _kineto_reader
 except ImportError:  # pragma: no cover - the extension is optional (a failed compile installs without it)
     _kineto_reader = None  # type: ignore[assignment]
+if _kineto_reader is not None and getattr(_kineto_reader, "LAYOUT", 1) != LAYOUT:  # a stale build: not used
+    _kineto_reader = None  # type: ignore[assignment]
 
 AVAILABLE = _kineto_reader is not None
-"""Whether the extension is built (``make setup``, or ``python setup.py build_ext --inplace`` in a checkout)."""
+"""Whether the extension is built, from this source (``make setup``, or ``python setup.py build_ext --inplace``
+in a checkout)."""
 READER_ENV = "STEPSCOPE_TRACE_READER"
 READERS = ("auto", "c", "python")
 
@@ -55,8 +62,8 @@ def use_compiled(reader: str | None = None) -> bool:
     if choice not in READERS:
         raise ValueError(f"trace reader {choice!r}: expected one of {', '.join(READERS)}")
     if choice == "c" and not AVAILABLE:
-        raise ReaderUnavailable("the compiled trace reader is not built (run `make setup`, or "
-                                "`python setup.py build_ext --inplace` in a checkout)")
+        raise ReaderUnavailable("the compiled trace reader is not built, or built from older source (run "
+                                "`make setup`, or `python setup.py build_ext --inplace` in a checkout)")
     return choice != "python" and AVAILABLE
 
 
