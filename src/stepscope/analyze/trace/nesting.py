@@ -14,10 +14,14 @@ level as in a sparse table (:func:`_latest_cover`). This holds for any overlap, 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Positions = npt.NDArray[np.signedinteger[Any]]
+"""Positions into a column: int32 where they fit (half the bytes), else int64."""
 
 
 def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool_] | None = None) -> Ints:
@@ -76,11 +80,12 @@ def _thread_starts(pid: Ints, tid: Ints, order: Ints) -> Ints:
     return np.flatnonzero(new)
 
 
-def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
-    """``np.lexsort((-end, ts, tid, pid))``: by thread, start, longest first, then index. Sorted by start
+def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Positions:
+    """``np.lexsort((-end, ts, tid, pid))`` (int32 where the positions fit): by thread, start, longest first,
+    then index. Sorted by start
     first (quick on the nearly sorted columns of a trace), equal starts put longest first, then a stable sort
     by thread where there is more than one."""
-    order = np.argsort(ts, kind="stable").astype(np.int32 if ts.size < 2**31 else np.int64)
+    order: Positions = np.argsort(ts, kind="stable").astype(np.int32 if ts.size < 2**31 else np.int64)
     s = ts[order]
     tie = np.zeros(s.size, dtype=bool)
     eq = s[1:] == s[:-1]

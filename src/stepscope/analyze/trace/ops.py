@@ -123,7 +123,8 @@ def thread_key(pid: Array, tid: Array, *at: Array) -> Array:
     order is that of its (pid, tid) pair (int32 where the pairs fit): what
     :func:`~stepscope.analyze.trace.nesting.parents` needs of the threads, in one small column. Gathered and
     coded a block of positions at a time."""
-    parts = [(a, slice(i, min(i + BLOCK_EVENTS, a.size))) for a in at for i in range(0, a.size, BLOCK_EVENTS)]
+    parts: list[tuple[Array | None, slice]] = [
+        (a, slice(i, min(i + BLOCK_EVENTS, a.size))) for a in at for i in range(0, a.size, BLOCK_EVENTS)]
     if not at:
         parts = [(None, slice(i, min(i + BLOCK_EVENTS, pid.size))) for i in range(0, pid.size, BLOCK_EVENTS)]
 
