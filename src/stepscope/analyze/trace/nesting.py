@@ -36,11 +36,12 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
         return np.full(n, -1, dtype=np.int64)
     order = thread_order(pid, tid, ts, end)
     first = _thread_starts(pid, tid, order)
+    del pid, tid  # a caller that passed temporaries without keeping them frees them here
     # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
     # on one time axis, so that one searchsorted stays inside the thread; a thread's events all move by
     # the same shift, so comparing shifted ends within a thread compares the ends)
     s, e = ts[order], end[order]
-    del ts, end  # a caller that passed temporaries without keeping them frees them here
+    del ts, end
     if first.size > 1:
         base = s[first]
         span = np.maximum.reduceat(np.maximum(e, s), first) - base + 1

@@ -50,10 +50,10 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
         at[k:] = rt[sel[k:] - rows.size]
         leaf = np.zeros(sel.size, dtype=bool)
         leaf[k:] = True
-        th = thread[sel]
-        # the columns are passed as temporaries that ``parents`` alone holds (and frees once sorted)
-        par = parents(th, np.broadcast_to(th[:1], th.shape), table["ts_ns"][at], _ends(table, at), leaf=leaf)
-        del th, at, leaf
+        # the thread keys and columns are passed as temporaries that ``parents`` alone holds (and frees once used)
+        par = parents(thread[sel], np.broadcast_to(thread[sel[:1]], sel.shape), table["ts_ns"][at], _ends(table, at),
+                      leaf=leaf)
+        del at, leaf
         has = par >= 0
         par_all[sel[has]] = sel[par[has]]
         del par, has
@@ -145,7 +145,7 @@ def thread_key(pid: Array, tid: Array, *at: Array) -> Array:
     return key
 
 
-BLOCK_EVENTS = 1 << 15
+BLOCK_EVENTS = 1 << 14
 """Positions gathered at a time where a whole-length temporary is not needed."""
 
 
