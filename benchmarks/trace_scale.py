@@ -19,9 +19,10 @@ local pool and Dask compared on the job itself) and the 1-minute load average at
 child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs in the client process);
 per worker its peak RSS, its growth (the highest per-rank peak minus its baseline, the RSS before its first
 rank with imports and component rules loaded) and the largest growth of one rank over the RSS just before
-it. One rank's table: the bytes of its EventTable's column arrays (events and flows), the largest of the
-set. The projection for 4,096 ranks scales the measured per-rank cost (wall x workers / ranks) and the
-client's memory per rank (growth from the smallest to the largest set) linearly.
+it, and the same for the ranks after each worker's first (its steady state: the first rank of a process also
+touches code pages and imports modules for good). One rank's table: the bytes of its EventTable's column arrays
+(events and flows), the largest of the set. The projection for 4,096 ranks scales the measured per-rank cost
+(wall x workers / ranks) and the client's memory per rank (growth from the smallest to the largest set) linearly.
 """
 
 from __future__ import annotations
@@ -136,8 +137,13 @@ def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
     _reset_peak()
     before, cpu = _rss_bytes(), time.thread_time()
     result = run_rank(job, _analyse_and_size)
+    _RANKS_HERE.append(job)
     return result, {"pid": os.getpid(), "rss_before": before, "peak": _peak_rss_bytes(),
-                    "cpu_ns": int(1e9 * (time.thread_time() - cpu))}
+                    "cpu_ns": int(1e9 * (time.thread_time() - cpu)), "nth": len(_RANKS_HERE)}
+
+
+_RANKS_HERE: list[Any] = []
+"""The ranks this process has measured (a rank's ``nth``: 1 for the first one of its worker)."""
 
 
 def _warm() -> None:
@@ -160,8 +166,9 @@ def worker_memory(mems: list[dict[str, int]]) -> list[dict[str, int]]:
     out = []
     for ms in by_pid.values():
         peak, base = max(m["peak"] for m in ms), min(m["rss_before"] for m in ms)
+        later = [m["peak"] - m["rss_before"] for m in ms if m.get("nth", 1) > 1]
         out.append({"peak": peak, "growth": peak - base, "rank_growth": max(m["peak"] - m["rss_before"] for m in ms),
-                    "ranks": len(ms)})
+                    "later_rank_growth": max(later, default=0), "ranks": len(ms)})
     return sorted(out, key=lambda w: w["peak"])
 
 
@@ -238,11 +245,20 @@ def _cpu(r: dict[str, Any]) -> str:
     return f"{r['cpu_s']:.2f}" if "cpu_s" in r else "—"
 
 
+def _per_rank(ws: list[dict[str, Any]], table_bytes: int) -> str:
+    """The largest growth of one rank over the RSS just before it, over the table: any rank (a worker's first
+    included), then only the ranks after each worker's first (its steady state); "—" where not recorded."""
+    if not all("later_rank_growth" in w for w in ws):
+        return "—"
+    first = max(w["rank_growth"] for w in ws) / table_bytes
+    return f"{first:.2f}, {max(w['later_rank_growth'] for w in ws) / table_bytes:.2f}"
+
+
 def table(rows: list[dict[str, Any]], workers: int) -> str:
     lines = ["| ranks | events/rank | executor | wall s (start-up s) | worker-s per rank | task CPU s per rank | "
              "load | client peak MB | worker peak MB | worker growth MB | one-rank growth MB | one rank's table MB | "
-             "growth / table |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "growth / table | one-rank growth / table: any rank, later ranks |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ws, t = r["workers"], r["table_bytes"]
         g = max(w["growth"] for w in ws)
@@ -251,7 +267,7 @@ def table(rows: list[dict[str, Any]], workers: int) -> str:
                      f"{r['wall_s'] * workers / r['set_ranks']:.2f} | {_cpu(r)} | {r['load']:.1f} | "
                      f"{_mb(r['client_peak'])} | "
                      f"{' / '.join(_mb(w['peak']) for w in ws)} | {' / '.join(_mb(w['growth']) for w in ws)} | "
-                     f"{_mb(max(w['rank_growth'] for w in ws))} | {t / 2**20:.1f} | {g / t:.2f} |")
+                     f"{_mb(max(w['rank_growth'] for w in ws))} | {t / 2**20:.1f} | {g / t:.2f} | {_per_rank(ws, t)} |")
     lines.append("")
     for executor in ("local", "dask"):
         mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["set_ranks"])

@@ -19,6 +19,7 @@ import pytest
 from stepscope.errors import TraceError
 from stepscope.model.events import EventTable
 from stepscope.traces import compiled
+from stepscope.traces.columns import us_to_ns
 from stepscope.traces.jsonstream import TraceEventSplitter
 from stepscope.traces.kineto import read_trace, read_trace_partial
 from tests.conftest import TRACES
@@ -34,10 +35,10 @@ def assert_same(c: EventTable, py: EventTable) -> None:
     assert list(c.cols) == list(py.cols)
     for key, col in py.cols.items():
         assert c.cols[key].dtype == col.dtype, key
-        assert np.array_equal(c.cols[key], col, equal_nan=col.dtype.kind == "f"), key
+        assert c.cols[key].tobytes() == col.tobytes(), key  # byte for byte: NaNs and -0.0 included
     assert list(c.flows) == list(py.flows)
     for key, col in py.flows.items():
-        assert c.flows[key].dtype == col.dtype and np.array_equal(c.flows[key], col), key
+        assert c.flows[key].dtype == col.dtype and c.flows[key].tobytes() == col.tobytes(), key
 
 
 def read_by_c_only(path: Path, block: int = 256 * 1024) -> None:
@@ -237,11 +238,16 @@ def test_odd_values_read_as_the_python_reader_reads_them(oddity: dict[str, objec
     assert_same(read_trace(path, reader="c"), read_trace(path, reader="python"))
 
 
-def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
-    """A fresh interpreter where the extension does not import (a failed compile) reads with Python; asking for
-    the compiled reader by name is then one clear line."""
+STALE = "types.SimpleNamespace(LAYOUT=1, Builder=None)"
+"""A build of the reader before its columns held the table's types (it has no LAYOUT: 1)."""
+
+
+@pytest.mark.parametrize("extension", ["None", STALE], ids=["not built", "stale build"])
+def test_without_the_extension_the_python_reader_reads(tmp_path: Path, extension: str) -> None:
+    """A fresh interpreter where the extension does not import (a failed compile), or is a build of older source,
+    reads with Python; asking for the compiled reader by name is then one clear line."""
     path = write(tmp_path / "t.json", tiny_trace())
-    code = ("import sys; sys.modules['stepscope.traces._kineto_reader'] = None\n"
+    code = (f"import sys, types; sys.modules['stepscope.traces._kineto_reader'] = {extension}\n"
             "from stepscope.errors import TraceError\n"
             "from stepscope.traces import compiled; from stepscope.traces.kineto import read_trace\n"
             "assert not compiled.AVAILABLE and not compiled.use_compiled()\n"
@@ -250,8 +256,8 @@ def test_without_the_extension_the_python_reader_reads(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.splitlines()
     assert out == [str(len(read_trace(path, reader="python"))),
-                   f"{path}: the compiled trace reader is not built (run `make setup`, or `python setup.py "
-                   "build_ext --inplace` in a checkout)"]
+                   f"{path}: the compiled trace reader is not built, or built from older source (run `make setup`, "
+                   "or `python setup.py build_ext --inplace` in a checkout)"]
 
 
 def _number_texts(seed: int) -> list[str]:
@@ -277,13 +283,17 @@ def _number_texts(seed: int) -> list[str]:
 def test_numbers_round_as_python_floats(seed: int) -> None:
     texts = _number_texts(seed)
     body = ",".join(f'{{"ph": "X", "ts": {t}, "dur": -{t}}}' for t in texts) + "]"
+    parse = compiled._kineto_reader.parse_float
+    wrong = [t for t in texts for got in [parse(f"{t},".encode())] if got != float(t) or str(got) != str(float(t))]
+    assert not wrong, wrong[:5]
     builder = compiled._kineto_reader.Builder()
     assert builder.feed(body.encode()) == (len(body), True)
     want = np.asarray([float(t) for t in texts])
     assert builder.counts()[0] == len(texts)
-    for col, sign in (("ts", 1.0), ("dur", -1.0)):
-        got = np.frombuffer(memoryview(builder.take(col)), dtype=np.float64)
-        assert np.array_equal(got, sign * want), [t for t, g, w in zip(texts, got, want) if g != sign * w][:5]
+    ts = np.frombuffer(memoryview(builder.take("ts")), dtype=np.int64)
+    dur = np.frombuffer(memoryview(builder.take("dur")), dtype=np.int64)
+    assert np.array_equal(ts, us_to_ns(want))  # the Python reader's rules, from Python's floats
+    assert np.array_equal(dur, np.rint(-want * 1000.0).astype(np.int64))
 
 
 _POOL: list[object] = [

@@ -5,8 +5,10 @@
  * guesses: whatever it cannot turn into exactly the values the Python path computes (a value of an odd type
  * in a field the engine reads, a duplicated key, an escaped key, a number beyond int64 or double range, any
  * JSON it does not accept) raises ``Unsupported`` and the caller reads the whole file with the Python path,
- * which then gives its own result or error. Interpretation (kinds, GPU columns, code remapping) is done by
- * stepscope.traces.compiled in NumPy over the raw columns built here.
+ * which then gives its own result or error. The columns hold the table's types (ts/dur in int64 ns, device int32,
+ * launch figures float32), so none is converted into a second one; what needs the whole table (kinds, the GPU-only
+ * columns' -1 / NaN elsewhere, code renumbering) is done by stepscope.traces.compiled in NumPy, in these columns'
+ * own memory.
  *
  * Builder.feed(block) parses the whole events at the head of ``block`` (which starts just after the array's
  * ``[`` or after the last event consumed) and returns (bytes consumed, array ended); the caller keeps the
@@ -19,6 +21,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h> /* mremap: Python.h defines _GNU_SOURCE */
+#define BUF_MAPS 1
+#endif
 
 enum { ST_OK = 0, ST_MORE = 1, ST_BAD = 2, ST_ERR = 3 };
 #define MAX_DEPTH 500
@@ -29,15 +35,40 @@ static PyObject *Unsupported;
 
 /* ---------------------------------------------------------------- growable buffers */
 
+/* A buffer that grows by doubling. On Linux one of MAP_MIN bytes or more is its own anonymous mapping, grown by
+ * mremap (no copy: the pages move; those of the spare capacity are never touched, so never resident) and given
+ * back whole when freed, whatever the allocator's settings; below that, and elsewhere, malloc's memory. So the
+ * columns never sit in the heap, where a freed one leaves a hole that later, smaller blocks fill. */
 typedef struct {
     char *p;
     size_t n, cap;
+    int mapped;
 } Buf;
+
+#define MAP_MIN ((size_t)128 * 1024)
 
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->n + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + extra) cap *= 2;
+#ifdef BUF_MAPS
+    if (cap >= MAP_MIN) { /* a power of two from 4096: whole pages */
+        void *q;
+        if (b->mapped) q = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+        else {
+            q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (q != MAP_FAILED) {
+                if (b->n) memcpy(q, b->p, b->n);
+                free(b->p);
+            }
+        }
+        if (q == MAP_FAILED) return -1;
+        b->p = q;
+        b->cap = cap;
+        b->mapped = 1;
+        return 0;
+    }
+#endif
     char *q = realloc(b->p, cap);
     if (!q) return -1;
     b->p = q;
@@ -52,10 +83,43 @@ static int buf_put(Buf *b, const void *src, size_t n) {
     return 0;
 }
 
+/* Give back the memory of p (cap bytes, mapped or from malloc). */
+static void mem_free(char *p, size_t cap, int mapped) {
+#ifdef BUF_MAPS
+    if (mapped) {
+        munmap(p, cap);
+        return;
+    }
+#endif
+    (void)cap;
+    (void)mapped;
+    free(p);
+}
+
+/* Shrink to n bytes (at least 1) in place where the memory allows it; returns 0 on out of memory. */
+static int buf_fit(Buf *b) {
+#ifdef BUF_MAPS
+    if (b->mapped) {
+        long page = sysconf(_SC_PAGESIZE);
+        size_t want = b->n ? (b->n + (size_t)page - 1) / (size_t)page * (size_t)page : (size_t)page;
+        if (want < b->cap && mremap(b->p, b->cap, want, 0) != MAP_FAILED) b->cap = want; /* in place */
+        return 1;
+    }
+#endif
+    size_t want = b->n ? b->n : 1;
+    char *q = realloc(b->p, want); /* give back the spare capacity */
+    if (q) {
+        b->p = q;
+        b->cap = want;
+    }
+    return b->p != NULL;
+}
+
 static void buf_free(Buf *b) {
-    free(b->p);
+    if (b->p) mem_free(b->p, b->cap, b->mapped);
     b->p = NULL;
     b->n = b->cap = 0;
+    b->mapped = 0;
 }
 
 /* ---------------------------------------------------------------- string interning (first-seen codes) */
@@ -868,6 +932,18 @@ static int parse_args(Cur *c, Ev *ev) {
         if (buf_put(&b->cols[col], &v_, sizeof(T))) return ST_ERR;          \
     } while (0)
 
+/* Float µs -> int64 ns as stepscope.traces.columns.us_to_ns: the whole µs and the rounded fraction apart, so an
+ * epoch-sized value loses nothing to float64 rounding (|us| < MAX_US: the product fits int64). */
+static int64_t us_to_ns(double us) {
+    double whole = floor(us);
+    return (int64_t)whole * 1000 + (int64_t)rint((us - whole) * 1000.0);
+}
+
+/* A kernel's launch figure as its float32 column holds it: NaN where absent or beyond float32 (not measured). */
+static float launch_figure(double v) {
+    return fabs(v) < 3e38 ? (float)v : NAN;
+}
+
 static int intern_span(Builder *b, int table, const Span *s, int has, int32_t *code) {
     const char *d = "";
     size_t n = 0;
@@ -893,7 +969,7 @@ static int commit(Builder *b, Ev *ev) {
         if (!isnan(ev->ts) && !(fabs(ev->ts) < MAX_US)) return ST_BAD;
         PUSH(F_ID, int64_t, ev->id);
         PUSH(F_START, uint8_t, ev->ph_kind == 2);
-        PUSH(F_TS, double, ev->ts);
+        PUSH(F_TS, int64_t, us_to_ns(isnan(ev->ts) ? -1.0 : ev->ts)); /* NaN (no ts): -1 µs, as Python's nan_to_num */
         PUSH(F_PID, int64_t, ev->pid);
         PUSH(F_TID, int64_t, ev->tid);
         b->flow_count++;
@@ -924,8 +1000,8 @@ static int commit(Builder *b, Ev *ev) {
         if (r < 0) return ST_ERR;
         coll = (int32_t)r;
     }
-    PUSH(C_TS, double, ev->ts);
-    PUSH(C_DUR, double, ev->dur);
+    PUSH(C_TS, int64_t, us_to_ns(ev->ts));
+    PUSH(C_DUR, int64_t, (int64_t)rint(ev->dur * 1000.0));
     PUSH(C_CAT, int32_t, cat);
     PUSH(C_NAME, int32_t, name);
     PUSH(C_PID, int64_t, ev->pid);
@@ -933,12 +1009,12 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_CORR, int64_t, ev->corr);
     PUSH(C_EXT, int64_t, ev->ext);
     PUSH(C_STREAM, int64_t, ev->stream);
-    PUSH(C_DEVICE, int64_t, ev->device);
+    PUSH(C_DEVICE, int32_t, (int32_t)ev->device); /* wraps as NumPy's int64 -> int32 assignment does */
     PUSH(C_BYTES, int64_t, ev->bytes);
     PUSH(C_FLAGS, uint8_t, ev->flags);
-    PUSH(C_BPSM, double, ev->bpsm);
-    PUSH(C_WPSM, double, ev->wpsm);
-    PUSH(C_OCC, double, ev->occ);
+    PUSH(C_BPSM, float, launch_figure(ev->bpsm));
+    PUSH(C_WPSM, float, launch_figure(ev->wpsm));
+    PUSH(C_OCC, float, launch_figure(ev->occ));
     PUSH(C_GRID, int64_t, ev->grid);
     PUSH(C_BLOCK, int64_t, ev->block);
     PUSH(C_DIMS, int32_t, dims);
@@ -1087,6 +1163,8 @@ typedef struct {
     PyObject_HEAD
     char *p;
     Py_ssize_t n;
+    size_t cap;
+    int mapped;
 } Column;
 
 static int column_getbuffer(Column *self, Py_buffer *view, int flags) {
@@ -1094,7 +1172,7 @@ static int column_getbuffer(Column *self, Py_buffer *view, int flags) {
 }
 
 static void column_dealloc(Column *self) {
-    free(self->p);
+    if (self->p) mem_free(self->p, self->cap, self->mapped);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1116,13 +1194,15 @@ static PyObject *builder_take(Builder *self, PyObject *name) {
     Column *out = PyObject_New(Column, &ColumnType);
     if (!out) return NULL;
     Buf *b = &self->cols[i];
-    char *p = b->n ? realloc(b->p, b->n) : NULL; /* give back the spare capacity */
-    out->p = p ? p : b->p;
-    if (!out->p) out->p = malloc(1);
+    int ok = buf_fit(b);
+    out->p = b->p;
     out->n = (Py_ssize_t)b->n;
+    out->cap = b->cap;
+    out->mapped = b->mapped;
     b->p = NULL;
     b->n = b->cap = 0;
-    if (!out->p) {
+    b->mapped = 0;
+    if (!ok) {
         Py_DECREF(out);
         return PyErr_NoMemory();
     }
@@ -1181,9 +1261,33 @@ static PyTypeObject BuilderType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* The reader's number parser on its own (a JSON number followed by a delimiter), for the tests of its rounding:
+ * the columns hold the numbers only once converted (ns, float32), where a misread last bit can hide. */
+static PyObject *parse_float(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Cur c = {(const char *)view.buf, (const char *)view.buf + view.len, NULL};
+    Num x;
+    double d = 0.0;
+    int r = scan_number(&c, &x);
+    int bad = r != ST_OK || num_double(&x, &d);
+    PyBuffer_Release(&view);
+    if (PyErr_Occurred()) return NULL;
+    if (bad) {
+        PyErr_SetString(Unsupported, "not a number the reader takes (or no delimiter after it)");
+        return NULL;
+    }
+    return PyFloat_FromDouble(d);
+}
+
+static PyMethodDef module_methods[] = {
+    {"parse_float", (PyCFunction)parse_float, METH_O,
+     "parse_float(text) -> the double the reader reads for a JSON number (text ends with a delimiter)."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_reader",
                                     "Compiled reader of Kineto trace events (see stepscope.traces.compiled).", -1,
-                                    NULL};
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit__kineto_reader(void) {
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
@@ -1193,6 +1297,8 @@ PyMODINIT_FUNC PyInit__kineto_reader(void) {
                                             "The trace holds what the compiled reader leaves to the Python reader.",
                                             PyExc_Exception, NULL);
     if (!Unsupported || PyModule_AddObject(m, "Unsupported", Unsupported) < 0) return NULL;
+    /* 2: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32) */
+    if (PyModule_AddIntConstant(m, "LAYOUT", 2) < 0) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) return NULL;
     return m;

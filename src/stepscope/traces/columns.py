@@ -329,9 +329,9 @@ class ChunkColumns:
         ts = _joined(parts.pop("ts_ns"))
         order = None if bool((ts[1:] >= ts[:-1]).all()) else np.argsort(ts, kind="stable")
         cols = {"ts_ns": ts, "dur_ns": dur}
+        del ts, dur, negative  # cols holds the only reference: each column is freed once reordered
         for k in list(parts):
-            col = _joined(parts.pop(k))
-            cols[k] = col
+            cols[k] = _joined(parts.pop(k))
         if order is not None:
             for k in list(cols):
                 cols[k] = cols[k][order]

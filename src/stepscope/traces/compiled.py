@@ -1,5 +1,6 @@
-"""The compiled trace reader: C scans the ``traceEvents`` bytes block by block into raw columns, NumPy turns them
-into the columns :class:`~stepscope.traces.columns.ChunkColumns` would have built.
+"""The compiled trace reader: C scans the ``traceEvents`` bytes block by block into columns of the table's types,
+NumPy turns them, in their own memory, into the columns :class:`~stepscope.traces.columns.ChunkColumns` would have
+built.
 
 ``_kineto_reader.c`` (an optional extension, built by ``setup.py``) parses each whole event of a block, keeps the
 fields of complete (``X``) and flow (``s``/``f``) events in growable C arrays and interns names, categories,
@@ -24,16 +25,23 @@ import numpy.typing as npt
 import orjson
 
 from stepscope.model.events import EventKind, category_kind
-from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns, us_to_ns
+from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns
 from stepscope.traces.jsonstream import ByteReader, TraceEventSplitter
+
+LAYOUT = 2
+"""The column layout this module reads (the extension's ``LAYOUT``; 2: the table's types). A build of older C
+source reads as not built, never as wrong columns."""
 
 try:
     from stepscope.traces import _kineto_reader
 except ImportError:  # pragma: no cover - the extension is optional (a failed compile installs without it)
     _kineto_reader = None  # type: ignore[assignment]
+if _kineto_reader is not None and getattr(_kineto_reader, "LAYOUT", 1) != LAYOUT:  # a stale build: not used
+    _kineto_reader = None  # type: ignore[assignment]
 
 AVAILABLE = _kineto_reader is not None
-"""Whether the extension is built (``make setup``, or ``python setup.py build_ext --inplace`` in a checkout)."""
+"""Whether the extension is built, from this source (``make setup``, or ``python setup.py build_ext --inplace``
+in a checkout)."""
 READER_ENV = "STEPSCOPE_TRACE_READER"
 READERS = ("auto", "c", "python")
 
@@ -54,8 +62,8 @@ def use_compiled(reader: str | None = None) -> bool:
     if choice not in READERS:
         raise ValueError(f"trace reader {choice!r}: expected one of {', '.join(READERS)}")
     if choice == "c" and not AVAILABLE:
-        raise ReaderUnavailable("the compiled trace reader is not built (run `make setup`, or "
-                                "`python setup.py build_ext --inplace` in a checkout)")
+        raise ReaderUnavailable("the compiled trace reader is not built, or built from older source (run "
+                                "`make setup`, or `python setup.py build_ext --inplace` in a checkout)")
     return choice != "python" and AVAILABLE
 
 
@@ -109,8 +117,8 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     if n_flows:
         flows = out.flow_parts
         flows["id"].append(col("flow_id", np.int64))
-        flows["is_start"].append(col("flow_start", np.uint8).astype(bool))
-        flows["ts_ns"].append(_us_to_ns_in_place(np.nan_to_num(col("flow_ts", np.float64), copy=False, nan=-1.0)))
+        flows["is_start"].append(col("flow_start", np.uint8).view(bool))  # 0 or 1: the bools' own bytes
+        flows["ts_ns"].append(col("flow_ts", np.int64))
         flows["pid"].append(col("flow_pid", np.int64))
         flows["tid"].append(col("flow_tid", np.int64))
     if not n:
@@ -122,35 +130,18 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
         kind[hits] = EventKind.KERNEL
         out.device_cats.update(cats[c] for c in np.unique(cat[hits]).tolist())
     cols: dict[str, Array] = {"kind": kind, "cat": cat, "name": col("name", np.int32)}
-    cols["ts_ns"] = _us_to_ns_in_place(col("ts", np.float64))
-    cols["dur_ns"] = _us_to_ns_in_place(col("dur", np.float64), rint=True)
+    cols["ts_ns"] = col("ts", np.int64)
+    cols["dur_ns"] = col("dur", np.int64)
     for key in ("pid", "tid", "correlation", "external_id"):
         cols[key] = col(key, np.int64)
-    cols.update(_gpu_columns(builder, kind, cols["tid"], n, out))
-    cols["shape"] = _shape_column(builder, kind, n, out)
+    cols.update(_gpu_columns(builder, kind, cols["tid"], out))
+    cols["shape"] = _shape_column(builder, kind, out)
     for k, v in cols.items():
         out.parts[k].append(v)
     return out
 
 
-SLICE = 1 << 16
-"""Elements converted at a time where a column becomes another of the same width in its own memory."""
-
-
-def _us_to_ns_in_place(us: Array, *, rint: bool = False) -> Array:
-    """``us_to_ns(us)`` (``rint``: ``np.rint(us * 1000.0).astype(np.int64)``, the durations' rule), written
-    over ``us``'s own memory slice by slice: the int64 column costs no second column (each slice is read
-    whole before it is overwritten, and the rule is elementwise, so the values are those of the whole-column
-    form)."""
-    out = us.view(np.int64)
-    for lo in range(0, us.size, SLICE):
-        part = us[lo:lo + SLICE]
-        out[lo:lo + SLICE] = np.rint(part * 1000.0).astype(np.int64) if rint else us_to_ns(part)
-    return out
-
-
-def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: int,
-                 out: ChunkColumns) -> dict[str, Array]:
+def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, out: ChunkColumns) -> dict[str, Array]:
     """As ``ChunkColumns._gpu_columns``: stream, device and bytes for on-stream events, launch figures and
     collective codes for kernels. Each raw column is taken when used and, where the types match, becomes the
     column in place (so the raw and the final columns are not all held at once)."""
@@ -159,47 +150,43 @@ def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, n: in
         return np.frombuffer(memoryview(builder.take(key)), dtype=dtype)
 
     on_stream = _IS_ON_STREAM[kind]
-    is_kernel = kind == EventKind.KERNEL
+    off_stream, not_kernel = ~on_stream, kind != EventKind.KERNEL
     cols: dict[str, Array] = {}
     stream = cols["stream"] = raw("stream")
-    stream[~on_stream] = -1
+    stream[off_stream] = -1
     no_stream = np.flatnonzero((stream < 0) & on_stream & _IS_GPU_WORK[kind])
     if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
         stream[no_stream] = tid[no_stream]
-    gi = np.flatnonzero(on_stream)
-    cols["device"] = np.full(n, -1, np.int32)
-    cols["device"][gi] = raw("device")[gi]
+    cols["device"] = raw("device", np.int32)
+    cols["device"][off_stream] = -1
     cols["bytes"] = raw("bytes")
-    cols["bytes"][~on_stream] = -1
+    cols["bytes"][off_stream] = -1
     for key, arg in (("grid_blocks", "grid"), ("block_threads", "block")):
         cols[key] = raw(arg)
-        cols[key][~is_kernel] = -1
+        cols[key][not_kernel] = -1
     coll = raw("coll", np.int32)
-    coll[~is_kernel] = -1
+    coll[not_kernel] = -1
     ci = np.flatnonzero(coll >= 0)
     if ci.size:
         keys: list[bytes] = builder.strings("coll")
         coll[ci] = _first_seen_map(coll[ci], lambda c: out._coll_code(tuple(orjson.loads(keys[c]))))
     cols["coll"] = coll
-    ki = np.flatnonzero(is_kernel)
-    nan = float("nan")
     for key, arg in (("blocks_per_sm", "blocks_per_sm"), ("warps_per_sm", "warps_per_sm"),
                      ("occupancy_pct", "occupancy")):
-        cols[key] = np.full(n, np.nan, np.float32)
-        vals = raw(arg, np.float64)[ki]
-        cols[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
+        cols[key] = raw(arg, np.float32)  # C wrote NaN where absent or beyond float32 (not measured)
+        cols[key][not_kernel] = np.nan
     return cols
 
 
-def _shape_column(builder: _kineto_reader.Builder, kind: Array, n: int, out: ChunkColumns) -> Array:
+def _shape_column(builder: _kineto_reader.Builder, kind: Array, out: ChunkColumns) -> Array:
     """As ``ChunkColumns._shape_column``: operators' Input Dims, coded in first-seen order among operators."""
-    shape = np.full(n, -1, np.int32)
-    dims = np.frombuffer(memoryview(builder.take("dims")), dtype=np.int32)
-    si = np.flatnonzero((kind == EventKind.CPU_OP) & (dims >= 0))
+    shape = np.frombuffer(memoryview(builder.take("dims")), dtype=np.int32)  # raw codes, recoded in place
+    shape[kind != EventKind.CPU_OP] = -1
+    si = np.flatnonzero(shape >= 0)
     if si.size:
         texts: list[str] = builder.strings("dims")
         table = out.shape_codes
-        shape[si] = _first_seen_map(dims[si], lambda c: table.setdefault(texts[c], len(table)))
+        shape[si] = _first_seen_map(shape[si], lambda c: table.setdefault(texts[c], len(table)))
     return shape
 
 

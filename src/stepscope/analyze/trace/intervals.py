@@ -29,6 +29,48 @@ def merge(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[Ints, Ints]:
     return s[idx], np.maximum.reduceat(e, idx)
 
 
+MERGE_BLOCK = 1 << 15
+"""Rows merged at a time by :func:`merge_rows`."""
+
+
+def merge_rows(ts: Ints, dur: Ints, mask: npt.NDArray[np.bool_]) -> tuple[Ints, Ints]:
+    """:func:`merge` of ``[ts, ts + dur)`` over the rows where ``mask`` holds, a block of rows at a time, so
+    that only one block's starts and ends exist at once. On rows sorted by start (a table's), each block's
+    union is stitched to the previous ones: where none of its starts is before an earlier block's, only its
+    intervals starting within the last one so far join it (that one ends last); otherwise the blocks' unions
+    are merged again at the end."""
+    rows = np.flatnonzero(mask)
+    if rows.size < 2**31:
+        rows = rows.astype(np.int32)  # half the bytes, held while the blocks are merged
+    starts: list[Ints] = []
+    ends: list[Ints] = []
+    sorted_rows, last_start = True, None
+    for i in range(0, rows.size, MERGE_BLOCK):
+        at = rows[i:i + MERGE_BLOCK]
+        start = ts[at]
+        end = dur[at]
+        end += start
+        del at
+        bs, be = merge(start, end)
+        sorted_rows &= last_start is None or bool(bs[0] >= last_start)  # no start before an earlier one
+        last_start = start.max() if last_start is None else max(last_start, start.max())
+        del start, end
+        if starts and sorted_rows:
+            j = int(np.searchsorted(bs, ends[-1][-1], side="right"))  # they start within the last interval
+            if j:
+                ends[-1][-1] = max(ends[-1][-1], be[j - 1])
+                bs, be = bs[j:], be[j:]
+        if bs.size:
+            starts.append(bs)
+            ends.append(be)
+    del rows
+    if len(starts) <= 1:
+        return (starts[0], ends[0]) if starts else (ts[:0].copy(), ts[:0].copy())
+    s, e = np.concatenate(starts or [ts[:0]]), np.concatenate(ends or [ts[:0]])
+    del starts, ends
+    return (s, e) if sorted_rows else merge(s, e)
+
+
 def unique_sorted(values: npt.ArrayLike) -> npt.NDArray[Any]:
     """Sorted distinct values, as ``np.unique`` gives them, by a sort (NumPy 2's hash-based unique is
     tens of times slower on millions of distinct int64 values)."""

@@ -14,10 +14,14 @@ level as in a sparse table (:func:`_latest_cover`). This holds for any overlap, 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Positions = npt.NDArray[np.signedinteger[Any]]
+"""Positions into a column: int32 where they fit (half the bytes), else int64."""
 
 
 def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool_] | None = None) -> Ints:
@@ -32,10 +36,12 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
         return np.full(n, -1, dtype=np.int64)
     order = thread_order(pid, tid, ts, end)
     first = _thread_starts(pid, tid, order)
+    del pid, tid  # a caller that passed temporaries without keeping them frees them here
     # K_j: the first position on j's thread starting at or after j's end (threads laid one after another
     # on one time axis, so that one searchsorted stays inside the thread; a thread's events all move by
     # the same shift, so comparing shifted ends within a thread compares the ends)
     s, e = ts[order], end[order]
+    del ts, end
     if first.size > 1:
         base = s[first]
         span = np.maximum.reduceat(np.maximum(e, s), first) - base + 1
@@ -43,8 +49,9 @@ def parents(pid: Ints, tid: Ints, ts: Ints, end: Ints, leaf: npt.NDArray[np.bool
         s += shift
         e += shift
         del shift
-    pushed = np.flatnonzero(~leaf[order]) if leaf is not None else np.arange(n, dtype=np.int64)
-    stop = np.searchsorted(s, e[pushed], side="left")
+    small = np.int32 if n < 2**31 else np.int64  # positions: half the bytes where they fit
+    pushed = np.flatnonzero(~leaf[order]).astype(small) if leaf is not None else np.arange(n, dtype=small)
+    stop = np.searchsorted(s, e[pushed], side="left").astype(small)
     del s
     covers = stop > pushed + 1
     if not covers.any():
@@ -74,11 +81,12 @@ def _thread_starts(pid: Ints, tid: Ints, order: Ints) -> Ints:
     return np.flatnonzero(new)
 
 
-def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Ints:
-    """``np.lexsort((-end, ts, tid, pid))``: by thread, start, longest first, then index. Sorted by start
+def thread_order(pid: Ints, tid: Ints, ts: Ints, end: Ints) -> Positions:
+    """``np.lexsort((-end, ts, tid, pid))`` (int32 where the positions fit): by thread, start, longest first,
+    then index. Sorted by start
     first (quick on the nearly sorted columns of a trace), equal starts put longest first, then a stable sort
     by thread where there is more than one."""
-    order = np.argsort(ts, kind="stable")
+    order: Positions = np.argsort(ts, kind="stable").astype(np.int32 if ts.size < 2**31 else np.int64)
     s = ts[order]
     tie = np.zeros(s.size, dtype=bool)
     eq = s[1:] == s[:-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,29 +33,84 @@ class HostTimes:
 
 def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     """CPU self time from nesting; GPU time of each GPU work item goes to the operator that launched it
-    (see :func:`_launching_ops`) and, for GPU total, to every enclosing host event."""
+    (see :func:`_launching_ops`) and, for GPU total, to every enclosing host event.
+
+    Nesting never crosses threads, so it is computed a few threads at a time (:func:`_thread_chunks`): the
+    working set is that of the largest chunk, not of every host event at once. Positions are int32."""
     kind, corr = table["kind"], table["correlation"]
-    rows = np.flatnonzero(_IS_HOST[kind])
+    rows = _small(np.flatnonzero(_IS_HOST[kind]), len(table))
     rt = np.flatnonzero((kind == EventKind.RUNTIME) & (corr >= 0))
-    rt = rt[member(corr[rt], corr[gpu.rows])]  # only the calls that launched GPU work
-    both = np.concatenate([rows, rt])  # host events first: on equal bounds they enclose the call
-    leaf = np.zeros(both.size, dtype=bool)
-    leaf[rows.size:] = True
-    thread = thread_key(table["pid"][both], table["tid"][both])
-    ts_all = table["ts_ns"][both]
-    end_all = table["dur_ns"][both]
-    del both
-    end_all += ts_all
-    par_all = parents(thread, np.broadcast_to(thread[:1], thread.shape), ts_all, end_all, leaf=leaf)
-    del thread, leaf, ts_all, end_all
-    par, dur = par_all[:rows.size], table["dur_ns"][rows]
-    child = np.bincount(par[par >= 0], weights=dur[par >= 0], minlength=rows.size)
-    cpu_self = np.maximum(dur - child.astype(np.int64), 0)
-    dev_self = np.zeros(rows.size, dtype=np.int64)
+    rt = _small(rt[member(corr[rt], corr[gpu.rows])], len(table))  # only the calls that launched GPU work
+    thread = thread_key(table["pid"], table["tid"], rows, rt)  # host events first, then the calls
+    par_all = np.full(thread.size, -1, dtype=rows.dtype)
+    for sel in _thread_chunks(thread):
+        at = np.empty(sel.size, dtype=rows.dtype)  # rows of the chunk's positions (those past rows: calls)
+        k = int(np.searchsorted(sel, rows.size))
+        np.take(rows, sel[:k], out=at[:k])
+        at[k:] = rt[sel[k:] - rows.size]
+        leaf = np.zeros(sel.size, dtype=bool)
+        leaf[k:] = True
+        # the thread keys and columns are passed as temporaries that ``parents`` alone holds (and frees once used)
+        par = parents(thread[sel], np.broadcast_to(thread[sel[:1]], sel.shape), table["ts_ns"][at], _ends(table, at),
+                      leaf=leaf)
+        del at, leaf
+        has = par >= 0
+        par_all[sel[has]] = sel[par[has]]
+        del par, has
+    del thread
+    par = par_all[:rows.size]
     owner = _launching_ops(table, gpu, rows, par, rt, par_all[rows.size:])
+    par = par.copy()
+    del par_all
+    dev_self = np.zeros(rows.size, dtype=np.int64)
     hit = owner >= 0
     np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
-    return HostTimes(rows, par, cpu_self, dev_self, subtree_sums(dev_self, par))
+    del owner, hit
+    dev_total = subtree_sums(dev_self, par)
+    cpu_self = table["dur_ns"][rows]
+    child = np.zeros(rows.size, dtype=np.int64)  # summed durations of each event's children
+    for i in range(0, rows.size, BLOCK_EVENTS):
+        p, d = par[i:i + BLOCK_EVENTS], cpu_self[i:i + BLOCK_EVENTS]
+        np.add.at(child, p[p >= 0], d[p >= 0])
+    cpu_self -= child
+    del child
+    np.maximum(cpu_self, 0, out=cpu_self)
+    return HostTimes(rows, par, cpu_self, dev_self, dev_total)
+
+
+CHUNK_EVENTS = 1 << 14
+"""Threads with fewer events than this are nested together, up to about this many events per chunk."""
+
+
+def _thread_chunks(thread: Array) -> Iterator[Array]:
+    """Positions of ``thread`` (ascending) grouped by thread value: one chunk per thread of at least
+    :data:`CHUNK_EVENTS` events, smaller neighbouring threads (in key order) together."""
+    keys = unique_sorted(thread)
+    if keys.size < 2:
+        yield np.arange(thread.size, dtype=np.int32 if thread.size < 2**31 else np.int64)
+        return
+    count = np.bincount(np.searchsorted(keys, thread), minlength=keys.size).tolist()
+    lo, size = 0, 0
+    for i, c in enumerate(count):
+        if size and c >= CHUNK_EVENTS:  # a big thread on its own, after the small ones before it
+            yield _small(np.flatnonzero((thread >= keys[lo]) & (thread < keys[i])), thread.size)
+            lo, size = i, 0
+        size += c
+        if size >= CHUNK_EVENTS or i == keys.size - 1:
+            yield _small(np.flatnonzero((thread >= keys[lo]) & (thread <= keys[i])), thread.size)
+            lo, size = i + 1, 0
+
+
+def _ends(table: EventTable, at: Array) -> Array:
+    """``ts_ns + dur_ns`` of the rows ``at``."""
+    end = table["dur_ns"][at]
+    end += table["ts_ns"][at]
+    return end
+
+
+def _small(index: Array, n: int) -> Array:
+    """Positions below ``n`` as int32 where they fit (half the bytes of NumPy's default int64)."""
+    return index.astype(np.int32) if n < 2**31 else index
 
 
 _IS_HOST = np.zeros(len(EventKind), dtype=bool)
@@ -62,15 +118,35 @@ _IS_HOST[[EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION
 """Indexed by kind code: host events (operators, annotations, Python functions)."""
 
 
-def thread_key(pid: Array, tid: Array) -> Array:
-    """One integer per event whose order is that of its (pid, tid) pair (int32 where the pairs fit): what
-    :func:`~stepscope.analyze.trace.nesting.parents` needs of the threads, in one small column."""
-    pu, tu = unique_sorted(pid), unique_sorted(tid)
+def thread_key(pid: Array, tid: Array, *at: Array) -> Array:
+    """One integer per event (per position of the index arrays ``at``, one after another, where given) whose
+    order is that of its (pid, tid) pair (int32 where the pairs fit): what
+    :func:`~stepscope.analyze.trace.nesting.parents` needs of the threads, in one small column. Gathered and
+    coded a block of positions at a time."""
+    parts: list[tuple[Array | None, slice]] = [
+        (a, slice(i, min(i + BLOCK_EVENTS, a.size))) for a in at for i in range(0, a.size, BLOCK_EVENTS)]
+    if not at:
+        parts = [(None, slice(i, min(i + BLOCK_EVENTS, pid.size))) for i in range(0, pid.size, BLOCK_EVENTS)]
+
+    def part(col: Array, a: Array | None, b: slice) -> Array:
+        return col[a[b]] if a is not None else col[b]
+
+    pu = unique_sorted(np.concatenate([pid[:0]] + [unique_sorted(part(pid, a, b)) for a, b in parts]))
+    tu = unique_sorted(np.concatenate([tid[:0]] + [unique_sorted(part(tid, a, b)) for a, b in parts]))
     wide = pu.size * tu.size >= 2**31
-    key: Array = np.searchsorted(pu, pid).astype(np.int64 if wide else np.int32)
-    key *= tu.size
-    key += np.searchsorted(tu, tid).astype(key.dtype)
+    key: Array = np.empty(sum(a.size for a in at) if at else pid.size, dtype=np.int64 if wide else np.int32)
+    at_key = 0
+    for a, b in parts:
+        k = key[at_key:at_key + b.stop - b.start]
+        at_key += k.size
+        k[:] = np.searchsorted(pu, part(pid, a, b))
+        k *= tu.size
+        k += np.searchsorted(tu, part(tid, a, b)).astype(key.dtype)
     return key
+
+
+BLOCK_EVENTS = 1 << 14
+"""Positions gathered at a time where a whole-length temporary is not needed."""
 
 
 def subtree_sums(values: Array, par: Array) -> Array:
@@ -81,13 +157,13 @@ def subtree_sums(values: Array, par: Array) -> Array:
     small: type[np.signedinteger[Any]] = np.int32 if par.size < 2**31 else np.int64  # below n: half the bytes
     depth: Array = (par >= 0).astype(small)
     up: Array = par.astype(small)
-    live = np.flatnonzero(up >= 0)
+    live = np.flatnonzero(up >= 0).astype(small)
     while live.size:
         nxt = up[live]
         depth[live], up[live] = depth[live] + depth[nxt], up[nxt]  # right side read before assigning
         live = live[up[live] >= 0]
     del up, live
-    by_depth = np.argsort(depth, kind="stable")
+    by_depth = np.argsort(depth, kind="stable").astype(small)
     cut = np.searchsorted(depth[by_depth], np.arange(int(depth.max(initial=0)) + 2))
     del depth
     for d in range(cut.size - 2, 0, -1):
@@ -173,14 +249,28 @@ OP_SORT_KEYS = ("cpu_total", "cpu_self", "device_total", "device_self", "calls")
 
 def operator_table(table: EventTable, host: HostTimes, rules: ComponentRules) -> tuple[OpStats, ...]:
     """Operators sorted by device_total then cpu_total (largest first)."""
-    local = np.flatnonzero(table["kind"][host.rows] == EventKind.CPU_OP)
-    names = table["name"][host.rows[local]]
-    uniq, codes, _ = unique_inverse(names)
-    sums = {k: np.bincount(codes, weights=v[local], minlength=uniq.size).astype(np.int64) for k, v in (
-        ("cpu_total", table["dur_ns"][host.rows]), ("cpu_self", host.cpu_self_ns),
-        ("device_self", host.device_self_ns), ("device_total", host.device_total_ns))}
-    calls = np.bincount(codes, minlength=uniq.size)
-    shapes = _top_shapes(table, host.rows[local], codes, uniq.size)
+    local = _small(np.flatnonzero(table["kind"][host.rows] == EventKind.CPU_OP), host.rows.size)
+    op_rows = host.rows[local]
+    names = table["name"][op_rows]
+    present = np.zeros(len(table.names), dtype=bool)
+    present[names] = True
+    uniq = np.flatnonzero(present)  # the names called, in code order
+    codes = (np.cumsum(present) - 1).astype(np.int32)[names]
+    del names, present
+    sums = {k: np.zeros(uniq.size, dtype=np.int64) for k in ("cpu_total", "cpu_self", "device_self", "device_total")}
+    calls = np.zeros(uniq.size, dtype=np.int64)
+    # a block of calls at a time; each block's sums are integers below 2^53 ns, exact in float64, so adding
+    # them up block by block gives the sums of one whole-length bincount
+    columns = (("cpu_total", table["dur_ns"], op_rows), ("cpu_self", host.cpu_self_ns, local),
+               ("device_self", host.device_self_ns, local), ("device_total", host.device_total_ns, local))
+    for i in range(0, local.size, BLOCK_EVENTS):
+        c = codes[i:i + BLOCK_EVENTS]
+        calls += np.bincount(c, minlength=uniq.size)
+        for k, col, at in columns:
+            sums[k] += np.bincount(c, weights=col[at[i:i + BLOCK_EVENTS]], minlength=uniq.size).astype(np.int64)
+    del columns
+    del local
+    shapes = _top_shapes(table, op_rows, codes, uniq.size)
     out = [OpStats(table.names[n], rules.classify(table.names[n]), int(calls[i]), int(sums["cpu_total"][i]),
                    int(sums["cpu_self"][i]), int(sums["device_self"][i]), int(sums["device_total"][i]), shapes[i])
            for i, n in enumerate(uniq.tolist())]
@@ -232,11 +322,11 @@ def module_tree(table: EventTable, host: HostTimes) -> tuple[ModuleNode, ...]:
     local = np.flatnonzero(is_mod[names]) if names.size else np.empty(0, dtype=np.int64)
     path_of: dict[int, tuple[str, ...]] = {}
     agg: dict[tuple[str, ...], list[int]] = {}
-    par = host.parent.tolist()
+    par = host.parent  # read one parent at a time: a list of every host event's parent is 2 MB per 57k events
     for j in sorted(local.tolist(), key=lambda r: int(host.rows[r])):
-        up = par[j]
+        up = int(par[j])
         while up >= 0 and up not in path_of:
-            up = par[up]
+            up = int(par[up])
         path = (*path_of.get(up, ()), table.names[names[j]][len(MODULE_PREFIX):])
         path_of[j] = path
         a = agg.setdefault(path, [0, 0, 0])

@@ -27,15 +27,23 @@ def member(values: Array, pool: Array) -> npt.NDArray[np.bool_]:
 def unique_inverse(values: Array) -> tuple[Array, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``np.unique(values, return_inverse=True, return_counts=True)`` for a 1-d array, by one stable sort."""
     order = np.argsort(values, kind="stable")
+    if order.size < 2**31:
+        order = order.astype(np.int32)  # half the bytes while the rest is built
     s = values[order]
     new = np.empty(s.size, dtype=bool)
     new[:1] = True
     np.not_equal(s[1:], s[:-1], out=new[1:])
     starts = np.flatnonzero(new)
-    inverse = np.empty(s.size, dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    counts = np.diff(np.append(starts, s.size)).astype(np.int64)
-    return s[starts], inverse, counts
+    uniq = s[starts]
+    del s
+    at = np.cumsum(new, dtype=np.int64)
+    del new
+    at -= 1
+    inverse = np.empty(at.size, dtype=np.int64)
+    inverse[order] = at
+    del at, order
+    counts = np.diff(np.append(starts, values.size)).astype(np.int64)
+    return uniq, inverse, counts
 
 
 def kind_mask(kind: Array, kinds: Iterable[EventKind]) -> npt.NDArray[np.bool_]:

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
-from stepscope.analyze.trace.intervals import merge, unique_sorted
+from stepscope.analyze.trace.intervals import merge_rows
 from stepscope.analyze.trace.sets import kind_mask
 from stepscope.model.events import EventKind, EventTable
 
@@ -83,7 +83,7 @@ def _category_intervals(table: EventTable, gpu: GpuView) -> list[tuple[Array, Ar
     ]
     out = [gpu.merged(m) for m in masks]
     for m in (kind == EventKind.RUNTIME, host & dl, host & ~dl):
-        out.append(merge(ts[m], _ends(ts, dur, m)))
+        out.append(merge_rows(ts, dur, m))
     return out
 
 
@@ -93,31 +93,38 @@ def step_summary(table: EventTable, gpu: GpuView) -> StepSummary:
         return StepSummary(())
     s0, e0 = table["ts_ns"][rows], _ends(table["ts_ns"], table["dur_ns"], rows)
     cats = _category_intervals(table, gpu)
-    bounds = unique_sorted(np.concatenate([s0, e0] + [a for iv in cats for a in iv]))
+    # every bound, sorted in place; a repeated value only adds segments of zero width (searchsorted puts each
+    # value's start, end and changes at its first copy), so the sums are those over the distinct bounds
+    bounds = np.concatenate([s0, e0] + [a for iv in cats for a in iv])
+    bounds.sort()
     lo, hi = np.searchsorted(bounds, s0), np.searchsorted(bounds, e0)
     # categories active over each elementary segment [bounds[i], bounds[i + 1]) as a bit mask: each
-    # category's merged intervals are disjoint, so adding +2^c at their starts and -2^c at their ends and
-    # summing up never carries; the segment counts once, in its lowest category (the first in priority)
-    # (integers throughout, one category's bounds at a time: no array of every bound's position and sign)
-    delta = np.zeros(bounds.size, dtype=np.int64)
+    # category's merged intervals are disjoint and touching ones joined, so each bound is at most one start
+    # or one end of a category: +2^c at its starts, -2^c at its ends, summed up, never carries; the segment
+    # counts once, in its lowest category (the first in priority). Masks below 2^7: an int16 column, summed
+    # in place.
+    ncat = len(cats)
+    assert ncat < 15
+    active = np.zeros(bounds.size, dtype=np.int16)
     for c, iv in enumerate(cats):
         for sign, x in zip((1, -1), iv):
-            count = np.bincount(np.searchsorted(bounds, x), minlength=bounds.size)
-            count *= sign << c
-            delta += count
-            del count
-    active = np.cumsum(delta)
-    del delta
-    lowest = np.full(1 << len(cats), len(CATEGORIES) - 1, dtype=np.int8)
-    for c in range(len(cats) - 1, -1, -1):
+            active[np.searchsorted(bounds, x)] += sign << c  # distinct positions within one category
+    del cats
+    np.cumsum(active, out=active, dtype=np.int16)
+    lowest = np.full(1 << ncat, len(CATEGORIES) - 1, dtype=np.int8)
+    for c in range(ncat - 1, -1, -1):
         lowest[np.arange(lowest.size) & (1 << c) > 0] = c
     label = lowest[active[:-1]]
-    width = np.diff(bounds)
+    del active
     per = np.zeros((rows.size, len(CATEGORIES)), dtype=np.int64)
-    for c in range(len(cats)):
+    for c in range(ncat):
         seg = np.flatnonzero(label == c)
-        acc = np.concatenate([[0], np.cumsum(width[seg])])
+        width = bounds[seg + 1]
+        width -= bounds[seg]
+        acc = np.concatenate([[0], np.cumsum(width)])
+        del width
         per[:, c] = acc[np.searchsorted(seg, hi)] - acc[np.searchsorted(seg, lo)]
+        del seg, acc
     per[:, -1] = (e0 - s0) - per[:, :-1].sum(axis=1)
     number = _step_numbers(table.names)[table["name"][rows]]
     return StepSummary(tuple(StepTime(n, s, e - s, dict(zip(CATEGORIES, p)))
