@@ -64,7 +64,8 @@ class InputWaitMeter:
         self.prefetch_added = would_inject_prefetch(dataset)
         upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
         ring, count = self._ring, self._count
-        requests = tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat().map(lambda _: tf.timestamp())
+        requests = _inline_map(tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat(),
+                               lambda _: tf.timestamp())
 
         def stamp(t_request: Any, batch: Any) -> Any:
             waited = tf.timestamp() - t_request
@@ -74,7 +75,7 @@ class InputWaitMeter:
 
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
-        self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
+        self.dataset = _inline_map(tf.data.Dataset.zip((requests, upstream)), stamp).with_options(options)
         self._read_ring = _reader(self._ring)
         self._read_count = _reader(self._count)
         self._taken = int(self._read_count())
@@ -101,6 +102,20 @@ class InputWaitMeter:
     def reset(self) -> None:
         """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
         self._taken = int(self._read_count())
+
+
+def _inline_map(dataset: Any, fn: Callable[..., Any]) -> Any:
+    """``dataset.map(fn)`` whose function runs in the thread that pulls the element: TensorFlow's single-threaded
+    executor (``use_inter_op_parallelism=False``, what TensorFlow's own ``sample_from_datasets`` gives its small
+    selector function). A plain ``map`` hands the function's ops to a thread pool and blocks until they are
+    done: two thread switches per element, whose cost is that of waking a thread (see the module docstring).
+    The plain ``map`` where that private class is not there."""
+    try:
+        from tensorflow.python.data.ops import map_op
+
+        return map_op._MapDataset(dataset, fn, use_inter_op_parallelism=False)
+    except (ImportError, AttributeError, TypeError):
+        return dataset.map(fn)
 
 
 def _reader(variable: Any) -> Callable[[], Any]:
