@@ -225,7 +225,7 @@ def _stage_cost(x: Any, y: Any, batch: int) -> float:
         pull(it)
         return (_perf() - t0) / n
 
-    return _paired_best(lambda: timed(staged), lambda: timed(base), rounds=7)
+    return _paired_best(lambda: timed(staged), lambda: timed(base), rounds=15)
 
 
 if __name__ == "__main__":

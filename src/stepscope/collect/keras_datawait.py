@@ -15,6 +15,14 @@ step (the first TensorFlow call after a Keras step is slow: tens to hundreds of 
 the count together every few steps (``take_batches``) and hands each step the waits of its own batches. The
 batch itself passes through untouched (same values, order and structure).
 
+Both maps run their function in the thread that pulls the batch (``_inline_map``: TensorFlow's
+single-threaded executor). A plain ``map`` hands its function's ops to a thread pool and blocks until they are
+done: two thread switches per function, four per batch, and what they cost is the time to wake a pool thread
+and get it a core, a few µs on an idle machine and tens to hundreds of µs when the cores are busy (the
+step's own threads, other processes); the woken pool threads also spin looking for more work, taking CPU
+from the step. That made the stage cost 0 to 180 µs a batch from run to run; run inline it is about 10 µs
+(docs/frameworks.md, "Overhead").
+
 The stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
 a pipeline that does not end in a prefetch (``inject_prefetch``), which would move the stamps into a
 background thread. So the wrapped dataset turns that injection off, and where TensorFlow would have injected
