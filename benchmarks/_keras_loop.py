@@ -25,7 +25,12 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
 With ``STEPSCOPE_KERAS_DATA_WAIT=off`` in the environment the hooks run without the input-wait metering (no
 stage, no meter read): the cost of the rest.
 
-    python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost]
+``--stage-only`` times the input-wait stage alone (no fit, no `stepscope run` needed): as shipped, its two
+functions run inline in the thread that pulls the batch, against the same stage with plain ``map``s (a
+thread pool runs their ops: the stage before), on fit's own dataset; prints the µs and the voluntary
+thread switches each adds per batch (``stage_comparison``).
+
+    python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost | --stage-only]
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--hook-cost", action="store_true", help="under `stepscope run`: time the hooks' own work")
+    p.add_argument("--stage-only", action="store_true",
+                   help="the input-wait stage alone, as shipped (inline) and on a thread pool; no fit")
     args = p.parse_args()
 
     import keras
@@ -58,6 +65,9 @@ def main() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     x = np.random.default_rng(0).normal(size=(args.batch * args.steps, args.hidden)).astype("float32")
     y = x[:, :1]
+    if args.stage_only:
+        print(json.dumps(stage_comparison(x, y, args.batch)))
+        return
     model = keras.Sequential([keras.Input(shape=(args.hidden,)), keras.layers.Dense(args.hidden, activation="relu"),
                               keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
@@ -199,16 +209,19 @@ def _paired_best(hooked: Callable[[], float], bare: Callable[[], float], rounds:
     return max(min(h) - min(b), 0.0)
 
 
-def _stage_cost(x: Any, y: Any, batch: int) -> float:
-    """ns per batch the input-wait stage adds to fit's own dataset (Keras' array adapter), pulled in-graph."""
-    import tensorflow as tf
+def _fit_dataset(x: Any, y: Any, batch: int) -> Any:
+    """fit's own dataset of these arrays (Keras' array adapter), repeated: the stage goes above the repeat, so
+    that the staged and the bare pipeline get the same prefetch."""
     from keras.src.trainers.data_adapters import get_data_adapter
 
-    from stepscope.collect.keras_datawait import InputWaitMeter
+    return get_data_adapter(x, y, batch_size=batch, shuffle=False).get_tf_dataset().repeat()
 
-    base = get_data_adapter(x, y, batch_size=batch, shuffle=False).get_tf_dataset().repeat()
-    staged = InputWaitMeter(base).dataset  # repeated below the stage, so that both get the same prefetch
-    n = min(64, len(x) // batch)
+
+def _block_timer(n: int) -> Callable[[Any], float]:
+    """A function timing one block of ``n`` batches pulled from a fresh iterator of a dataset inside a
+    ``tf.function`` loop (as Keras' train function pulls them), after a first block that warms it: ns per
+    batch."""
+    import tensorflow as tf
 
     @tf.function
     def pull(it: Any) -> Any:
@@ -225,7 +238,66 @@ def _stage_cost(x: Any, y: Any, batch: int) -> float:
         pull(it)
         return (_perf() - t0) / n
 
+    return timed
+
+
+def _stage_cost(x: Any, y: Any, batch: int) -> float:
+    """ns per batch the input-wait stage adds to fit's own dataset (Keras' array adapter), pulled in-graph."""
+    from stepscope.collect.keras_datawait import InputWaitMeter
+
+    base = _fit_dataset(x, y, batch)
+    staged = InputWaitMeter(base).dataset
+    timed = _block_timer(min(64, len(x) // batch))
     return _paired_best(lambda: timed(staged), lambda: timed(base), rounds=15)
+
+
+def stage_comparison(x: Any, y: Any, batch: int, rounds: int = 15) -> dict[str, float]:
+    """``--stage-only``: the input-wait stage on fit's own dataset as shipped (its two functions run inline, in
+    the thread that pulls the batch) and the same stage with plain ``map``s (their functions' ops handed to a
+    thread pool: the stage before), against the bare pipeline, interleaved blocks of 64 batches: ns added per
+    batch (best block minus best block, and median minus median) and the voluntary context switches of the
+    process's threads added per batch (Linux /proc; NaN elsewhere), which the machine's load does not move."""
+    from stepscope.collect import keras_datawait
+
+    base = _fit_dataset(x, y, batch)
+    inline = keras_datawait.InputWaitMeter(base).dataset
+    shipped = keras_datawait._inline_map
+    keras_datawait._inline_map = lambda ds, fn: ds.map(fn)
+    try:
+        pooled = keras_datawait.InputWaitMeter(base).dataset
+    finally:
+        keras_datawait._inline_map = shipped
+    n = min(64, len(x) // batch)
+    timed = _block_timer(n)
+    times: dict[str, list[float]] = {"bare": [], "inline": [], "pooled": []}
+    switches: dict[str, list[float]] = {k: [] for k in times}
+    for _ in range(rounds):
+        for name, ds in (("bare", base), ("inline", inline), ("pooled", pooled)):
+            s0 = _voluntary_switches()
+            times[name].append(timed(ds))
+            switches[name].append((_voluntary_switches() - s0) / (2 * n))  # two blocks pulled per call
+    out: dict[str, float] = {"bare_best": min(times["bare"]), "bare_median": statistics.median(times["bare"])}
+    for name in ("inline", "pooled"):
+        out[f"{name}_best"] = min(times[name]) - min(times["bare"])
+        out[f"{name}_median"] = statistics.median(times[name]) - statistics.median(times["bare"])
+        out[f"{name}_switches"] = statistics.median(switches[name]) - statistics.median(switches["bare"])
+    return out
+
+
+def _voluntary_switches() -> float:
+    """Voluntary context switches of all this process's threads so far (NaN without Linux /proc)."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return float("nan")
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/status") as f:
+                total += sum(int(ln.split()[1]) for ln in f if ln.startswith("voluntary_ctxt_switches"))
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return float(total)
 
 
 if __name__ == "__main__":
