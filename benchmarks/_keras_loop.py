@@ -25,7 +25,12 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
 With ``STEPSCOPE_KERAS_DATA_WAIT=off`` in the environment the hooks run without the input-wait metering (no
 stage, no meter read): the cost of the rest.
 
-    python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost]
+``--stage-only`` times the input-wait stage alone (no fit, no `stepscope run` needed): as shipped, its two
+functions run inline in the thread that pulls the batch, against the same stage with plain ``map``s (a
+thread pool runs their ops: the stage before), on fit's own dataset; prints the µs and the voluntary
+thread switches each adds per batch, and the process CPU time (``stage_comparison``).
+
+    python benchmarks/_keras_loop.py --steps 150 --hidden 1024 [--hook-cost | --stage-only]
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--hook-cost", action="store_true", help="under `stepscope run`: time the hooks' own work")
+    p.add_argument("--stage-only", action="store_true",
+                   help="the input-wait stage alone, as shipped (inline) and on a thread pool; no fit")
     args = p.parse_args()
 
     import keras
@@ -58,6 +65,9 @@ def main() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     x = np.random.default_rng(0).normal(size=(args.batch * args.steps, args.hidden)).astype("float32")
     y = x[:, :1]
+    if args.stage_only:
+        print(json.dumps(stage_comparison(x, y, args.batch)))
+        return
     model = keras.Sequential([keras.Input(shape=(args.hidden,)), keras.layers.Dense(args.hidden, activation="relu"),
                               keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
@@ -199,16 +209,20 @@ def _paired_best(hooked: Callable[[], float], bare: Callable[[], float], rounds:
     return max(min(h) - min(b), 0.0)
 
 
-def _stage_cost(x: Any, y: Any, batch: int) -> float:
-    """ns per batch the input-wait stage adds to fit's own dataset (Keras' array adapter), pulled in-graph."""
-    import tensorflow as tf
+def _fit_dataset(x: Any, y: Any, batch: int) -> Any:
+    """fit's own dataset of these arrays (Keras' array adapter), repeated: the stage goes above the repeat, so
+    that the staged and the bare pipeline get the same prefetch."""
     from keras.src.trainers.data_adapters import get_data_adapter
 
-    from stepscope.collect.keras_datawait import InputWaitMeter
+    return get_data_adapter(x, y, batch_size=batch, shuffle=False).get_tf_dataset().repeat()
 
-    base = get_data_adapter(x, y, batch_size=batch, shuffle=False).get_tf_dataset().repeat()
-    staged = InputWaitMeter(base).dataset  # repeated below the stage, so that both get the same prefetch
-    n = min(64, len(x) // batch)
+
+def _block_timer(n: int) -> Callable[[Any], tuple[float, float, float]]:
+    """A function timing one block of ``n`` batches pulled from a fresh iterator of a dataset inside a
+    ``tf.function`` loop (as Keras' train function pulls them), after a first block that warms it: per batch,
+    the wall time (ns), the process's CPU time (ns, all threads) and the voluntary context switches of the
+    process's threads, all three of that block only (not the iterator's start)."""
+    import tensorflow as tf
 
     @tf.function
     def pull(it: Any) -> Any:
@@ -218,14 +232,89 @@ def _stage_cost(x: Any, y: Any, batch: int) -> float:
             total += xb[0, 0]
         return total
 
-    def timed(ds: Any) -> float:
+    def timed(ds: Any) -> tuple[float, float, float]:
         it = iter(ds)
         pull(it)
-        t0 = _perf()
+        s0, c0, t0 = _voluntary_switches(), time.process_time_ns(), _perf()
         pull(it)
-        return (_perf() - t0) / n
+        t1, c1, s1 = _perf(), time.process_time_ns(), _voluntary_switches()
+        return (t1 - t0) / n, (c1 - c0) / n, (s1 - s0) / n
 
-    return _paired_best(lambda: timed(staged), lambda: timed(base), rounds=7)
+    return timed
+
+
+def _stage_cost(x: Any, y: Any, batch: int) -> float:
+    """ns per batch the input-wait stage adds to fit's own dataset (Keras' array adapter), pulled in-graph."""
+    from stepscope.collect.keras_datawait import InputWaitMeter
+
+    base = _fit_dataset(x, y, batch)
+    staged = InputWaitMeter(base).dataset
+    timed = _block_timer(min(64, len(x) // batch))
+    return _paired_best(lambda: timed(staged)[0], lambda: timed(base)[0], rounds=15)
+
+
+def stage_comparison(x: Any, y: Any, batch: int, rounds: int = 15) -> dict[str, float]:
+    """``--stage-only``: the input-wait stage as shipped (its two functions run inline, in the thread that
+    pulls the batch) and the same stage with plain ``map``s (their functions' ops handed to a thread pool: the
+    stage before), each against the bare pipeline, interleaved blocks of 64 batches, on two pipelines: ``fit``'s
+    own dataset of the arrays (``fit_*``: Keras' array adapter, which slices each batch and prefetches) and a
+    constant one (``const_*``: fit's first batch repeated, no slicing, no prefetch thread; the stage passes the
+    batch's tensors through by reference, so its cost does not depend on what they hold). Per batch: the time
+    added (best block minus best block, and median minus median), the process's CPU time added (all threads,
+    median minus median; on ``fit``'s dataset it also moves with how far the prefetch thread reads ahead),
+    and the voluntary context switches of the process's threads added (Linux /proc; NaN elsewhere: a thread
+    that blocks on a wait switches out voluntarily, whatever the machine's load)."""
+    import tensorflow as tf
+
+    from stepscope.collect import keras_datawait
+
+    fit_ds = _fit_dataset(x, y, batch)
+    first = next(iter(fit_ds))
+    out: dict[str, float] = {}
+    for label, base in (("fit", fit_ds), ("const", tf.data.Dataset.from_tensors(first).repeat())):
+        inline = keras_datawait.InputWaitMeter(base).dataset
+        shipped = keras_datawait._inline_map
+        keras_datawait._inline_map = lambda ds, fn: ds.map(fn)
+        try:
+            pooled = keras_datawait.InputWaitMeter(base).dataset
+        finally:
+            keras_datawait._inline_map = shipped
+        n = min(64, len(x) // batch)
+        timed = _block_timer(n)
+        times: dict[str, list[float]] = {"bare": [], "inline": [], "pooled": []}
+        switches: dict[str, list[float]] = {k: [] for k in times}
+        cpu: dict[str, list[float]] = {k: [] for k in times}
+        for _ in range(rounds):
+            for name, ds in (("bare", base), ("inline", inline), ("pooled", pooled)):
+                wall, cpu_ns, switched = timed(ds)
+                times[name].append(wall)
+                cpu[name].append(cpu_ns)
+                switches[name].append(switched)
+        out[f"{label}_bare_best"] = min(times["bare"])
+        out[f"{label}_bare_median"] = statistics.median(times["bare"])
+        for name in ("inline", "pooled"):
+            out[f"{label}_{name}_best"] = min(times[name]) - min(times["bare"])
+            out[f"{label}_{name}_median"] = statistics.median(times[name]) - statistics.median(times["bare"])
+            out[f"{label}_{name}_cpu_median"] = statistics.median(cpu[name]) - statistics.median(cpu["bare"])
+            out[f"{label}_{name}_switches"] = (statistics.median(switches[name])
+                                               - statistics.median(switches["bare"]))
+    return out
+
+
+def _voluntary_switches() -> float:
+    """Voluntary context switches of all this process's threads so far (NaN without Linux /proc)."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return float("nan")
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/status") as f:
+                total += sum(int(ln.split()[1]) for ln in f if ln.startswith("voluntary_ctxt_switches"))
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return float(total)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,19 @@ def test_other_backends_time_the_python_next(tmp_path: Path, backend: str) -> No
     # no wait: the step was short too (but the first, which compiles the train function)
     assert np.all((waited | (duration < SLEEP_S * 1e9))[1:]), (wait, duration)
     assert np.median(wait) <= 2.0 * SLEEP_S * 1e9, wait
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts thread switches in Linux /proc")
+def test_the_stage_runs_in_the_pulling_thread(tmp_path: Path) -> None:
+    """The stage's two small functions run in the thread that pulls the batch (TensorFlow's single-threaded
+    executor): no thread switch per batch beyond the pipeline's own. A plain ``map`` of a small stateful
+    function, the stage's form before, hands its ops to a thread pool and waits: two switches per element
+    (the stage had two such functions: four per batch, and the cost of waking a thread on a busy machine).
+    Voluntary switches only: preemption by other processes does not count, so a loaded machine passes too."""
+    r = subprocess.run([PY, str(SCRIPTS / "keras_stage_switches.py"), "--batches", "300"], capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["batches_counted"] == 301  # every element pulled through the stage was numbered and kept
+    assert out["plain_map"] - out["plain"] >= 1.5, out  # the count sees a thread pool's switches
+    assert out["staged"] - out["plain"] < 0.5, out

@@ -15,6 +15,14 @@ step (the first TensorFlow call after a Keras step is slow: tens to hundreds of 
 the count together every few steps (``take_batches``) and hands each step the waits of its own batches. The
 batch itself passes through untouched (same values, order and structure).
 
+Both maps run their function in the thread that pulls the batch (``_inline_map``: TensorFlow's
+single-threaded executor). A plain ``map`` hands its function's ops to a thread pool and blocks until they are
+done: two thread switches per function, four per batch, and what they cost is the time to wake a pool thread
+and get it a core, a few µs on an idle machine and tens to hundreds of µs when the cores are busy (the
+step's own threads, other processes); the woken pool threads also spin looking for more work, taking CPU
+from the step. That made the stage cost 0 to 180 µs a batch from run to run; run inline it is about 10 µs
+(docs/frameworks.md, "Overhead").
+
 The stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
 a pipeline that does not end in a prefetch (``inject_prefetch``), which would move the stamps into a
 background thread. So the wrapped dataset turns that injection off, and where TensorFlow would have injected
@@ -64,7 +72,8 @@ class InputWaitMeter:
         self.prefetch_added = would_inject_prefetch(dataset)
         upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
         ring, count = self._ring, self._count
-        requests = tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat().map(lambda _: tf.timestamp())
+        requests = _inline_map(tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat(),
+                               lambda _: tf.timestamp())
 
         def stamp(t_request: Any, batch: Any) -> Any:
             waited = tf.timestamp() - t_request
@@ -74,7 +83,7 @@ class InputWaitMeter:
 
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
-        self.dataset = tf.data.Dataset.zip((requests, upstream)).map(stamp).with_options(options)
+        self.dataset = _inline_map(tf.data.Dataset.zip((requests, upstream)), stamp).with_options(options)
         self._read_ring = _reader(self._ring)
         self._read_count = _reader(self._count)
         self._taken = int(self._read_count())
@@ -101,6 +110,20 @@ class InputWaitMeter:
     def reset(self) -> None:
         """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
         self._taken = int(self._read_count())
+
+
+def _inline_map(dataset: Any, fn: Callable[..., Any]) -> Any:
+    """``dataset.map(fn)`` whose function runs in the thread that pulls the element: TensorFlow's single-threaded
+    executor (``use_inter_op_parallelism=False``, what TensorFlow's own ``sample_from_datasets`` gives its small
+    selector function). A plain ``map`` hands the function's ops to a thread pool and blocks until they are
+    done: two thread switches per element, whose cost is that of waking a thread (see the module docstring).
+    The plain ``map`` where that private class is not there."""
+    try:
+        from tensorflow.python.data.ops import map_op
+
+        return map_op._MapDataset(dataset, fn, use_inter_op_parallelism=False)
+    except (ImportError, AttributeError, TypeError):
+        return dataset.map(fn)
 
 
 def _reader(variable: Any) -> Callable[[], Any]:
