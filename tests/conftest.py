@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import inspect
 import os
 import re
@@ -25,6 +27,14 @@ PY = sys.executable
 
 def stepscope_cmd(*args: str) -> list[str]:
     return [PY, "-m", "stepscope", *args]
+
+
+def installed_or_skip(module: str) -> None:
+    """At a test module's top, where its tests run MODULE only in their own processes: skip the module when
+    MODULE is not installed, without importing it (pytest.importorskip would import lightning, mlflow or
+    transformers into every xdist worker at collection, seconds each, for tests that never use it there)."""
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"could not import {module!r}: not installed", allow_module_level=True)
 
 
 class Result:
@@ -108,7 +118,9 @@ def _deselects_slow(config: pytest.Config) -> bool:
     return "notslow" in expr
 
 
+@functools.cache
 def _imports_slow_at_top(path: Path) -> bool:
+    """Asked once per test of a module at collection: parsed once per module."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -120,7 +132,7 @@ def _imports_slow_at_top(path: Path) -> bool:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-              and ast.unparse(node.value.func) == "pytest.importorskip" and node.value.args
+              and ast.unparse(node.value.func) in ("pytest.importorskip", "installed_or_skip") and node.value.args
               and isinstance(node.value.args[0], ast.Constant)):
             names = [str(node.value.args[0].value)]
         if any(n.split(".")[0] in SLOW_IMPORTS for n in names):
@@ -164,9 +176,14 @@ def _module_constants(path: str) -> dict[str, str]:
     return _CONSTANTS[path]
 
 
+@functools.cache
+def _file_in_tests(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_TESTS)
+
+
 def _in_tests(obj: Any) -> bool:
     try:
-        return Path(inspect.getfile(obj)).resolve().is_relative_to(_TESTS)
+        return _file_in_tests(inspect.getfile(obj))
     except (OSError, TypeError):
         return False
 
