@@ -79,6 +79,31 @@ def observed(cli: Callable[..., Result]) -> Callable[..., Result]:
     return run
 
 
+HOSTILE = "<script>alert(1)</script>"
+
+
+def observe(store: Path, *args: str, name: str = HOSTILE, opts: tuple[str, ...] = (),
+            script: str = "advisor_train.py") -> subprocess.CompletedProcess[str]:
+    """`stepscope run --store STORE` of a script in tests/scripts, named and tagged like an XSS attack."""
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_DB",)}
+    return subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2",
+                                        "--name", name, "--tag", f"owner={HOSTILE}", *opts, "--", PY,
+                                        str(SCRIPTS / script), *args),
+                          capture_output=True, text=True, timeout=180, env=env, cwd=store.parent)
+
+
+@pytest.fixture(scope="session")
+def profiled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with one completed run named like an XSS attack: regions, logged metrics, a slow
+    dataset (input-bound) and a 2-step profiled window. One real run per xdist worker, shared by the report,
+    export, advisor and browser tests, which only read it (a test that writes into a store copies it first)."""
+    store = tmp_path_factory.mktemp("report") / "store"
+    res = observe(store, "--steps", "16", "--sample-sleep", "0.003", "--instrument", "--compute", "2",
+                  opts=("--profile-steps", "2"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    return store
+
+
 @pytest.fixture(autouse=True)
 def no_hooks_left_behind() -> object:
     """Every in-process session must remove the hooks it installed."""
