@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
 import inspect
 import os
 import re
@@ -25,6 +27,14 @@ PY = sys.executable
 
 def stepscope_cmd(*args: str) -> list[str]:
     return [PY, "-m", "stepscope", *args]
+
+
+def installed_or_skip(module: str) -> None:
+    """At a test module's top, where its tests run MODULE only in their own processes: skip the module when
+    MODULE is not installed, without importing it (pytest.importorskip would import lightning, mlflow or
+    transformers into every xdist worker at collection, seconds each, for tests that never use it there)."""
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"could not import {module!r}: not installed", allow_module_level=True)
 
 
 class Result:
@@ -69,6 +79,31 @@ def observed(cli: Callable[..., Result]) -> Callable[..., Result]:
     return run
 
 
+HOSTILE = "<script>alert(1)</script>"
+
+
+def observe(store: Path, *args: str, name: str = HOSTILE, opts: tuple[str, ...] = (),
+            script: str = "advisor_train.py") -> subprocess.CompletedProcess[str]:
+    """`stepscope run --store STORE` of a script in tests/scripts, named and tagged like an XSS attack."""
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_DB",)}
+    return subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2",
+                                        "--name", name, "--tag", f"owner={HOSTILE}", *opts, "--", PY,
+                                        str(SCRIPTS / script), *args),
+                          capture_output=True, text=True, timeout=180, env=env, cwd=store.parent)
+
+
+@pytest.fixture(scope="session")
+def profiled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with one completed run named like an XSS attack: regions, logged metrics, a slow
+    dataset (input-bound) and a 2-step profiled window. One real run per xdist worker, shared by the report,
+    export, advisor and browser tests, which only read it (a test that writes into a store copies it first)."""
+    store = tmp_path_factory.mktemp("report") / "store"
+    res = observe(store, "--steps", "16", "--sample-sleep", "0.003", "--instrument", "--compute", "2",
+                  opts=("--profile-steps", "2"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    return store
+
+
 @pytest.fixture(autouse=True)
 def no_hooks_left_behind() -> object:
     """Every in-process session must remove the hooks it installed."""
@@ -108,7 +143,9 @@ def _deselects_slow(config: pytest.Config) -> bool:
     return "notslow" in expr
 
 
+@functools.cache
 def _imports_slow_at_top(path: Path) -> bool:
+    """Asked once per test of a module at collection: parsed once per module."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -120,7 +157,7 @@ def _imports_slow_at_top(path: Path) -> bool:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-              and ast.unparse(node.value.func) == "pytest.importorskip" and node.value.args
+              and ast.unparse(node.value.func) in ("pytest.importorskip", "installed_or_skip") and node.value.args
               and isinstance(node.value.args[0], ast.Constant)):
             names = [str(node.value.args[0].value)]
         if any(n.split(".")[0] in SLOW_IMPORTS for n in names):
@@ -164,9 +201,14 @@ def _module_constants(path: str) -> dict[str, str]:
     return _CONSTANTS[path]
 
 
+@functools.cache
+def _file_in_tests(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_TESTS)
+
+
 def _in_tests(obj: Any) -> bool:
     try:
-        return Path(inspect.getfile(obj)).resolve().is_relative_to(_TESTS)
+        return _file_in_tests(inspect.getfile(obj))
     except (OSError, TypeError):
         return False
 

@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 
 from stepscope.cli import main
-from tests.conftest import TRACES
+from tests.conftest import TRACES, observe
 from tests.integration.conftest import CHROMIUM
-from tests.report.conftest import observe, profiled_store  # noqa: F401  (the shared real run)
 from tests.report.dashboard.dashstore import write_history
 from tests.report.html.chromium import Viewer, screenshots_dir
 
@@ -87,7 +86,7 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> dict[str, Path]:  # noqa: F811
+def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> dict[str, Path]:
     """Every page, built once from real runs: two reports, a diff, a dashboard site."""
     tmp = tmp_path_factory.mktemp("pages")
     out = {"report": tmp / "report.html", "gpu": tmp / "gpu-report.html", "diff": tmp / "diff.html"}

@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from stepscope.cli import main
-from tests.conftest import ROOT
+from tests.conftest import HOSTILE, ROOT
 from tests.integration.conftest import OfflinePage
-from tests.report.conftest import HOSTILE, profiled_store  # noqa: F401  (shared real run)
 
 pytestmark = pytest.mark.browser
 SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model", "metrics")
 
 
-def test_report_in_chromium(browser, profiled_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_report_in_chromium(browser, profiled_store: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "report.html"
     assert main(["report", "--store", str(profiled_store), "-o", str(out)]) == 0
     watched = OfflinePage(browser)

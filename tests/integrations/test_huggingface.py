@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from stepscope.analyze.run.summary import summarize_run
-from tests.conftest import SCRIPTS, load
+from tests.conftest import SCRIPTS, installed_or_skip, load
 
-pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
+installed_or_skip("transformers")
+installed_or_skip("accelerate")
 pytestmark = pytest.mark.slow
 SCRIPT = str(SCRIPTS / "hf_train.py")
 # GPT-2, 2 layers, d=32, 16 tokens x batch 4, vocabulary 64 (tied LM head). Matmul weights per layer:

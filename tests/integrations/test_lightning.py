@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from stepscope.analyze.run.summary import summarize_run
-from tests.conftest import SCRIPTS, load
+from tests.conftest import SCRIPTS, installed_or_skip, load
 
-pytest.importorskip("lightning")
+installed_or_skip("lightning")
 pytestmark = pytest.mark.slow
 SCRIPT = str(SCRIPTS / "lightning_train.py")
 TINY_PARAMS = 16 * 32 + 32 + 32 * 4 + 4

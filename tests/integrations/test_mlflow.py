@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PY, SCRIPTS, load
+from tests.conftest import PY, SCRIPTS, installed_or_skip, load
 
-pytest.importorskip("mlflow")
+installed_or_skip("mlflow")
 TINY = str(SCRIPTS / "tiny_train.py")
 
 

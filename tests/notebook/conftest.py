@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.conftest import observe
+from tests.conftest import observe
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ from stepscope.analyze.run.summary import RankSummary, RunSummary, summarize_run
 from stepscope.analyze.stats import distribution
 from stepscope.app import RunAnalysis
 from tests.conftest import PY, SCRIPTS, load
-from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 
 @pytest.mark.slow
@@ -50,7 +49,7 @@ def test_tiny_ddp_model_is_latency_bound_and_led_by_no_sync(cli, store: Path) ->
 
 
 @pytest.fixture
-def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
+def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]
     return summarize_run(load(profiled_store))
 
 

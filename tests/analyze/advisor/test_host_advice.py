@@ -14,13 +14,12 @@ from stepscope.analyze.advisor.host import CpuOversubscription
 from stepscope.analyze.run.summary import RunSummary, summarize_run
 from stepscope.analyze.run.system import MetricStats
 from tests.conftest import load
-from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 CORES = os.cpu_count() or 1
 
 
 @pytest.fixture
-def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
+def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]
     return summarize_run(load(profiled_store))
 
 

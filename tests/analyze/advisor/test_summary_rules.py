@@ -14,11 +14,10 @@ from stepscope.analyze.run.steps import PhaseShare
 from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.analyze.stats import distribution
 from stepscope.model.run import GpuInfo
-from tests.report.conftest import profiled_store  # noqa: F401  (shared real run)
 
 
 @pytest.fixture
-def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]  # noqa: F811
+def real(profiled_store) -> RunSummary:  # type: ignore[no-untyped-def]
     from stepscope.analyze.run.summary import summarize_run
     from tests.conftest import load
 

@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from stepscope.report.export.schema import TABLE_SCHEMAS, TRACE_TABLES, conform
-from tests.conftest import stepscope_cmd
-from tests.report.conftest import observe
+from tests.conftest import observe, stepscope_cmd
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from stepscope.report.html.charts import (
     words,
     xy_chart,
 )
-from tests.report.conftest import profiled_store  # noqa: F401  (the shared real run)
 
 KERNELS = [
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
@@ -100,7 +99,7 @@ def test_script_names_no_address() -> None:
     assert "uPlot" in js and "MIT" in js
 
 
-def test_profiled_report_under_1_5_mb(profiled_store: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_profiled_report_under_1_5_mb(profiled_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     assert main(["report", "--store", str(profiled_store), "-o", str(out)]) == 0
     size = out.stat().st_size

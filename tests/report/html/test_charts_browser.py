@@ -17,8 +17,8 @@ import pytest
 from stepscope.cli import main
 from stepscope.report.html import Section, render_page
 from stepscope.report.html.charts import Axis, Series, xy_chart
+from tests.conftest import observe
 from tests.integration.conftest import browser  # noqa: F401  (the shared headless Chromium fixture)
-from tests.report.conftest import observe, profiled_store  # noqa: F401  (the shared real run)
 from tests.report.html.chromium import OVERLAPS_JS, TICKS_JS, Viewer, round_ticks_problems, screenshots_dir
 
 pytestmark = pytest.mark.browser

@@ -10,8 +10,7 @@ from pathlib import Path
 from stepscope.app import RunAnalysis
 from stepscope.report import format as f
 from stepscope.report.html.run_report import render_run_report
-from tests.conftest import load
-from tests.report.conftest import HOSTILE, observe
+from tests.conftest import HOSTILE, load, observe
 
 SECTIONS = ("overview", "speed", "time", "system", "memory", "kernels", "model", "metrics")
 
