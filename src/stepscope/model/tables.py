@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +73,7 @@ class ColumnTable:
         self.cols = checked
 
     @classmethod
-    def empty(cls) -> ColumnTable:
+    def empty(cls) -> Self:
         return cls({k: np.empty(0, dtype=c.dtype) for k, c in cls.SCHEMA.items()})
 
     @classmethod

@@ -13,9 +13,14 @@ Definitions (docs/metrics.md, "Live view"):
 * Straggler (live rule): with at least ``MIN_STEPS`` (N = 5) steps on a rank and on another, the rank's
   recent median useful time exceeds ``STRAGGLER_RATIO`` (1.3) x the median of the other ranks' recent
   medians, and the excess is at least ``STRAGGLER_MIN_SHARE`` (5%) of the recent median step time. Or the
-  rank is behind: the other ranks' median step count exceeds its own by at least ``LAG_MIN_STEPS`` (5) and
-  by ``LAG_SHARE`` (30%) of that count. Medians over 10 steps and a 30% margin keep A/A noise (equal ranks
-  on a busy machine) from flagging; a rank slower by a third appears within about K/2 of its steps.
+  rank is behind, judged at the same moment for every rank: by the end of its last recorded step the other
+  ranks had ended (median) at least ``LAG_MIN_STEPS`` (5) and ``LAG_SHARE`` (30%) more steps than it; or its
+  records stopped: the others' (median) last recorded step ended more than ``STALL_S`` (10 s, or 10 recent
+  median steps if longer) after its own. Counts are never compared as read: each rank's records arrive with
+  its own flush (every 2 s, at its own moments), so equal ranks differ by up to a flush's worth of steps in
+  what has been read (an A/A job of 30 ms steps, about 66 steps). Medians over 10 steps and a 30% margin keep
+  A/A noise (equal ranks on a busy machine) from flagging; a rank slower by a third appears within about K/2
+  of its steps.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ STRAGGLER_RATIO = 1.3
 STRAGGLER_MIN_SHARE = 0.05
 LAG_SHARE = 0.3
 LAG_MIN_STEPS = 5
+STALL_S = 10.0
+STALL_STEPS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +96,38 @@ def _steps_per_s(start: np.ndarray, end: np.ndarray, k: int) -> float | None:
     return k / (span / 1e9) if span > 0 else None
 
 
-def _flag(r: int, steps: dict[int, int], useful: dict[int, float], step_med: float | None) -> str | None:
-    others = [o for o in steps if o != r]
-    if not others:
+def _behind(r: int, ends: dict[int, np.ndarray], step_med: float | None) -> str | None:
+    """"behind: S/O" when rank ``r`` progressed less than the others at the same moment, or its records stopped
+    while theirs went on (see the module docstring); S its steps, O the others' median step count."""
+    others = [o for o in ends if o != r]
+    total = float(np.median([len(ends[o]) for o in others]))
+    mine = ends[r]
+    if not len(mine):  # no step yet: behind once the others have been stepping longer than a stall
+        going = [float(ends[o][-1] - ends[o][0]) for o in others if len(ends[o])]
+        late = bool(going) and total >= LAG_MIN_STEPS and float(np.median(going)) > _stall_ns(step_med)
+        return f"behind: 0/{total:g}" if late else None
+    at_same_time = float(np.median([np.searchsorted(ends[o], mine[-1], side="right") for o in others]))
+    lag = at_same_time - len(mine)
+    if lag >= LAG_MIN_STEPS and lag >= LAG_SHARE * at_same_time:
+        return f"behind: {len(mine)}/{total:g}"
+    last = [float(ends[o][-1]) for o in others if len(ends[o])]
+    if last and float(np.median(last)) - float(mine[-1]) > _stall_ns(step_med):
+        return f"behind: {len(mine)}/{total:g}"
+    return None
+
+
+def _stall_ns(step_med: float | None) -> float:
+    return max(STALL_S * 1e9, STALL_STEPS * (step_med or 0.0))
+
+
+def _flag(r: int, ends: dict[int, np.ndarray], useful: dict[int, float], step_med: float | None) -> str | None:
+    if len(ends) < 2:
         return None
-    counts = float(np.median([steps[o] for o in others]))
-    lag = counts - steps[r]
-    if lag >= LAG_MIN_STEPS and lag >= LAG_SHARE * counts:
-        return f"behind: {steps[r]}/{counts:g}"
+    behind = _behind(r, ends, step_med)
+    if behind:
+        return behind
+    steps = {o: len(e) for o, e in ends.items()}
+    others = [o for o in steps if o != r]
     ready = [o for o in others if steps[o] >= MIN_STEPS and o in useful]
     if steps[r] < MIN_STEPS or r not in useful or not ready or not step_med:
         return None
@@ -122,6 +153,7 @@ def live_state(data: RunData, *, now_ns: int) -> LiveState:
             step_med[r] = float(np.median(dur))
             useful[r] = float(np.median(dur - comm[-k:]))
     counts = {r: len(v[2]) for r, v in rows.items()}
+    ends = {r: v[2] for r, v in rows.items()}
     all_med = float(np.median(list(step_med.values()))) if step_med else None
     ranks = []
     for r, (rd, start, end, _) in sorted(rows.items()):
@@ -130,7 +162,7 @@ def live_state(data: RunData, *, now_ns: int) -> LiveState:
             last_step_ns=float(end[-1] - start[-1]) if len(end) else None,
             recent_step_median_ns=step_med.get(r), recent_useful_median_ns=useful.get(r),
             since_last_step_s=(now_ns - float(end[-1])) / 1e9 if len(end) else None,
-            straggler=_flag(r, counts, useful, all_med)))
+            straggler=_flag(r, ends, useful, all_med)))
     first = ranks[0] if ranks else None
     r0 = rows.get(first.rank) if first else None
     k0 = k_of.get(first.rank, 0) if first else 0
