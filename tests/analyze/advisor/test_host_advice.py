@@ -119,3 +119,25 @@ def test_html_report_does_not_suggest_a_window_without_steps(real: RunSummary) -
     html = kernels_section(advise(AdvisorInput(no_steps)), {}, ())
     assert "--profile-steps" not in html and "stepscope.step()" in html
     assert "--profile-steps N" in kernels_section(advise(AdvisorInput(real)), {}, ())
+
+
+def test_input_bound_needs_the_lower_bound_not_a_few_preempted_steps() -> None:
+    from stepscope.analyze.advisor.base import AdvisorInput
+    from stepscope.analyze.advisor.host import InputBound
+    from stepscope.analyze.run.summary import summarize_run
+    from tests.analyze.distdata import rank_data, run_data
+
+    def fired(step_ms: list[float], wait_ms: list[float]) -> bool:
+        summary = summarize_run(run_data([rank_data(0, 1, step_ms, wait_ms=wait_ms)]), warmup=0)
+        return InputBound().evaluate(AdvisorInput(summary)) is not None
+
+    # 13 steps of 8 ms waiting 0.3 ms, one of them preempted for 20 ms inside next(): mean share 14.5%, but one
+    # step makes it (lower bound below 0): not input-bound (what a quiet-run test saw on a machine at load 7)
+    steps, waits = [8.0] * 13, [0.3] * 13
+    steps[6], waits[6] = 28.0, 20.3
+    s = summarize_run(run_data([rank_data(0, 1, steps, wait_ms=waits)]), warmup=0).ranks[0].steps
+    assert s.data_wait_share is not None and s.data_wait_share > 0.10
+    assert s.data_wait_share_low is not None and s.data_wait_share_low < 0.10
+    assert not fired(steps, waits)
+    # every step waits 2 ms of 10 (20%, a little jitter): input-bound, its bound above 10%
+    assert fired([10.0 + 0.1 * (i % 3) for i in range(13)], [2.0 + 0.1 * (i % 3) for i in range(13)])
