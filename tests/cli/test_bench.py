@@ -74,11 +74,12 @@ def test_ab_interleaves_and_gives_a_paired_verdict(tmp_path: Path, monkeypatch, 
     store = tmp_path / "store"
     common = ["bench", "--ab", "--store", str(store), "--repeat", "3", "--sample-interval", "0", "--json"]
     # A/A: the same command on both sides is never faster or slower
-    assert main([*common, "--", sys.executable, "t.py", "0.01", "--", sys.executable, "t.py", "0.01"]) == 0
+    assert main([*common, "--", sys.executable, "t.py", "0.03", "--", sys.executable, "t.py", "0.03"]) == 0
     aa = json.loads(capsys.readouterr().out)
     assert aa["diff"]["verdict"] in ("no_significant_change", "inconclusive")
-    # a controlled 2x slowdown (sleep 20 ms instead of 10 ms) is slower, by a paired test with its power stated
-    assert main([*common, "--", sys.executable, "t.py", "0.01", "--", sys.executable, "t.py", "0.02"]) == 0
+    # a controlled 2x slowdown (sleep 60 ms instead of 30 ms: steps long beside a busy machine's wake-up delays,
+    # which made 10 vs 20 ms "no significant change" at load 4-7) is slower, by a paired test with its power stated
+    assert main([*common, "--", sys.executable, "t.py", "0.03", "--", sys.executable, "t.py", "0.06"]) == 0
     ab = json.loads(capsys.readouterr().out)
     step = next(r for r in ab["diff"]["overview"] if r["key"] == "step_time_median_ns")
     assert ab["diff"]["verdict"] == "slower" and step["change"]["method"] == "paired_log"
