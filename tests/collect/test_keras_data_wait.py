@@ -143,8 +143,10 @@ def test_other_backends_time_the_python_next(tmp_path: Path, backend: str) -> No
     assert np.isfinite(wait).all() and np.all(wait <= duration)
     waited = wait >= 0.95 * SLEEP_S * 1e9
     assert waited.sum() >= 6, wait  # most batches come from the sleeping generator
-    # no wait: the step was short too (but the first, which compiles the train function)
-    assert np.all((waited | (duration < SLEEP_S * 1e9))[1:]), (wait, duration)
+    # no wait: the steps were short too (but the first, which compiles the train function); their median, as
+    # one step preempted on a busy machine was seen at 84 ms
+    short = duration[1:][~waited[1:]]
+    assert not len(short) or np.median(short) < SLEEP_S * 1e9, (wait, duration)
     assert np.median(wait) <= 2.0 * SLEEP_S * 1e9, wait
 
 
