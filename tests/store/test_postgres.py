@@ -179,7 +179,8 @@ def test_sixteen_writers_lose_nothing(db_url: str, tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), db, str(w), "4"], env=env,
                               stderr=subprocess.PIPE, text=True) for w in range(16)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
-    assert all(p.returncode == 0 for p in procs), errors
+    assert all(p.returncode == 0 for p in procs), [(w, p.returncode, e[-2000:]) for w, (p, e) in
+                                                   enumerate(zip(procs, errors, strict=True)) if p.returncode]
     from stepscope.store import open_store
 
     store = open_store(root, db or None)
