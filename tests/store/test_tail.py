@@ -57,9 +57,9 @@ def test_tail_reads_a_growing_run_like_a_full_read(observed: Callable[..., Resul
     shutil.copy(src / "end.json", grow / "end.json")
     final = tail.poll()
     assert tail.bytes_read == len(raw)
-    # each step batch the run flushed arrives as its own state (2 or 3 batches: 4.5 s of steps, a flush every
-    # 2 s, fewer on a busy machine), in order
-    assert len(set(seen) - {0}) >= min(3, raw.count(b'"kind":"steps"')) and seen == sorted(seen)
+    # steps arrive batch by batch, in order (the run flushed 2-3 batches; a small last batch can arrive in the
+    # same write as the one before it, so at least 2 states with steps; every state was checked exactly above)
+    assert len(set(seen) - {0}) >= 2 and seen == sorted(seen)
     full = read_run(src)
     assert final.run.status == full.run.status
     for a, b in zip(final.ranks, full.ranks, strict=True):
