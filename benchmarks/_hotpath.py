@@ -54,12 +54,7 @@ def count_calls(fn: Callable[[], Any], n: int) -> Counts:
         elif event == "c_call" and ours(frame.f_code):
             c += 1
 
-    sys.setprofile(prof)
-    try:
-        for _ in range(n):
-            fn()
-    finally:
-        sys.setprofile(None)
+    _profiled(prof, fn, n)
     return Counts(py / n, c / n, Counter({k: v / n for k, v in by.items()}))
 
 
@@ -173,12 +168,7 @@ def count_all_calls(fn: Callable[[], Any], n: int) -> tuple[float, float]:
         elif event == "c_call":
             c += 1
 
-    sys.setprofile(prof)
-    try:
-        for _ in range(n):
-            fn()
-    finally:
-        sys.setprofile(None)
+    _profiled(prof, fn, n)
     return py / n, c / n
 
 
@@ -217,3 +207,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _profiled(prof: Any, fn: Callable[[], Any], n: int) -> None:
+    """``fn()`` ``n`` times with ``prof`` as the profile function (removed after, also on error)."""
+    sys.setprofile(prof)
+    try:
+        for _ in range(n):
+            fn()
+    finally:
+        sys.setprofile(None)

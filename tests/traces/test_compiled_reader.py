@@ -10,8 +10,10 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -24,6 +26,8 @@ from stepscope.traces.jsonstream import TraceEventSplitter
 from stepscope.traces.kineto import read_trace, read_trace_partial
 from tests.conftest import TRACES
 from tests.traces.tracebuild import PROFILER_SPAN, tiny_trace, write
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.skipif(not compiled.AVAILABLE, reason="the compiled reader is not built (make setup)")
 
@@ -198,13 +202,7 @@ def test_truncated_files_read_the_same(tmp_path: Path, gz: bool) -> None:
     for cut in range(40, len(data) - 30, 97):
         path = tmp_path / ("t.json.gz" if gz else "t.json")
         path.write_bytes(gzip.compress(data[:cut]) if gz else data[:cut])
-        results = []
-        for reader in ("c", "python"):
-            try:
-                results.append(read_trace_partial(path, reader=reader))
-            except TraceError as exc:
-                results.append(str(exc))
-        c, py = results
+        c, py = _by_each_reader(read_trace_partial, path)
         if isinstance(py, str):
             assert c == py
         else:
@@ -306,15 +304,20 @@ _ARGS = ["correlation", "External id", "stream", "device", "bytes", "blocks per 
          "Process Group Ranks", "Src Rank"]
 
 
-def _same_outcome(path: Path) -> None:
-    """Both readers give the same table, or the same one-line error."""
-    out: list[EventTable | str] = []
+def _by_each_reader(read: Callable[..., T], path: Path) -> tuple[T | str, T | str]:
+    """What ``read(path, reader=...)`` gives with the C reader and with the Python one: a result or its error line."""
+    out: list[T | str] = []
     for reader in ("c", "python"):
         try:
-            out.append(read_trace(path, reader=reader))
+            out.append(read(path, reader=reader))
         except TraceError as exc:
             out.append(str(exc))
-    c, py = out
+    return out[0], out[1]
+
+
+def _same_outcome(path: Path) -> None:
+    """Both readers give the same table, or the same one-line error."""
+    c, py = _by_each_reader(read_trace, path)
     if isinstance(c, str) or isinstance(py, str):
         assert c == py
     else:

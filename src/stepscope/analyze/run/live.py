@@ -152,13 +152,12 @@ def live_state(data: RunData, *, now_ns: int) -> LiveState:
             dur = (end - start)[-k:]
             step_med[r] = float(np.median(dur))
             useful[r] = float(np.median(dur - comm[-k:]))
-    counts = {r: len(v[2]) for r, v in rows.items()}
     ends = {r: v[2] for r, v in rows.items()}
     all_med = float(np.median(list(step_med.values()))) if step_med else None
     ranks = []
     for r, (rd, start, end, _) in sorted(rows.items()):
         ranks.append(LiveRank(
-            rank=r, host=rd.stream.host, steps=counts[r],
+            rank=r, host=rd.stream.host, steps=len(end),
             last_step_ns=float(end[-1] - start[-1]) if len(end) else None,
             recent_step_median_ns=step_med.get(r), recent_useful_median_ns=useful.get(r),
             since_last_step_s=(now_ns - float(end[-1])) / 1e9 if len(end) else None,
