@@ -162,5 +162,6 @@ def test_the_stage_runs_in_the_pulling_thread(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["batches_counted"] == 301  # every element pulled through the stage was numbered and kept
-    assert out["plain_map"] - out["plain"] >= 1.5, out  # the count sees a thread pool's switches
+    # the count sees a thread pool's switches (+1.2 to +4.2 measured: it depends on whether the pool is awake)
+    assert out["plain_map"] - out["plain"] >= 0.5, out
     assert out["staged"] - out["plain"] < 0.5, out
