@@ -27,8 +27,9 @@ first rank: the RSS growth without the code pages faulted in, which are the page
 first rank left behind (anonymous memory; file-backed pages faulted in), and the pages it copied from its parent
 on write (private dirty pages gained beyond the anonymous pages gained: a forked pool process's copies of the
 parent's pages, which its RssAnon counted already; 0 for a Dask worker). One rank's table: the bytes of its
-EventTable's column arrays (events and flows), the largest of the set. The projection for 4,096 ranks scales the measured per-rank cost
-(wall x workers / ranks) and the client's memory per rank (growth from the smallest to the largest set) linearly.
+EventTable's column arrays (events and flows), the largest of the set. The projection for 4,096 ranks scales the
+measured per-rank cost (wall x workers / ranks) and the client's memory per rank (growth from the smallest to the
+largest set) linearly.
 """
 
 from __future__ import annotations
@@ -199,15 +200,15 @@ def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
     result = run_rank(job, _analyse_and_size)
     cpu_ns = int(1e9 * (time.thread_time() - cpu))
     anon_peak, first, last = anon.bound(), anon.samples[0], anon.samples[-1]
-    _RANKS_HERE.append(job)
+    nth = next(_RANKS_HERE)
     return result, {"pid": os.getpid(), "rss_before": before, "peak": last["VmHWM"], "cpu_ns": cpu_ns,
-                    "nth": len(_RANKS_HERE), "anon_before": first["RssAnon"], "anon_peak": anon_peak,
+                    "nth": nth, "anon_before": first["RssAnon"], "anon_peak": anon_peak,
                     "anon_after": last["RssAnon"], "file_faulted": last["RssFile"] - first["RssFile"],
                     "dirty_before": dirty_before, "dirty_after": _private_dirty()}
 
 
-_RANKS_HERE: list[Any] = []
-"""The ranks this process has measured (a rank's ``nth``: 1 for the first one of its worker)."""
+_RANKS_HERE = itertools.count(1)
+"""Numbers the ranks this process measures (a rank's ``nth``: 1 for the first one of its worker)."""
 
 
 def _warm() -> None:
