@@ -6,8 +6,9 @@ A worker's whole RSS grows by more (forked pool 1.79-1.82x, Dask 1.49-1.51x on 1
 code pages for good (numpy's, the extension's; 6.1-6.2 MB in a forked process, which does not inherit the parent's
 page-table entries for them, 2.1 MB in a Dask worker). Those are the page cache's, shared by every process that
 maps the libraries, and no new memory; its anonymous memory (the table, the analyses' arrays, the heap) grows by
-1.33-1.35x in both, and the first rank leaves 0.2-0.4 MB of it behind. The anonymous peak is bounded above from
-samples of /proc/self/status (``AnonPeak``), whose soundness the first test checks on a known allocation.
+1.33-1.35x in both on 16 ranks (1.40x and 1.47x on 256: docs/traces.md), and the first rank leaves 0.2-0.6 MB of
+it behind. The anonymous peak is bounded above from samples of /proc/self/status (``AnonPeak``), whose soundness
+the first test checks on a known allocation.
 """
 
 from __future__ import annotations
