@@ -230,6 +230,8 @@ def describe_pairs(times: dict[str, list[tuple[float, float, float]]], *, steps:
                          f"{per_step_us:+7.0f} µs per step; {label}")
             if name == "all":
                 verdicts.append(f"{stat} {_verdict(low, high)}")
+    if rounds < 6:
+        lines.append(f"  ({rounds} rounds: a sign-test interval of 95% needs 6 or more; the coverage is printed)")
     if verdicts:
         lines.append(f"  target: all < {TARGET_RATIO} (1% of a ~10 ms step), judged on the interval's ends: "
                      + "; ".join(verdicts))
