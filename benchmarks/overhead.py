@@ -16,9 +16,12 @@ Targets (issue 20), printed beside the figures: <= 10 µs per step for the zero-
 enter/exit <= 0.5 µs; start-up <= 0.2 s. The load average is printed: on a shared machine it decides how
 far a figure can be trusted.
 
-With TensorFlow and Keras installed, the same interleaved pairs for a Keras ``fit`` (benchmarks/_keras_loop.py,
-~10 ms steps): bare vs under `stepscope run` (the zero-code Keras / TensorFlow hooks), paired ratio printed,
-and beside it the hooks' own work timed in-process in each stepscope run (µs and share of the step).
+With TensorFlow and Keras installed, the same interleaved rounds for a Keras ``fit`` (benchmarks/_keras_loop.py,
+~10 ms steps), three processes per round in a rotating order: bare, bare again (A/A: the noise floor of the
+pair) and under `stepscope run` (the zero-code Keras / TensorFlow hooks); each ratio (over the same round's bare)
+printed as the median over rounds with its sign-test interval; then one more run under `stepscope run` times
+the hooks' own work in-process (µs and share of the step; kept out of the pairs, since its timers add to the
+steps they time). Per-part figures in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
         [--no-tools] [--no-scripts]
@@ -37,8 +40,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LOOP = HERE / "_loop.py"
 KERAS_LOOP = HERE / "_keras_loop.py"
-KERAS_MODES = ("keras-bare", "keras-stepscope")
-"""Keras fit (TensorFlow backend, ~10 ms steps on one thread) bare and under `stepscope run` (zero-code hooks)."""
+KERAS_MODES = ("keras-bare", "keras-bare-again", "keras-stepscope")
+"""Keras fit (TensorFlow backend, ~10 ms steps on one thread) bare, bare again (A/A) and under `stepscope run`
+(zero-code hooks); ``keras-hook-cost``, run once after the rounds, times the hooks' own work (--hook-cost)."""
 KERAS_HOOK_COSTS: list[tuple[dict[str, float], float]] = []
 """Per keras-stepscope run: the hooks' own work timed in-process (_keras_loop.py --hook-cost) and its step time."""
 
@@ -53,10 +57,10 @@ STARTUP_TARGET_S = 0.2
 def run_loop(mode: str, steps: int, hidden: int, store: str, script: str = "mlp") -> dict[str, float]:
     """One run of benchmarks/_loop.py (or the Keras loop); its JSON line."""
     base = [sys.executable, str(LOOP), "--steps", str(steps), "--hidden", str(hidden), "--script", script]
-    if mode in KERAS_MODES:
+    if mode in (*KERAS_MODES, "keras-hook-cost"):
         base = [sys.executable, str(KERAS_LOOP), "--steps", str(steps), "--hidden", str(hidden)]
-        base += ["--hook-cost"] if mode == "keras-stepscope" else []
-        mode = "stepscope" if mode == "keras-stepscope" else "bare-keras"
+        base += ["--hook-cost"] if mode == "keras-hook-cost" else []
+        mode = "stepscope" if mode in ("keras-stepscope", "keras-hook-cost") else "bare-keras"
     if mode == "stepscope":
         cmd = [sys.executable, "-m", "stepscope", "run", "--quiet", "--store", store, "--", *base]
     elif mode == "bare-keras":
@@ -185,6 +189,23 @@ def print_startup() -> None:
           f"{st['own_import_s']:.3f} s")
 
 
+def print_keras_pairs(keras: dict[str, list[float]], steps: int, rounds: int) -> None:
+    """The Keras rounds: each mode's median step time, its ratio over the same round's bare run (median over
+    rounds, sign-test interval), the A/A ratio beside as the floor, and the target."""
+    from hook_costs import sign_interval
+
+    bare = keras["keras-bare"]
+    print(f"\nKeras fit (TensorFlow, {steps} steps, one thread), {rounds} rounds of bare, bare again and stepscope "
+          f"in rotating order; ratio: over the same round's bare run, median over rounds [sign-test interval]")
+    for m, label in (("keras-bare-again", "bare again (A/A floor)"), ("keras-stepscope", "stepscope")):
+        ratios = [x / b for x, b in zip(keras[m], bare, strict=True)]
+        low, high, cover = sign_interval(ratios)
+        print(f"  {label:<24} {statistics.median(keras[m]) / 1e6:.3f} ms per step (bare "
+              f"{statistics.median(bare) / 1e6:.3f} ms): ratio {statistics.median(ratios):.4f} [{low:.4f}, "
+              f"{high:.4f}] ({cover * 100:.0f}%)")
+    print("  target: stepscope < 1.01; an interval that spans the A/A one does not resolve it")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=5)
@@ -209,23 +230,20 @@ def main() -> None:
         for r in range(args.rounds if modes or keras_modes else 0):
             for m in modes:
                 results[m].append(run_mode(m, args.steps, args.hidden, tmp))
-            for m in keras_modes:  # the pair runs back to back in every round: drift hits both alike
+            for m in keras_modes[r % 3:] + keras_modes[:r % 3]:  # back to back, each first in turn
                 keras[m].append(run_mode(m, args.keras_steps, args.hidden, tmp))
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
         if not args.only_keras and not args.no_scripts:
             scripts = script_pairs(args.rounds, tmp)
     print(f"load average: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     if keras_modes:
-        kb = statistics.median(keras["keras-bare"])
-        ks = statistics.median(keras["keras-stepscope"])
-        ratios = [s / b for s, b in zip(keras["keras-stepscope"], keras["keras-bare"], strict=True)]
-        print(f"\nKeras fit (TensorFlow, {args.keras_steps} steps, one thread), {args.rounds} interleaved pairs: "
-              f"bare {kb / 1e6:.3f} ms, stepscope {ks / 1e6:.3f} ms per step; paired ratio median "
-              f"{statistics.median(ratios):.4f} (range {min(ratios):.4f}-{max(ratios):.4f}; target < 1.01)")
+        print_keras_pairs(keras, args.keras_steps, args.rounds)
+        with tempfile.TemporaryDirectory() as tmp:
+            run_mode("keras-hook-cost", args.keras_steps, args.hidden, tmp)
         from _keras_loop import describe_hook_cost
 
-        cost, step_ns = sorted(KERAS_HOOK_COSTS, key=lambda c: c[0]["per_step"] / c[1])[len(KERAS_HOOK_COSTS) // 2]
-        print(f"median of {len(KERAS_HOOK_COSTS)} runs: " + describe_hook_cost(cost, step_ns))
+        cost, step_ns = KERAS_HOOK_COSTS[-1]
+        print("one more run under `stepscope run`: " + describe_hook_cost(cost, step_ns))
     if args.only_keras:
         return
     if modes:

@@ -28,12 +28,18 @@ SCRIPT = str(SCRIPTS / "keras_slow_fit.py")
 
 
 def _run(d: Path, *argv: str, backend: str = "tensorflow", **env_extra: str) -> tuple[Any, list[float]]:
+    run, out = _run_json(d, *argv, backend=backend, **env_extra)
+    return run, out["loss"]
+
+
+def _run_json(d: Path, *argv: str, backend: str = "tensorflow", **env_extra: str) -> tuple[Any, dict[str, Any]]:
+    """The stored run of keras_slow_fit.py under `stepscope run` and the script's JSON line."""
     env = {**os.environ, "STEPSCOPE_HOME": str(d / "store"), "KERAS_BACKEND": backend, **env_extra}
     env.pop("STEPSCOPE_DB", None)
     r = subprocess.run(stepscope_cmd("run", "--quiet", "--", PY, SCRIPT, "--sleep", str(SLEEP_S), *argv),
                        capture_output=True, text=True, timeout=300, cwd=d, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    return load(d / "store"), json.loads(r.stdout.strip().splitlines()[-1])["loss"]
+    return load(d / "store"), json.loads(r.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +112,42 @@ def test_read_in_batches_and_kept_when_fit_raises(tmp_path: Path) -> None:
     assert np.isfinite(wait).all(), np.flatnonzero(~np.isfinite(wait))
     assert np.all(wait >= 0.95 * sleep * 1e9), wait
     assert np.all(wait <= steps.duration_ns)
+
+
+def test_the_plain_path_writes_what_the_general_one_does(tmp_path: Path) -> None:
+    """The fit callback ends most training steps on a plain path written out for speed (keras_hooks
+    ``_plain_begin``); a no-op per-step collector sends every step through the general one (``_end_train``,
+    ``Session.mark_step``). The same fit both ways: 1100 samples in batches of 16 (68 full batches and one of
+    12 per epoch, 2 epochs: the plain path ends 68 steps per epoch, all but the partial one, which validation
+    ends), 5 ms of sleep per batch (every step's data wait at least that, read from the stage's ring in
+    batches of 64), 100 validation samples (arrays: Keras' default batch of 32, so 3 batches and one of 4).
+    Same rows, same waits' bounds, same losses bit for bit."""
+    sleep, argv = 0.005, ("--sleep", "0.005", "--samples", "1100", "--val-samples", "100")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "general").mkdir()
+    plain, plain_out = _run_json(tmp_path / "plain", *argv)
+    general, general_out = _run_json(tmp_path / "general", *argv, "--general")
+    assert plain_out["plain_steps"] == 2 * 68 and general_out["plain_steps"] == 0
+    assert plain_out["loss"] == general_out["loss"]
+    per_epoch = [16.0] * 68 + [12.0]
+    for run in (plain, general):
+        steps = run.ranks[0].steps
+        train = steps["phase"] == 0
+        assert list(steps["index"][train]) == list(range(138))
+        assert np.array_equal(steps["samples"][train], np.array(per_epoch * 2))
+        assert list(steps["epoch"][train]) == [0] * 69 + [1] * 69
+        val = steps["phase"] == 1
+        assert np.array_equal(steps["samples"][val], np.array(([32.0] * 3 + [4.0]) * 2))
+        assert list(steps["epoch"][val]) == [0] * 4 + [1] * 4
+        start, end, epoch = steps["start_ns"][train], steps["end_ns"][train], steps["epoch"][train]
+        same = epoch[1:] == epoch[:-1]
+        assert np.array_equal(start[1:][same], end[:-1][same])  # training steps tile each epoch
+        wait = steps["data_wait_ns"]
+        assert np.isfinite(wait).all(), np.flatnonzero(~np.isfinite(wait))
+        assert np.all(wait[train] >= 0.95 * sleep * 1e9), wait[train]
+        assert np.all(wait <= steps.duration_ns)
+    for column in ("index", "samples", "epoch", "phase"):
+        assert np.array_equal(plain.ranks[0].steps[column], general.ranks[0].steps[column]), column
 
 
 def test_a_dataset_of_unknown_length(tmp_path: Path) -> None:

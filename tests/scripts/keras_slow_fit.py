@@ -10,6 +10,10 @@ fit from a Python generator that sleeps ``--sleep`` per batch instead (any Keras
 ``--raise-at N`` makes a callback raise at the begin of the N-th training batch of the fit (0-based, over
 epochs): fit stops with that exception, which the script catches (it then prints an empty loss list).
 ``--unknown-length`` puts a pass-all ``filter`` before the batch: the dataset's length is unknown to Keras.
+``--val-samples N`` validates on N more samples (arrays) after each epoch. ``--general`` (under `stepscope run`)
+adds a per-step collector that does nothing to the session, so every training step takes the fit callback's
+general path (keras_hooks: ``_end_train`` and ``Session.mark_step``), not its plain one; the JSON line also
+gives ``plain_steps``, the steps that took the plain path (``_plain_begin`` calls, counted).
 Seeded, one thread: prints the loss of each epoch as JSON.
 """
 
@@ -39,6 +43,8 @@ def main() -> None:
     p.add_argument("--generator", action="store_true", help="a Python generator that sleeps, not tf.data")
     p.add_argument("--raise-at", type=int, default=-1, help="raise at this training batch of the fit")
     p.add_argument("--unknown-length", action="store_true", help="a filter before the batch")
+    p.add_argument("--val-samples", type=int, default=0, help="validation samples (arrays), 0: none")
+    p.add_argument("--general", action="store_true", help="a no-op per-step collector: the general path")
     args = p.parse_args()
 
     keras.utils.set_random_seed(0)
@@ -90,14 +96,44 @@ def main() -> None:
             self.seen += 1
             time.sleep(args.step_sleep)
 
+    plain = _count_plain_steps(args.general)
+    val = None
+    if args.val_samples:
+        xv = np.random.default_rng(1).normal(size=(args.val_samples, 8)).astype("float32")
+        val = (xv, xv[:, :1] * 2.0)
     try:
-        history = make_model().fit(ds, epochs=2, verbose=0, callbacks=[StepWork()])
+        history = make_model().fit(ds, epochs=2, verbose=0, callbacks=[StepWork()], validation_data=val)
     except RuntimeError as e:
         if "--raise-at" not in str(e):
             raise
         print(json.dumps({"loss": []}))
         return
-    print(json.dumps({"loss": [float(v) for v in history.history["loss"]]}))
+    print(json.dumps({"loss": [float(v) for v in history.history["loss"]], "plain_steps": plain[0]}))
+
+
+def _count_plain_steps(general: bool) -> list[int]:
+    """Under `stepscope run`: a counter of the fit callback's plain-path steps (one element, updated in place);
+    with ``general``, a no-op per-step collector added to the session first."""
+    count = [0]
+    try:
+        from stepscope.collect import keras_hooks
+        from stepscope.collect.session import current
+    except ImportError:
+        return count
+    session = current()
+    if session is None:
+        return count
+    if general:
+        session.extras.append(lambda: None)
+    cls = keras_hooks._callback_class()
+    plain = cls._plain_begin
+
+    def counted(self: object, *a: object) -> None:
+        count[0] += 1
+        plain(self, *a)
+
+    cls._plain_begin = counted
+    return count
 
 
 if __name__ == "__main__":

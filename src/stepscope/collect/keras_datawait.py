@@ -9,11 +9,12 @@ sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one s
 ``zip`` pulls its inputs in order, so ``t_request`` (``tf.timestamp()``) is taken when the train function asks
 for the next batch, before the user's pipeline is pulled; the map runs in that same ``GetNext`` call as soon as
 the batch is there. ``now - t_request`` is the time the fetch was blocked on its input. ``record`` numbers
-the batch (``n = count.assign_add(1)``, an int64 CPU variable) and writes its wait into slot ``(n - 1) % RING``
-of a float64 CPU ring variable: every batch keeps its own wait, so the fit callback need not read after each
-step (the first TensorFlow call after a Keras step is slow: tens to hundreds of µs); it reads the ring and
-the count together every few steps (``take_batches``) and hands each step the waits of its own batches. The
-batch itself passes through untouched (same values, order and structure).
+the batch (``n = count.assign_add(1)``, an int64 CPU variable) and writes its wait into slot ``n % RING`` of a
+float64 CPU ring variable (so batch ``i``, counted from 0, is in slot ``(i + 1) % RING``): every batch keeps its
+own wait, so the fit callback need not read after each step (the first TensorFlow call after a Keras step is
+slow: tens to hundreds of µs); it reads the ring and the count together every few steps (``take_batches``) and
+hands each step the waits of its own batches. The batch itself passes through untouched (same values, order
+and structure).
 
 Both maps run their function in the thread that pulls the batch (``_inline_map``: TensorFlow's
 single-threaded executor). A plain ``map`` hands its function's ops to a thread pool and blocks until they are
@@ -76,9 +77,10 @@ class InputWaitMeter:
                                lambda _: tf.timestamp())
 
         def stamp(t_request: Any, batch: Any) -> Any:
-            waited = tf.timestamp() - t_request
-            slot = tf.math.floormod(count.assign_add(1) - 1, RING)  # stateful: runs before the map returns
-            ring.scatter_update(tf.IndexedSlices(tf.reshape(waited, [1]), tf.reshape(slot, [1])))
+            # batch n (0-based) goes to slot (n + 1) % RING: the count after its increment, with no op to
+            # subtract one; one scalar scatter (stateful: runs before the map returns). Six ops in all
+            slot = tf.math.floormod(count.assign_add(1), RING)
+            tf.raw_ops.ResourceScatterUpdate(resource=ring.handle, indices=slot, updates=tf.timestamp() - t_request)
             return batch
 
         options = tf.data.Options()
@@ -100,7 +102,7 @@ class InputWaitMeter:
         first, self._taken = self._taken, count
         if count - first > RING:
             return None
-        return [max(float(ring[i % RING]), 0.0) * 1e9 for i in range(first, count)]
+        return [max(float(ring[(i + 1) % RING]), 0.0) * 1e9 for i in range(first, count)]
 
     def take_ns(self) -> float:
         """Input wait since the previous call, in ns (NaN where the ring overflowed)."""

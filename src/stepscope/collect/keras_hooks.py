@@ -329,6 +329,12 @@ def _callback_class() -> type:
             self.unfilled: list[tuple[int, int]] = []
             """(step index, batches) of the training steps whose data wait is not read yet."""
             self.unfilled_batches = 0
+            self.next_plain = -1
+            """The batch whose begin ends the pending step on the plain path (``_plain_begin``); -1: none."""
+            self.plain: tuple[float, int, bool] | None = None
+            """Where the training steps can take the plain path: (samples of a full batch, index of the partial
+            last batch or -1, whether the data wait is metered in batches); set where a step takes the general
+            path (an epoch's first)."""
 
         def fill_waits(self, *, final: bool = False, at_end: bool = False) -> None:
             """Read the training meter's per-batch waits and write each unfilled step's sum as a
@@ -383,6 +389,17 @@ def _callback_class() -> type:
                 describe_once(s, self.model)
             self._guard("train-begin", go)
 
+        def _plain_setup(self, meter: Any) -> tuple[float, int, bool] | None:
+            """``plain`` (see ``__init__``) where the training steps are one batch each (``steps_per_execution``
+            1), of a known size, and the data wait is not read per step (metered in batches, or not metered);
+            None otherwise."""
+            samples = self.train
+            if (self.fault or samples is None or samples.batch is None or (meter is not None and not meter.deferred)
+                    or _int(getattr(self.model, "steps_per_execution", 1)) != 1):
+                return None
+            partial = samples.num_batches - 1 if samples.partial and samples.num_batches is not None else -1
+            return float(samples.batch), partial, meter is not None
+
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             def go() -> None:
                 self.epoch = epoch
@@ -406,7 +423,7 @@ def _callback_class() -> type:
         def _end_train(self, t: int, next_begin: int | None) -> None:
             if self.pending is None:
                 return
-            begin, self.pending = self.pending, None
+            begin, self.pending, self.next_plain = self.pending, None, -1
             s = self.session
             st = s.step
             st.epoch = self.epoch
@@ -441,12 +458,50 @@ def _callback_class() -> type:
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             t = _perf()
+            s = self.session
+            if batch == self.next_plain and s.step_source == FIT_SOURCE and s.active and not (s.extras or s.disabled):
+                self._plain_begin(t, batch, s)
+                return
 
             def go() -> None:
                 self._end_train(t, batch)
                 self.pending = batch
-                self.session.touch(t)
+                s.touch(t)
+                # the meter is made when fit first iterates its data: looked up here, at each epoch's first batch
+                plain = self.plain = self._plain_setup(_meter(self.iterators[0] if self.iterators else None))
+                if plain is not None and batch != plain[1] and s.step_source == FIT_SOURCE:
+                    self.next_plain = batch + 1
             self._guard("train-batch-begin", go)
+
+        def _plain_begin(self, t: int, batch: int, s: Session) -> None:
+            """``on_train_batch_begin`` in the common case, written out: the pending step is the previous batch,
+            a full one, and nothing else runs at step ends (no per-step collector). The same row as
+            ``_end_train`` then ``Session.mark_step`` write (keep the three in step), with fewer calls and
+            objects: this runs right after a TensorFlow step, when caches are cold and every line touched costs
+            (docs/frameworks.md, "Overhead")."""
+            try:
+                samples, partial, metered = self.plain  # type: ignore[misc]
+                st, o, epoch, index = s.step, s.options, self.epoch, s.step_index
+                s.buffers.step_rows.append((
+                    index, t if st.start is None else st.start, t,
+                    samples if o.samples_per_step is None else o.samples_per_step,
+                    (st.tokens or NOT_MEASURED) if o.tokens_per_step is None else o.tokens_per_step,
+                    NOT_MEASURED, st.forward or NOT_MEASURED, st.backward or NOT_MEASURED,
+                    st.optimizer or NOT_MEASURED, st.comm or NOT_MEASURED, epoch, 0))
+                s.step_index = index + 1
+                if epoch >= 0:
+                    s.epoch = epoch
+                s.step = StepState(t, s.epoch)
+                self.pending = batch
+                self.next_plain = batch + 1 if batch != partial else -1
+                if metered:
+                    self.unfilled.append((index, 1))
+                    self.unfilled_batches += 1
+                    if len(self.unfilled) >= FILL_EVERY or self.unfilled_batches >= RING // 2:
+                        self.fill_waits()
+            except Exception as e:
+                self.next_plain = -1
+                s.warn_once("keras:train-batch-begin", f"the Keras callback failed in train-batch-begin ({e})")
 
         def on_test_begin(self, logs: Any = None) -> None:
             t = _perf()
