@@ -18,6 +18,25 @@ FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 a failing hook never breaks training. Read once at install."""
 _WATCH: dict[str, Any] = {}
 _NAN = float("nan")
+ENV_PURE_HOOKS = "STEPSCOPE_PURE_HOOKS"
+"""Set (non-empty) to install the Python hook bodies even where the compiled ones (``_hooks``) were built.
+Read at each install."""
+
+
+def compiled_hooks() -> Any:
+    """The compiled hook bodies (the optional C extension ``stepscope.collect._hooks``, bound to
+    :class:`StepState`; None: not built)."""
+    try:
+        from stepscope.collect import _hooks
+    except ImportError:  # not built (the extension is optional): the Python bodies serve
+        return None
+    _hooks.bind(StepState)
+    return _hooks
+
+
+def use_compiled() -> Any:
+    """The compiled hook bodies to install now: None where not built or ``STEPSCOPE_PURE_HOOKS`` is set."""
+    return None if os.environ.get(ENV_PURE_HOOKS) else compiled_hooks()
 
 
 def install_torch_hooks(session: Session) -> None:
@@ -233,9 +252,23 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def _install_backward_hook(session: Session) -> None:
+    """Time ``torch.autograd.backward`` (own time) as the step's backward: the compiled body
+    (``_hooks.Backward``, the same semantics) where built, else the Python one."""
     import torch.autograd
 
     orig = torch.autograd.backward
+    compiled = use_compiled()
+    backward = compiled.Backward(session, orig) if compiled is not None else _py_backward(session, orig)
+    torch.autograd.backward = backward
+
+    def restore() -> None:
+        torch.autograd.backward = orig
+
+    _UNDO.append(restore)
+
+
+def _py_backward(session: Session, orig: Callable[..., Any]) -> Callable[..., Any]:
+    """The Python backward wrapper (the reference of ``_hooks.Backward``)."""
     perf = time.perf_counter_ns
 
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -261,12 +294,7 @@ def _install_backward_hook(session: Session) -> None:
                 session.warn_once("backward", f"backward timing failed ({e})")
 
     backward.__wrapped__ = orig  # type: ignore[attr-defined]
-    torch.autograd.backward = backward
-
-    def restore() -> None:
-        torch.autograd.backward = orig
-
-    _UNDO.append(restore)
+    return backward
 
 
 def watch_model(model: Any) -> None:
