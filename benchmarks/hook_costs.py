@@ -211,7 +211,7 @@ def optimizer_step(opt: Any) -> tuple[Any, Any]:
 
     step = hooks._func_cell(type(opt).__dict__["step"]).cell_contents
     assert getattr(step, "_stepscope_step", False), "the optimizer step is not timed"
-    return step, _cell(step, "marker").cell_contents
+    return step, step.marker if getattr(step, "__closure__", None) is None else _cell(step, "marker").cell_contents
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:

@@ -178,9 +178,45 @@ def test_failing_hooks_warn_once_and_training_goes_on(tmp_path: Any, monkeypatch
     assert (train["forward_ns"] / 1e9 >= FORWARD_S).all()  # timed before the flag was read
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_failing_step_timer_warns_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                      caplog: pytest.LogCaptureFixture, impl: str) -> None:
+    """The step timer failing after the step ran (STEPSCOPE_DEBUG_FAULT=optimizer): one warning, the
+    parameters still updated, no step marked."""
+    _impl(monkeypatch, impl)
+    monkeypatch.setenv(hooks.FAULT_ENV, "optimizer")
+    caplog.set_level(logging.WARNING, logger="stepscope")
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().clone()
+    with stepscope.session(name="fault", store=str(tmp_path / "s")):
+        for _ in range(3):
+            model(torch.ones(2, 3)).sum().backward()
+            opt.step()
+    texts = [r.getMessage() for r in caplog.records]
+    assert sum("step marking failed (injected fault" in t for t in texts) == 1, texts
+    assert not torch.equal(model.weight, before)
+    assert len(load(tmp_path / "s").ranks[0].steps) == 0
+
+
+def test_compiled_step_state_is_a_step_state() -> None:
+    """The StepState the compiled step timer makes without running __init__ has every field __init__ sets,
+    equal and of the same type."""
+    if not BUILT:
+        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
+    from stepscope.collect.session import StepState
+
+    compiled = hooks.compiled_hooks()
+    for start, epoch in ((123, 4), (None, -1)):
+        c, py = compiled.new_step_state(start, epoch), StepState(start, epoch)
+        assert type(c) is StepState
+        for name in StepState.__slots__:
+            assert (getattr(c, name), type(getattr(c, name))) == (getattr(py, name), type(getattr(py, name))), name
+
+
 def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Built: a session installs the compiled forward hooks and backward wrapper (STEPSCOPE_PURE_HOOKS=1 the
-    Python ones), and removes them at its end. Not built: the Python ones, with nothing to choose."""
+    """Built: a session installs the compiled forward hooks, backward wrapper and step timer
+    (STEPSCOPE_PURE_HOOKS=1 the Python ones), and removes them at its end. Not built: the Python ones."""
     monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
     orig = torch.autograd.backward
     model = torch.nn.Linear(3, 1)
@@ -195,7 +231,10 @@ def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.Mo
             compiled = BUILT and not pure
             kinds = {type(torch.autograd.backward).__name__, type(getattr(pre, "__self__", None)).__name__,
                      type(getattr(post, "__self__", None)).__name__}
-            assert kinds == ({"Backward", "ForwardHooks"} if compiled else {"function", "NoneType"}), kinds
+            kinds.add(type(hooks._func_cell(torch.optim.SGD.step).cell_contents).__name__)
+            want = {"Backward", "ForwardHooks", "OptimizerStep"} if compiled else {"function", "NoneType"}
+            assert kinds == want, kinds
             assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
         assert torch.autograd.backward is orig
+        assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
     assert (hooks.compiled_hooks() is not None) == BUILT

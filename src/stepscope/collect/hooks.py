@@ -125,7 +125,30 @@ def _install_optimizer_hooks(session: Session) -> None:
     wrapped: list[tuple[Any, Any]] = []
     """(closure cell of a torch step wrapper now holding our function, the real ``step`` it held)"""
 
+    def rest(opt: Any, t1: int) -> None:
+        """A step of an optimizer other than the marker: the first one marks; each new one's models watched
+        (the compiled timer calls it; the Python timer below has it written out)."""
+        watch = _WATCH.get("modules")
+        if timer.marker is None:
+            timer.marker = opt
+            if watch is not None:
+                watch.finish(opt)
+                watch.adopt(opt)
+            adopted.add(id(opt))
+            session.mark_step(t1, source="optimizer")
+        elif id(opt) not in adopted:
+            adopted.add(id(opt))
+            if watch is not None:
+                watch.adopt(opt)
+
+    compiled = use_compiled()
+    timer: Any = compiled.OptimizerTimer(session, _NAN, fault, rest) if compiled is not None else None
+
     def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
+        if timer is not None:  # the compiled timer (_hooks.OptimizerStep), the same semantics as step below
+            wrapped_step: Callable[..., Any] = timer.wrap(orig)
+            return wrapped_step
+
         def step(*args: Any, **kwargs: Any) -> Any:
             nonlocal depth, marker
             if depth:  # a step inside a step (a subclass's super().step(), ZeRO's inner optimizer): timed once
