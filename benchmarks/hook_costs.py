@@ -19,6 +19,13 @@ machine), the load average printed beside them:
    over pairs of hooked minus bare, with its sign-test interval (distribution-free, >= 95%). Target
    <= 10 µs per step. On a loaded 2-core machine the bare step moves by tens of µs between blocks: the
    interval says what the run can resolve.
+2b. **Attribution** (``--attribute``, alone): arms inside one running session, one block each per round, the order
+   rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
+   model's pre + post hook and torch's slow ``Module.__call__`` path with them; ``backward``; ``loader``;
+   ``optimizer``; ``-PART-PART`` leaves out several), each optionally ``:py`` or ``:c`` (the Python or the
+   compiled hook bodies, collect/_hooks.c). Printed: each arm minus bare, what each left-out part costs (all
+   minus the arm) and, for a ``:c`` arm beside its ``:py`` twin, what the compiled bodies save; paired by
+   round, sign-test intervals.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -29,7 +36,8 @@ machine), the load average printed beside them:
    which is why table 2's hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead").
 
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
-                                    [--only-hooks | --only-steps]
+                                    [--only-hooks | --only-steps | --attribute [ARMS]]
+    python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
 """
 
 from __future__ import annotations
@@ -191,8 +199,9 @@ def _direct_hook_costs() -> dict[str, float]:
             backward = impl.Backward(s, _noop) if impl is not None else hooks._py_backward(s, _noop)
             out[f"backward: autograd.backward wrapper [{label}]"] = cpu_cost_us(lambda b=backward: b(None))
         step, marker = optimizer_step(parts.opt)
+        label = "compiled" if getattr(step, "__closure__", None) is None else "Python"  # the one installed
         with _swapped(step, "orig", lambda *a, **k: None):
-            out["optimizer: step wrapper + step mark"] = cpu_cost_us(lambda: step(marker))
+            out[f"optimizer: step wrapper + step mark [{label}]"] = cpu_cost_us(lambda: step(marker))
         # the region rows (millions) go to a deque of their own, not to the flusher's: the same append
         real = s.region_row
         for label, cls in region_impls():
