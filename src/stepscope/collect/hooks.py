@@ -113,7 +113,11 @@ def _install_optimizer_hooks(session: Session) -> None:
     the classes wrapped already, and for each class wrapped later), so every way of calling ``step`` goes
     through it (``opt.step()``, an LR scheduler's or Accelerate's instance wrapper, a subclass's
     ``super().step()``) and nothing is added to the optimizer objects or classes. Before this, a global
-    step pre-hook and post-hook (two calls, torch iterating its hook dictionaries) did the same work."""
+    step pre-hook and post-hook (two calls, torch iterating its hook dictionaries) did the same work.
+
+    Where the compiled hook bodies are built (and ``STEPSCOPE_PURE_HOOKS`` is unset), the function in the cell
+    is ``_hooks.OptimizerStep`` (the Python ``step`` below is its reference): the common step mark in C, the
+    first step and other optimizers' adoption through ``rest``."""
     from torch.optim.optimizer import Optimizer
 
     perf = time.perf_counter_ns
