@@ -4,7 +4,9 @@ pure-Python counterpart:
 
 - ``stepscope.traces._kineto_reader``: the trace reader (else the Python reader; docs/traces.md,
   "The compiled reader");
-- ``stepscope.collect._region``: ``region()`` (else ``PyRegion``; docs/api.md, "Regions")."""
+- ``stepscope.collect._region``: ``region()`` (else ``PyRegion``; docs/api.md, "Regions");
+- ``stepscope.collect._hooks``: the forward and backward hook bodies (else the Python ones; docs/metrics.md,
+  "Overhead")."""
 
 import sys
 
@@ -17,5 +19,7 @@ setup(ext_modules=[
     Extension("stepscope.traces._kineto_reader", ["src/stepscope/traces/_kineto_reader.c"],
               extra_compile_args=_FLAGS, optional=True),
     Extension("stepscope.collect._region", ["src/stepscope/collect/_region.c"],
+              extra_compile_args=_FLAGS, optional=True),
+    Extension("stepscope.collect._hooks", ["src/stepscope/collect/_hooks.c"],
               extra_compile_args=_FLAGS, optional=True),
 ])

@@ -19,6 +19,13 @@ machine), the load average printed beside them:
    over pairs of hooked minus bare, with its sign-test interval (distribution-free, >= 95%). Target
    <= 10 µs per step. On a loaded 2-core machine the bare step moves by tens of µs between blocks: the
    interval says what the run can resolve.
+2b. **Attribution** (``--attribute``, alone): arms inside one running session, one block each per round, the order
+   rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
+   model's pre + post hook and torch's slow ``Module.__call__`` path with them; ``backward``; ``loader``;
+   ``optimizer``; ``-PART-PART`` leaves out several), each optionally ``:py`` or ``:c`` (the Python or the
+   compiled hook bodies, collect/_hooks.c). Printed: each arm minus bare, what each left-out part costs (all
+   minus the arm) and, for a ``:c`` arm beside its ``:py`` twin, what the compiled bodies save; paired by
+   round, sign-test intervals.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -29,7 +36,8 @@ machine), the load average printed beside them:
    which is why table 2's hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead").
 
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
-                                    [--only-hooks | --only-steps]
+                                    [--only-hooks | --only-steps | --attribute [ARMS]]
+    python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
 """
 
 from __future__ import annotations
@@ -104,6 +112,15 @@ def _cell(fn: Any, name: str) -> Any:
 
 @contextmanager
 def _swapped(fn: Any, name: str, value: Any) -> Iterator[None]:
+    """``fn``'s free variable ``name`` (a compiled hook body: its attribute ``name``) set to ``value`` inside."""
+    if getattr(fn, "__closure__", None) is None:
+        real = getattr(fn, name)
+        setattr(fn, name, value)
+        try:
+            yield
+        finally:
+            setattr(fn, name, real)
+        return
     cell = _cell(fn, name)
     real = cell.cell_contents
     cell.cell_contents = value
@@ -151,7 +168,6 @@ def _dispatch_cost() -> dict[str, float]:
 
 def _direct_hook_costs() -> dict[str, float]:
     """stepscope's hook functions, called directly in a session around no-ops."""
-    import torch
     from benchmarks._loop import Parts
     from torch.utils.data import dataloader as dl
 
@@ -169,19 +185,23 @@ def _direct_hook_costs() -> dict[str, float]:
             out["data loader: __next__ wrapper"] = cpu_cost_us(lambda: nxt(it))
         watch = hooks._WATCH["modules"]
         model, args = watch.models[0], (batch[0],)
-        pre, post = watch._hooks
+        in_use = watch.compiled
+        for label, impl in body_impls():
+            watch.compiled = impl  # a pair of this implementation, its own state (nothing else changes)
+            pre, post = watch._model_hooks()
+            watch.compiled = in_use
 
-        def forward_hooks() -> None:
-            pre(model, args)
-            post(model, args, None)
+            def forward_hooks(pre: Any = pre, post: Any = post) -> None:
+                pre(model, args)
+                post(model, args, None)
 
-        out["forward: model pre + post hooks"] = cpu_cost_us(forward_hooks)
-        backward = torch.autograd.backward
-        with _swapped(backward, "orig", lambda *a, **k: None):
-            out["backward: autograd.backward wrapper"] = cpu_cost_us(lambda: backward(None))
+            out[f"forward: model pre + post hooks [{label}]"] = cpu_cost_us(forward_hooks)
+            backward = impl.Backward(s, _noop) if impl is not None else hooks._py_backward(s, _noop)
+            out[f"backward: autograd.backward wrapper [{label}]"] = cpu_cost_us(lambda b=backward: b(None))
         step, marker = optimizer_step(parts.opt)
+        label = "compiled" if getattr(step, "__closure__", None) is None else "Python"  # the one installed
         with _swapped(step, "orig", lambda *a, **k: None):
-            out["optimizer: step wrapper + step mark"] = cpu_cost_us(lambda: step(marker))
+            out[f"optimizer: step wrapper + step mark [{label}]"] = cpu_cost_us(lambda: step(marker))
         # the region rows (millions) go to a deque of their own, not to the flusher's: the same append
         real = s.region_row
         for label, cls in region_impls():
@@ -200,7 +220,19 @@ def optimizer_step(opt: Any) -> tuple[Any, Any]:
 
     step = hooks._func_cell(type(opt).__dict__["step"]).cell_contents
     assert getattr(step, "_stepscope_step", False), "the optimizer step is not timed"
-    return step, _cell(step, "marker").cell_contents
+    return step, step.marker if getattr(step, "__closure__", None) is None else _cell(step, "marker").cell_contents
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def body_impls() -> list[tuple[str, Any]]:
+    """(label, compiled module or None) of each hook-body implementation here: compiled where built, Python."""
+    from stepscope.collect import hooks
+
+    compiled = hooks.compiled_hooks()
+    return [*([("compiled", compiled)] if compiled is not None else []), ("Python", None)]
 
 
 def region_impls() -> list[tuple[str, Any]]:
@@ -302,19 +334,163 @@ def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int 
     return res
 
 
+ATTRIBUTION_ARMS = ("bare", "all", "-forward", "-backward", "-loader", "-optimizer")
+"""Table 2b's default arms: no hook; every per-step hook; every one but the named part (``-forward``: the
+model's pre + post hook, torch's slow ``Module.__call__`` path with them). ``all:py`` / ``all:c`` (and
+``-part:py`` ...): the Python or the compiled hook bodies (collect/_hooks.c), whatever the default."""
+
+
+def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """(parts left out, or None for no hook at all; "py", "c" or None for the default hook bodies)."""
+    name, _, impl = arm.partition(":")
+    if impl not in ("", "py", "c"):
+        raise SystemExit(f"arm {arm!r}: the implementation after ':' is py or c")
+    if name == "bare":
+        return None, None
+    if name == "all":
+        return (), impl or None
+    left = tuple(name.removeprefix("-").split("-")) if name.startswith("-") else ()
+    if not left or any(x not in STEP_HOOKS for x in left):
+        raise SystemExit(f"unknown arm {arm!r}: bare, all or -PART[-PART] (PART: {', '.join(STEP_HOOKS)}), "
+                         "then :py or :c")
+    return left, impl or None
+
+
+def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tuple[str, ...],
+                warm: int = 8) -> dict[str, dict[str, Any]]:
+    """Table 2b: per script, ``rounds`` rounds of one block per arm inside one running session, the arms'
+    order rotated each round (each arm in each position equally often); per block the training thread's CPU
+    per step (mean and median). Returns per script: arm -> per-round block means / medians, the steps per
+    block and the load average before and after."""
+    from benchmarks._loop import Parts
+
+    from stepscope.collect import hooks
+
+    specs = {a: _arm_spec(a) for a in arms}
+    clock = time.thread_time_ns
+    res: dict[str, dict[str, Any]] = {}
+    with recording("hook-attribution") as s:
+        for script in scripts:
+            p = Parts(script)
+            for _ in range(warm):
+                p.step()
+            t0 = clock()
+            for _ in range(20):
+                p.step()
+            n = max(40, round(block_s / ((clock() - t0) / 20 / 1e9)))
+            r: dict[str, Any] = {"mean": {a: [] for a in arms}, "med": {a: [] for a in arms}, "steps": n,
+                                 "load": [os.getloadavg()[0]]}
+            for i in range(rounds):
+                k = i % len(arms)
+                for arm in arms[k:] + arms[:k]:
+                    left, impl = specs[arm]
+                    hooks.remove_all()
+                    if left is not None:
+                        with _hook_impl(impl):
+                            install_step_hooks(s, p, left)
+                    ts = _block(p, n, warm)
+                    r["mean"][arm].append(sum(ts) / n / 1e3)
+                    r["med"][arm].append(_median([t / 1e3 for t in ts]))
+            hooks.remove_all()
+            r["load"].append(os.getloadavg()[0])
+            res[script] = r
+    return res
+
+
+@contextmanager
+def _hook_impl(impl: str | None) -> Iterator[None]:
+    """The hook bodies installed inside: "py" (STEPSCOPE_PURE_HOOKS=1), "c" (unset; the compiled ones must be
+    built) or None (as the environment says)."""
+    from stepscope.collect import hooks
+
+    if impl == "c" and hooks.compiled_hooks() is None:
+        raise SystemExit("arm ':c': the compiled hooks are not built (python setup.py build_ext --inplace)")
+    before = os.environ.get(hooks.ENV_PURE_HOOKS)
+    if impl == "py":
+        os.environ[hooks.ENV_PURE_HOOKS] = "1"
+    elif impl == "c":
+        os.environ.pop(hooks.ENV_PURE_HOOKS, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(hooks.ENV_PURE_HOOKS, None)
+        else:
+            os.environ[hooks.ENV_PURE_HOOKS] = before
+
+
+def print_attribution(res: dict[str, dict[str, Any]]) -> None:
+    """Table 2b: each arm minus bare, and what each left-out part costs (all minus the arm), paired by round."""
+    print(f"\n{'attribution, one session':<26}{'steps':>6}{'rounds':>7}{'load':>10}")
+    for script, r in res.items():
+        arms = list(r["mean"])
+        print(f"{script:<26}{r['steps']:>6}{len(r['mean'][arms[0]]):>7}{r['load'][0]:>5.1f}-{r['load'][1]:.1f}")
+        base = "bare" if "bare" in arms else None
+        for arm in arms:
+            if arm == base:
+                print(f"  {'bare':<24}{_median(r['mean'][arm]):>8.1f}µs a step (median of block means)")
+                continue
+            cols = []
+            if base is not None:
+                cols.append(("- bare", _paired(r, arm, base)))
+            ref = "all:" + arm.split(":")[1] if ":" in arm and not arm.startswith("all") else "all"
+            if arm.startswith("-") and ref in arms:
+                cols.append((f"{ref} - this (the part's cost)", _paired(r, ref, arm)))
+            py = arm.removesuffix(":c") + ":py"
+            if arm.endswith(":c") and py in arms:
+                cols.append((f"{py} - this (C saves)", _paired(r, py, arm)))
+            text = "   ".join(f"{label} {m:+6.1f} ({lo:+.1f} to {hi:+.1f}) / {mm:+6.1f} ({mlo:+.1f} to {mhi:+.1f})"
+                               for label, (m, lo, hi, mm, mlo, mhi) in cols)
+            print(f"  {arm:<24}{text}")
+    print("  µs of training-thread CPU per step: median over rounds of the paired difference of block means,\n"
+          "  then of block medians, each with its sign-test interval (>= 95%). Arms: bare = no hook; all = the\n"
+          "  per-step hooks (loader, forward pre + post, backward, optimizer); -PART = all but PART; :py / :c =\n"
+          "  the Python / compiled hook bodies.")
+
+
+def _paired(r: dict[str, Any], a: str, b: str) -> tuple[float, float, float, float, float, float]:
+    """(median, low, high) of a - b over rounds, by block means and by block medians."""
+    d = [x - y for x, y in zip(r["mean"][a], r["mean"][b], strict=True)]
+    m = [x - y for x, y in zip(r["med"][a], r["med"][b], strict=True)]
+    lo, hi, _ = sign_interval(d)
+    mlo, mhi, _ = sign_interval(m)
+    return _median(d), lo, hi, _median(m), mlo, mhi
+
+
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield None
 
 
-def install_step_hooks(session: Any) -> None:
-    """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them."""
+STEP_HOOKS = ("loader", "forward", "backward", "optimizer")
+"""The hooks that run every step, each a part that an attribution arm can leave out."""
+
+
+def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ...] = ()) -> None:
+    """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them.
+    ``leave_out``: parts of :data:`STEP_HOOKS` removed again after two steps of ``parts`` (the first step finds
+    the model, which needs the optimizer's timer), the others left as they are."""
     from stepscope.collect import hooks
 
-    hooks._install_optimizer_hooks(session)
-    hooks._install_backward_hook(session)
-    hooks._install_part("loader", "install_loader_hooks")(session, hooks._UNDO)
-    hooks._install_modules(session)
+    installs: dict[str, Callable[[], None]] = {
+        "optimizer": lambda: hooks._install_optimizer_hooks(session),
+        "backward": lambda: hooks._install_backward_hook(session),
+        "loader": lambda: hooks._install_part("loader", "install_loader_hooks")(session, hooks._UNDO),
+        "forward": lambda: hooks._install_modules(session),
+    }
+    undo: dict[str, list[Callable[[], None]]] = {}
+    for name, install in installs.items():
+        n0 = len(hooks._UNDO)
+        install()
+        undo[name] = hooks._UNDO[n0:]
+    if not leave_out:
+        return
+    for _ in range(2):
+        parts.step()
+    for name in leave_out:
+        for u in undo[name]:
+            hooks._UNDO.remove(u)
+            u()
 
 
 def _block(p: Any, n: int, warm: int) -> list[int]:
@@ -395,15 +571,20 @@ def _median(xs: list[float]) -> float:
 
 def print_hook_table(costs: dict[str, float], background: dict[str, float], rate: float) -> float:
     """Table 1; returns the per-step total."""
-    print(f"{'per step, by hook':<48}{'µs':>8}   target")
+    from stepscope.collect import hooks
+
+    body = "compiled" if hooks.use_compiled() is not None else "Python"
+    print(f"{'per step, by hook':<56}{'µs':>8}   target")
     total = 0.0
     for k, v in costs.items():
         if not k.startswith("region"):
-            total += v
-            print(f"{k:<48}{v:>8.2f}")
+            counted = "[" not in k or k.endswith(f"[{body}]")
+            total += v if counted else 0.0
+            print(f"{k:<56}{v:>8.2f}{'' if counted else '   (not in use: not in the total)'}")
     for name, v in background.items():
         total += v
         print(f"{name + ' thread (its CPU time per step)':<48}{v:>8.2f}")
+    print(f"  hook bodies: {body} in use ({hooks.ENV_PURE_HOOKS}=1 forces the Python ones)")
     print(f"{'total per step':<48}{total:>8.2f}   <= {STEP_TARGET_US:g} µs  "
           f"{'met' if total <= STEP_TARGET_US else 'NOT MET'}")
     per_s = ", ".join(f"{name} {v * rate / 1e3:.2f} ms" for name, v in background.items())
@@ -534,12 +715,19 @@ def main() -> None:
     p.add_argument("--scripts", default=",".join(ISSUE_SCRIPTS), help="table 2's scripts (comma list)")
     p.add_argument("--only-hooks", action="store_true", help="tables 1, 3 and 4 only (no whole steps)")
     p.add_argument("--only-steps", action="store_true", help="table 2 only")
+    p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
+                   help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
+                        f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
     args = p.parse_args()
     import torch
 
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
     scripts = tuple(args.scripts.split(","))
+    if args.attribute:
+        print_attribution(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(","))))
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
     if args.only_steps:
         for toggle in (True, False):
             print_whole_steps(whole_steps(scripts, args.pairs, args.block_s, toggle=toggle), toggle=toggle)

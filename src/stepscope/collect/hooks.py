@@ -18,6 +18,25 @@ FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
 a failing hook never breaks training. Read once at install."""
 _WATCH: dict[str, Any] = {}
 _NAN = float("nan")
+ENV_PURE_HOOKS = "STEPSCOPE_PURE_HOOKS"
+"""Set (non-empty) to install the Python hook bodies even where the compiled ones (``_hooks``) were built.
+Read at each install."""
+
+
+def compiled_hooks() -> Any:
+    """The compiled hook bodies (the optional C extension ``stepscope.collect._hooks``, bound to
+    :class:`StepState`; None: not built)."""
+    try:
+        from stepscope.collect import _hooks
+    except ImportError:  # not built (the extension is optional): the Python bodies serve
+        return None
+    _hooks.bind(StepState)
+    return _hooks
+
+
+def use_compiled() -> Any:
+    """The compiled hook bodies to install now: None where not built or ``STEPSCOPE_PURE_HOOKS`` is set."""
+    return None if os.environ.get(ENV_PURE_HOOKS) else compiled_hooks()
 
 
 def install_torch_hooks(session: Session) -> None:
@@ -94,7 +113,11 @@ def _install_optimizer_hooks(session: Session) -> None:
     the classes wrapped already, and for each class wrapped later), so every way of calling ``step`` goes
     through it (``opt.step()``, an LR scheduler's or Accelerate's instance wrapper, a subclass's
     ``super().step()``) and nothing is added to the optimizer objects or classes. Before this, a global
-    step pre-hook and post-hook (two calls, torch iterating its hook dictionaries) did the same work."""
+    step pre-hook and post-hook (two calls, torch iterating its hook dictionaries) did the same work.
+
+    Where the compiled hook bodies are built (and ``STEPSCOPE_PURE_HOOKS`` is unset), the function in the cell
+    is ``_hooks.OptimizerStep`` (the Python ``step`` below is its reference): the common step mark in C, the
+    first step and other optimizers' adoption through ``rest``."""
     from torch.optim.optimizer import Optimizer
 
     perf = time.perf_counter_ns
@@ -106,7 +129,30 @@ def _install_optimizer_hooks(session: Session) -> None:
     wrapped: list[tuple[Any, Any]] = []
     """(closure cell of a torch step wrapper now holding our function, the real ``step`` it held)"""
 
+    def rest(opt: Any, t1: int) -> None:
+        """A step of an optimizer other than the marker: the first one marks; each new one's models watched
+        (the compiled timer calls it; the Python timer below has it written out)."""
+        watch = _WATCH.get("modules")
+        if timer.marker is None:
+            timer.marker = opt
+            if watch is not None:
+                watch.finish(opt)
+                watch.adopt(opt)
+            adopted.add(id(opt))
+            session.mark_step(t1, source="optimizer")
+        elif id(opt) not in adopted:
+            adopted.add(id(opt))
+            if watch is not None:
+                watch.adopt(opt)
+
+    compiled = use_compiled()
+    timer: Any = compiled.OptimizerTimer(session, _NAN, fault, rest) if compiled is not None else None
+
     def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
+        if timer is not None:  # the compiled timer (_hooks.OptimizerStep), the same semantics as step below
+            wrapped_step: Callable[..., Any] = timer.wrap(orig)
+            return wrapped_step
+
         def step(*args: Any, **kwargs: Any) -> Any:
             nonlocal depth, marker
             if depth:  # a step inside a step (a subclass's super().step(), ZeRO's inner optimizer): timed once
@@ -233,9 +279,23 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def _install_backward_hook(session: Session) -> None:
+    """Time ``torch.autograd.backward`` (own time) as the step's backward: the compiled body
+    (``_hooks.Backward``, the same semantics) where built, else the Python one."""
     import torch.autograd
 
     orig = torch.autograd.backward
+    compiled = use_compiled()
+    backward = compiled.Backward(session, orig) if compiled is not None else _py_backward(session, orig)
+    torch.autograd.backward = backward
+
+    def restore() -> None:
+        torch.autograd.backward = orig
+
+    _UNDO.append(restore)
+
+
+def _py_backward(session: Session, orig: Callable[..., Any]) -> Callable[..., Any]:
+    """The Python backward wrapper (the reference of ``_hooks.Backward``)."""
     perf = time.perf_counter_ns
 
     def backward(*args: Any, **kwargs: Any) -> Any:
@@ -261,12 +321,7 @@ def _install_backward_hook(session: Session) -> None:
                 session.warn_once("backward", f"backward timing failed ({e})")
 
     backward.__wrapped__ = orig  # type: ignore[attr-defined]
-    torch.autograd.backward = backward
-
-    def restore() -> None:
-        torch.autograd.backward = orig
-
-    _UNDO.append(restore)
+    return backward
 
 
 def watch_model(model: Any) -> None:

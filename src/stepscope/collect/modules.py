@@ -30,6 +30,7 @@ from typing import Any
 
 from stepscope.collect import nesting
 from stepscope.collect.batch import batch_size
+from stepscope.collect.hooks import use_compiled
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 
@@ -109,6 +110,8 @@ class ModuleWatch:
         self._model_handles: list[tuple[Any, list[Any]]] = []
         self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]] | None = None
         """The watched models' pre- and post-hook (one pair for all of them: their nesting depth is shared)."""
+        self.compiled = use_compiled()
+        """The compiled hook bodies (``_hooks``) the models get, or None for the Python ones."""
         undo.append(self.remove)
 
     # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
@@ -161,7 +164,12 @@ class ModuleWatch:
 
     def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]]:
         """The watched models' own forward pre- and post-hook: ``_pre`` and ``_post`` without the discovery
-        branches, their state in closure cells (no attribute chain, no span tuple a step)."""
+        branches, their state in closure cells (no attribute chain, no span tuple a step). Compiled
+        (``_hooks.ForwardHooks``, the same semantics) where built, else the Python closures below."""
+        if self.compiled is not None:
+            c = self.compiled.ForwardHooks(self.session, self, self.tensor_type, self.torch.is_grad_enabled,
+                                           batch_size, self._mark_validation)
+            return c.pre, c.post
         session = self.session
         tensor = self.tensor_type
         is_grad_enabled = self.torch.is_grad_enabled
@@ -209,13 +217,17 @@ class ModuleWatch:
                     st.forward += t1 - t0 - nested
                 st0 = None
                 if not module.training and session.step_source == "optimizer" and not is_grad_enabled():
-                    from stepscope.model.tables import Phase  # here: numpy is not imported at start-up for it
-
-                    session.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
+                    self._mark_validation(t1)
             except Exception as e:
                 session.warn_once("module-watch", f"model forward timing failed ({e})")
 
         return pre, post
+
+    def _mark_validation(self, t1: int) -> None:
+        """An eval-mode forward with gradients off ended at ``t1``: a validation step."""
+        from stepscope.model.tables import Phase  # here: numpy is not imported at start-up for it
+
+        self.session.mark_step(t1, source="optimizer", phase=Phase.VALIDATION)
 
     # -- choosing the models ------------------------------------------------------------------------
     def finish(self, optimizer: Any) -> None:

@@ -1,0 +1,240 @@
+"""The compiled hook bodies (collect/_hooks.c) and the Python ones they follow (modules.py, hooks.py): the same
+real training run under each, its recorded phases checked against sleeps of known length and against each
+other, nested phases, validation steps, samples from the forward input and failing hooks included."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.collect import hooks
+from tests.conftest import load
+
+torch = pytest.importorskip("torch")
+
+FORWARD_S = 0.005
+BACKWARD_S = 0.050
+LOSS_S = 0.005
+MARGIN_S = 0.020
+"""What one sleep may overrun by on a busy machine (medians of 7 steps); less than BACKWARD_S - MARGIN_S, so a
+forward that counted its nested backward, or a backward counted twice, would fail."""
+BATCH = 5
+STEPS = 8
+BUILT = importlib.util.find_spec("stepscope.collect._hooks") is not None
+IMPLS = ["c", "py"] if BUILT else ["py"]
+
+
+class SlowGrad(torch.autograd.Function):  # type: ignore[misc]
+    """Identity whose backward sleeps BACKWARD_S."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        time.sleep(BACKWARD_S)
+        return g
+
+
+class Nested(torch.nn.Module):  # type: ignore[misc]
+    """A forward that sleeps FORWARD_S and runs a backward of its own inside (as activation checkpointing
+    does): the forward's own time leaves that backward out, the backward counts it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+        self.fail_training = False
+
+    def forward(self, x: Any) -> Any:
+        time.sleep(FORWARD_S)
+        if torch.is_grad_enabled():
+            torch.autograd.backward(SlowGrad.apply(self.lin.weight.sum()))
+        return self.lin(x)
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        if self.__dict__.get("fail_training"):
+            raise RuntimeError("training flag unreadable")
+        return bool(self.__dict__.get("_training", True))
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self.__dict__["_training"] = value
+
+
+class Unsized:
+    """A forward argument whose batch size cannot be read (its ``shape`` raises)."""
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError("no shape here")
+
+
+def _impl(monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    if impl == "py":
+        monkeypatch.setenv(hooks.ENV_PURE_HOOKS, "1")
+    else:
+        monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
+
+
+def _train(store: str, *, fail_at: int | None = None) -> None:
+    """STEPS training steps (a batch made in the loop, no DataLoader), then one eval-mode forward with
+    gradients off (a validation step); from step ``fail_at`` on, the model's ``training`` flag raises."""
+    model = Nested()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.ones(BATCH, 3)
+    with stepscope.session(name="impls", store=store):
+        for i in range(STEPS):
+            if i == fail_at:
+                model.fail_training = True
+            loss = SlowGrad.apply(model(x).sum())
+            time.sleep(LOSS_S)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.fail_training = False
+        model.eval()
+        with torch.no_grad():
+            model(x)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_phases_match_known_sleeps(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    """forward = its sleep only (the backward inside it is backward's), backward = both backward sleeps,
+    samples = the first forward argument's rows, the eval forward = one validation step."""
+    _impl(monkeypatch, impl)
+    _train(str(tmp_path / "s"))
+    steps = load(tmp_path / "s").ranks[0].steps
+    train = steps.take(steps["phase"] == 0)
+    val = steps.take(steps["phase"] == 1)
+    assert len(train) == STEPS and len(val) == 1
+    rows = slice(1, None)  # step 0 also carries model discovery and the FLOP count
+    fwd = np.median(train["forward_ns"][rows]) / 1e9
+    bwd = np.median(train["backward_ns"][rows]) / 1e9
+    assert FORWARD_S <= fwd < FORWARD_S + MARGIN_S, fwd  # not the nested backward's 50 ms
+    assert 2 * BACKWARD_S <= bwd < 2 * (BACKWARD_S + MARGIN_S), bwd  # each backward sleep once
+    assert list(train["samples"]) == [float(BATCH)] * STEPS
+    assert val["forward_ns"][0] / 1e9 >= FORWARD_S
+
+
+def test_compiled_and_python_record_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run under both: the same steps, phases and samples, and each phase's median alike."""
+    if not BUILT:
+        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
+    got = {}
+    for impl in ("c", "py"):
+        _impl(monkeypatch, impl)
+        _train(str(tmp_path / impl))
+        got[impl] = load(tmp_path / impl).ranks[0].steps
+    c, py = got["c"], got["py"]
+    assert list(c["phase"]) == list(py["phase"]) and list(c["samples"]) == list(py["samples"])
+    for col, sleeps in (("forward_ns", 1), ("backward_ns", 2)):
+        medians = [float(np.median(t[col][1:STEPS])) / 1e9 for t in (c, py)]
+        assert abs(medians[0] - medians[1]) < sleeps * MARGIN_S, (col, medians)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_failing_hooks_warn_once_and_training_goes_on(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture, impl: str) -> None:
+    """A forward argument without a readable batch size, and a post-hook that fails after timing the forward:
+    one warning each, every step still recorded, the forward still timed."""
+    _impl(monkeypatch, impl)
+    caplog.set_level(logging.WARNING, logger="stepscope")
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    class TakesTwo(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, tag: Any, x: Any) -> Any:
+            return self.inner(x)
+
+    top = TakesTwo()
+    with stepscope.session(name="unsized", store=str(tmp_path / "s")):
+        for _ in range(4):
+            top(Unsized(), torch.ones(BATCH, 3)).sum().backward()
+            opt.step()
+    texts = [r.getMessage() for r in caplog.records]
+    assert sum("reading the batch size from the forward input failed (no shape here)" in t for t in texts) == 1, texts
+    steps = load(tmp_path / "s").ranks[0].steps
+    assert len(steps) == 4 and np.isfinite(steps["forward_ns"]).all()
+
+    caplog.clear()
+    _train(str(tmp_path / "f"), fail_at=3)
+    texts = [r.getMessage() for r in caplog.records]
+    assert sum("model forward timing failed (training flag unreadable)" in t for t in texts) == 1, texts
+    steps = load(tmp_path / "f").ranks[0].steps
+    train = steps.take(steps["phase"] == 0)
+    assert len(train) == STEPS
+    assert (train["forward_ns"] / 1e9 >= FORWARD_S).all()  # timed before the flag was read
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_failing_step_timer_warns_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                      caplog: pytest.LogCaptureFixture, impl: str) -> None:
+    """The step timer failing after the step ran (STEPSCOPE_DEBUG_FAULT=optimizer): one warning, the
+    parameters still updated, no step marked."""
+    _impl(monkeypatch, impl)
+    monkeypatch.setenv(hooks.FAULT_ENV, "optimizer")
+    caplog.set_level(logging.WARNING, logger="stepscope")
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().clone()
+    with stepscope.session(name="fault", store=str(tmp_path / "s")):
+        for _ in range(3):
+            model(torch.ones(2, 3)).sum().backward()
+            opt.step()
+    texts = [r.getMessage() for r in caplog.records]
+    assert sum("step marking failed (injected fault" in t for t in texts) == 1, texts
+    assert not torch.equal(model.weight, before)
+    assert len(load(tmp_path / "s").ranks[0].steps) == 0
+
+
+def test_compiled_step_state_is_a_step_state() -> None:
+    """The StepState the compiled step timer makes without running __init__ has every field __init__ sets,
+    equal and of the same type."""
+    if not BUILT:
+        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
+    from stepscope.collect.session import StepState
+
+    compiled = hooks.compiled_hooks()
+    for start, epoch in ((123, 4), (None, -1)):
+        c, py = compiled.new_step_state(start, epoch), StepState(start, epoch)
+        assert type(c) is StepState
+        for name in StepState.__slots__:
+            assert (getattr(c, name), type(getattr(c, name))) == (getattr(py, name), type(getattr(py, name))), name
+
+
+def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built: a session installs the compiled forward hooks, backward wrapper and step timer
+    (STEPSCOPE_PURE_HOOKS=1 the Python ones), and removes them at its end. Not built: the Python ones."""
+    monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
+    orig = torch.autograd.backward
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for pure in ("", "1"):
+        monkeypatch.setenv(hooks.ENV_PURE_HOOKS, pure)
+        with stepscope.session(name="in-use", store=str(tmp_path / f"s{pure}")):
+            for _ in range(2):
+                model(torch.ones(2, 3)).sum().backward()
+                opt.step()
+            pre, post = hooks._WATCH["modules"]._hooks
+            compiled = BUILT and not pure
+            kinds = {type(torch.autograd.backward).__name__, type(getattr(pre, "__self__", None)).__name__,
+                     type(getattr(post, "__self__", None)).__name__}
+            kinds.add(type(hooks._func_cell(torch.optim.SGD.step).cell_contents).__name__)
+            want = {"Backward", "ForwardHooks", "OptimizerStep"} if compiled else {"function", "NoneType"}
+            assert kinds == want, kinds
+            assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
+        assert torch.autograd.backward is orig
+        assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
+    assert (hooks.compiled_hooks() is not None) == BUILT
