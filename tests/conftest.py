@@ -131,6 +131,23 @@ def profiled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "profiled", _observe_profiled) / "store"
 
 
+def _observe_tiny3(folder: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    proc = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
+                                        "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", "3"),
+                          capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture
+def tiny_store(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test's own copy, at `store` (where `cli` runs), of a store holding one completed run of
+    `stepscope run --sample-interval 0.2 -- python tiny_train.py --steps 3`, recorded once per test session
+    (built_once) for the tests that only need some real run to work on (import traces into, show, ...)."""
+    shutil.copytree(built_once(tmp_path_factory, "tiny3", _observe_tiny3) / "store", store)
+    return store
+
+
 @pytest.fixture(autouse=True)
 def no_hooks_left_behind() -> object:
     """Every in-process session must remove the hooks it installed."""
