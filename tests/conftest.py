@@ -131,6 +131,20 @@ def profiled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "profiled", _observe_profiled) / "store"
 
 
+@pytest.fixture(scope="session")
+def profiled_pair_store(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> Path:
+    """profiled_store's run (`latest~1`), then the same script with each sample sleeping 12 ms instead of 3
+    (`latest`): two real runs for the diff pages. Recorded once per test session (built_once); only read."""
+
+    def build(folder: Path) -> None:
+        shutil.copytree(profiled_store, folder / "store")
+        res = observe(folder / "store", "--steps", "16", "--sample-sleep", "0.012", "--instrument", "--compute", "2",
+                      opts=("--profile-steps", "2"))
+        assert res.returncode == 0, res.stderr[-3000:]
+
+    return built_once(tmp_path_factory, "profiled_pair", build) / "store"
+
+
 def _observe_tiny3(folder: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
     proc = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
