@@ -11,21 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PY, SCRIPTS, load, stepscope_cmd
+from tests.conftest import PY, SCRIPTS, built_once, load, stepscope_cmd
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One store with two real runs of tiny_train.py, recorded once for the module: `plain` (3 steps, no profiler
-    window) and `profiled` (14 steps, a window of 3 steps). Each test works on its own copy (`store`)."""
-    store = tmp_path_factory.mktemp("traces") / "store"
+def _record(folder: Path) -> None:
+    store = folder / "store"
     env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
     for name, steps, opts in (("plain", "3", ()), ("profiled", "14", ("--profile-steps", "3"))):
         r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2", "--name",
                                          name, *opts, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", steps),
-                           capture_output=True, text=True, timeout=180, env=env, cwd=store.parent)
+                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
         assert r.returncode == 0, r.stderr[-3000:]
-    return store
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store with two real runs of tiny_train.py, recorded once per test session (built_once, also when
+    xdist splits the module): `plain` (3 steps, no profiler window) and `profiled` (14 steps, a window of 3
+    steps). Each test works on its own copy (`runs`)."""
+    return built_once(tmp_path_factory, "show_traces", _record) / "store"
 
 
 @pytest.fixture

@@ -6,12 +6,13 @@ import json
 import math
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.conftest import EXAMPLES, PY, SCRIPTS, load, stepscope_cmd
+from tests.conftest import EXAMPLES, PY, SCRIPTS, built_once, load, stepscope_cmd
 
 
 def test_mlp_example_steps_samples_epochs_phases(cli, store):
@@ -39,18 +40,21 @@ def test_mlp_example_steps_samples_epochs_phases(cli, store):
     assert np.isnan(steps["comm_ns"]).all()  # no torch.distributed: not measured, not zero
 
 
+def _record_tiny(folder: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    r = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
+                                     "--samples-per-step", "100", "--", PY, str(SCRIPTS / "tiny_train.py"),
+                                     "--steps", "30", "--step-sleep", "0.03"),
+                       capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One real run of tiny_train.py, read by three tests: 30 steps of 8 samples with a 30 ms sleep each (several
-    0.2 s system samples), under `--samples-per-step 100` (which only sets the steps' sample counts)."""
-    store = tmp_path_factory.mktemp("tiny") / "store"
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
-    r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2",
-                                     "--samples-per-step", "100", "--", PY, str(SCRIPTS / "tiny_train.py"),
-                                     "--steps", "30", "--step-sleep", "0.03"),
-                       capture_output=True, text=True, timeout=180, env=env, cwd=store.parent)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return load(store)
+    0.2 s system samples), under `--samples-per-step 100` (which only sets the steps' sample counts). Recorded
+    once per test session (built_once, also when xdist splits the module)."""
+    return load(built_once(tmp_path_factory, "zero_code_tiny", _record_tiny) / "store")
 
 
 def test_model_summary_counts_parameters(tiny):
