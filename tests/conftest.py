@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import ast
+import fcntl
 import functools
 import importlib.util
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -92,15 +94,71 @@ def observe(store: Path, *args: str, name: str = HOSTILE, opts: tuple[str, ...] 
                           capture_output=True, text=True, timeout=180, env=env, cwd=store.parent)
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder NAME, filled by BUILD(folder) once per test session, not once per xdist worker: the first
+    worker to ask builds it under a file lock in the session's shared temporary folder, and the others wait
+    for it and use the same folder (pytest-xdist's recipe for session fixtures that run only once). Only for
+    what the tests read: a test that writes into it copies it first. A failed build is retried by the next
+    asker, which then fails alike."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                build(folder)
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder
+
+
+def _observe_profiled(folder: Path) -> None:
+    res = observe(folder / "store", "--steps", "16", "--sample-sleep", "0.003", "--instrument", "--compute", "2",
+                  opts=("--profile-steps", "2"))
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
 @pytest.fixture(scope="session")
 def profiled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store with one completed run named like an XSS attack: regions, logged metrics, a slow
-    dataset (input-bound) and a 2-step profiled window. One real run per xdist worker, shared by the report,
-    export, advisor and browser tests, which only read it (a test that writes into a store copies it first)."""
-    store = tmp_path_factory.mktemp("report") / "store"
-    res = observe(store, "--steps", "16", "--sample-sleep", "0.003", "--instrument", "--compute", "2",
-                  opts=("--profile-steps", "2"))
-    assert res.returncode == 0, res.stderr[-3000:]
+    dataset (input-bound) and a 2-step profiled window. One real run per test session (built_once: shared by
+    the xdist workers), used by the report, export, advisor and browser tests, which only read it (a test that
+    writes into a store copies it first)."""
+    return built_once(tmp_path_factory, "profiled", _observe_profiled) / "store"
+
+
+@pytest.fixture(scope="session")
+def profiled_pair_store(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> Path:
+    """profiled_store's run (`latest~1`), then the same script with each sample sleeping 12 ms instead of 3
+    (`latest`): two real runs for the diff pages. Recorded once per test session (built_once); only read."""
+
+    def build(folder: Path) -> None:
+        shutil.copytree(profiled_store, folder / "store")
+        res = observe(folder / "store", "--steps", "16", "--sample-sleep", "0.012", "--instrument", "--compute", "2",
+                      opts=("--profile-steps", "2"))
+        assert res.returncode == 0, res.stderr[-3000:]
+
+    return built_once(tmp_path_factory, "profiled_pair", build) / "store"
+
+
+def _observe_tiny3(folder: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    proc = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
+                                        "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", "3"),
+                          capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture
+def tiny_store(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test's own copy, at `store` (where `cli` runs), of a store holding one completed run of
+    `stepscope run --sample-interval 0.2 -- python tiny_train.py --steps 3`, recorded once per test session
+    (built_once) for the tests that only need some real run to work on (import traces into, show, ...)."""
+    shutil.copytree(built_once(tmp_path_factory, "tiny3", _observe_tiny3) / "store", store)
     return store
 
 

@@ -1,4 +1,4 @@
-"""The stored runs the app tests share: recorded once for tests/app (`base_store`), copied for each test that
+"""The stored runs the app tests share: recorded once per test session (`base_store`), copied for each test that
 uses `store` (which it may damage; STEPSCOPE_HOME points at the copy)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PY, SCRIPTS, TRACES, stepscope_cmd
+from tests.conftest import PY, SCRIPTS, TRACES, built_once, stepscope_cmd
 
 
 def _cli(store: Path, *args: str) -> None:
@@ -20,18 +20,22 @@ def _cli(store: Path, *args: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.fixture(scope="package")
-def base_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store with two runs: `plain` (not profiled) and `profiled` (its own rank-0 window of 2 steps, plus a
-    rank-1 trace imported from the sampled_128rank fixture)."""
-    store = tmp_path_factory.mktemp("bad") / "store"
+def _record(folder: Path) -> None:
+    store = folder / "store"
     tiny = str(SCRIPTS / "tiny_train.py")
     _cli(store, "run", "--quiet", "--name", "plain", "--", PY, tiny, "--steps", "3")
     _cli(store, "run", "--quiet", "--name", "profiled", "--profile-steps", "2", "--", PY, tiny, "--steps", "8")
-    rank1 = store.parent / "rank1.json.gz"
+    rank1 = folder / "rank1.json.gz"
     shutil.copy(TRACES / "sampled_128rank" / "rank1.json.gz", rank1)
     _cli(store, "import", "profiled", str(rank1))
-    return store
+
+
+@pytest.fixture(scope="package")
+def base_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with two runs: `plain` (not profiled) and `profiled` (its own rank-0 window of 2 steps, plus a
+    rank-1 trace imported from the sampled_128rank fixture). Recorded once per test session (built_once: shared by
+    the xdist workers); only copied."""
+    return built_once(tmp_path_factory, "app", _record) / "store"
 
 
 

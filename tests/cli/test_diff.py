@@ -14,9 +14,29 @@ from pathlib import Path
 import pytest
 
 from stepscope.cli import main
+from tests.conftest import built_once
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diff_train.py"
 PAIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "a100_8rank_diff"
+
+
+def _record(folder: Path) -> None:
+    """The six runs, interleaved, into folder/store; their run ids by name into folder/runs.json."""
+    store = folder / "store"
+    common = ["--wait", "0.02", "--width", "8", "--steps", "60"]
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    ids: dict[str, str] = {}
+    for i in (1, 2, 3):
+        for name, extra in (("base", common), ("slow", [*common, "--slow-pct", "100"])):
+            before = set((store / "runs").iterdir()) if (store / "runs").exists() else set()
+            p = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet",
+                                "--sample-interval", "0.2", "--flops-per-step", "0", "--", sys.executable,
+                                str(SCRIPT), *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, timeout=300)
+            assert p.returncode == 0, (name, p.stderr[-2000:])
+            (new,) = set((store / "runs").iterdir()) - before
+            ids[f"{name}{i}"] = new.name
+    (folder / "runs.json").write_text(json.dumps(ids))
 
 
 @pytest.fixture(scope="module")
@@ -24,22 +44,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real runs in one store, interleaved: base1, slow1, base2, slow2, base3, slow3 (the unchanged script
     three times, and the same script sleeping 100% of each step's own time: a controlled 2x slowdown). Steps
     are dominated by a 20 ms wait, as a GPU-bound step's host is, so that CPU contention from other jobs on a
-    shared machine cannot make a 2x slowdown look like anything else."""
-    root = tmp_path_factory.mktemp("diffruns")
-    common = ["--wait", "0.02", "--width", "8", "--steps", "60"]
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
-    out: dict[str, Path] = {}
-    for i in (1, 2, 3):
-        for name, extra in (("base", common), ("slow", [*common, "--slow-pct", "100"])):
-            before = set((root / "store" / "runs").iterdir()) if (root / "store" / "runs").exists() else set()
-            p = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(root / "store"), "--quiet",
-                                "--sample-interval", "0.2", "--flops-per-step", "0", "--", sys.executable,
-                                str(SCRIPT), *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, timeout=300)
-            assert p.returncode == 0, (name, p.stderr[-2000:])
-            (new,) = set((root / "store" / "runs").iterdir()) - before
-            out[f"{name}{i}"] = new
-    out["store"] = root / "store"
+    shared machine cannot make a 2x slowdown look like anything else. Recorded once per test session
+    (built_once): an xdist worker that gets some of these tests while another records them waits for the
+    same store instead of recording six more runs."""
+    folder = built_once(tmp_path_factory, "diffruns", _record)
+    store = folder / "store"
+    out = {name: store / "runs" / run_id for name, run_id in json.loads((folder / "runs.json").read_text()).items()}
+    out["store"] = store
     return out
 
 

@@ -8,8 +8,8 @@ import shutil
 from tests.conftest import TRACES, load
 
 
-def test_import_attaches_by_rank_and_refuses_clashes(observed, cli, store, tmp_path):
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
+def test_import_attaches_by_rank_and_refuses_clashes(tiny_store, cli, tmp_path):
+    store = tiny_store
     folder = tmp_path / "traces"
     folder.mkdir()
     shutil.copy(TRACES / "sampled_128rank" / "rank0.json.gz", folder / "a.json.gz")
@@ -26,8 +26,8 @@ def test_import_attaches_by_rank_and_refuses_clashes(observed, cli, store, tmp_p
     assert cli("import", "latest", str(folder / "a.json.gz"), "--force").rc == 0
 
 
-def test_import_of_a_damaged_trace_names_it_and_attaches_nothing(observed, cli, store, tmp_path):
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
+def test_import_of_a_damaged_trace_names_it_and_attaches_nothing(tiny_store, cli, tmp_path):
+    store = tiny_store
     good = tmp_path / "rank0.json.gz"
     shutil.copy(TRACES / "cpu_only" / "rank34.json.gz", good)
     bad = tmp_path / "rank1.json.gz"

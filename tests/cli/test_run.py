@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from tests.conftest import PY, SCRIPTS, load, stepscope_cmd
+from tests.conftest import PY, SCRIPTS, built_once, load, stepscope_cmd
 
 
 def test_child_sees_its_own_help_and_output_passes_through(cli, store):
@@ -118,17 +121,39 @@ def test_failing_hook_and_sampler_warn_once_and_training_goes_on(observed, store
     assert any("step marking failed" in n for n in notes)
 
 
-def test_show_unknown_run_names_closest_matches(observed, cli, store):
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
-    run_id = load(store).run.id
+def _record_two(folder: Path) -> None:
+    store = folder / "store"
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    for name, steps in (("first", "9"), ("second", "4")):
+        r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2", "--name",
+                                         name, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", steps),
+                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store with two real runs of tiny_train.py, recorded once per test session (built_once, also when
+    xdist splits the module): `first` (9 steps), then `second` (4 steps). Each test works on its own copy
+    (`copied`)."""
+    return built_once(tmp_path_factory, "run_two", _record_two) / "store"
+
+
+@pytest.fixture
+def copied(recorded: Path, store: Path) -> Path:
+    """The test's own copy of the recorded store, where `cli` runs."""
+    shutil.copytree(recorded, store)
+    return store
+
+
+def test_show_unknown_run_names_closest_matches(copied, cli):
+    run_id = load(copied).run.id
     r = cli("show", run_id[:-1] + ("x" if run_id[-1] != "x" else "y"))
     assert r.rc == 2 and run_id in r.err and "Traceback" not in r.err
     assert r.err.count("\n") == 1
 
 
-def test_ls_show_json_export_rm(observed, cli, store, tmp_path):
-    assert observed("tiny_train.py", "--steps", "9", opts=("--name", "first")).rc == 0
-    assert observed("tiny_train.py", "--steps", "4", opts=("--name", "second")).rc == 0
+def test_ls_show_json_export_rm(copied, cli, tmp_path):
     ls = cli("ls")
     assert ls.rc == 0 and "first" in ls.out and "second" in ls.out
     import json
@@ -146,12 +171,12 @@ def test_ls_show_json_export_rm(observed, cli, store, tmp_path):
     assert cli("show", "first").rc == 2
 
 
-def test_show_runs_without_torch_installed(observed, cli, store):
+def test_show_runs_without_torch_installed(copied):
     """Analysing stored runs never imports torch."""
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
+    store = copied
     code = ("import sys; sys.modules['torch'] = None\n"
             "from stepscope.cli import main; raise SystemExit(main(['show', 'latest', '--json']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "STEPSCOPE_HOME": str(store)})
     assert r.returncode == 0, r.stderr
-    assert np.isclose(__import__("json").loads(r.stdout)["headline"]["steps"], 3)
+    assert np.isclose(__import__("json").loads(r.stdout)["headline"]["steps"], 4)  # `second`, the latest

@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import shutil
+import subprocess
+from pathlib import Path
 
-from tests.conftest import load
+import pytest
+
+from tests.conftest import PY, SCRIPTS, built_once, load, stepscope_cmd
 
 
-def test_show_traces_of_a_profiled_tiny_run(observed, cli, store):
-    assert observed("tiny_train.py", "--steps", "14", opts=("--profile-steps", "3")).rc == 0
-    doc = json.loads(cli("show", "latest", "--traces", "--json").out)
+def _record(folder: Path) -> None:
+    store = folder / "store"
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    for name, steps, opts in (("plain", "3", ()), ("profiled", "14", ("--profile-steps", "3"))):
+        r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2", "--name",
+                                         name, *opts, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", steps),
+                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store with two real runs of tiny_train.py, recorded once per test session (built_once, also when
+    xdist splits the module): `plain` (3 steps, no profiler window) and `profiled` (14 steps, a window of 3
+    steps). Each test works on its own copy (`runs`)."""
+    return built_once(tmp_path_factory, "show_traces", _record) / "store"
+
+
+@pytest.fixture
+def runs(recorded: Path, store: Path) -> Path:
+    """The test's own copy of the recorded store, where `cli` runs."""
+    shutil.copytree(recorded, store)
+    return store
+
+
+def test_show_traces_of_a_profiled_tiny_run(runs, cli):
+    doc = json.loads(cli("show", "profiled", "--traces", "--json").out)
     (rank,) = doc["ranks"]
     ops = {o["name"]: o for o in rank["operators"]}
     # 3 profiled steps x 2 Linear layers, each one aten::linear -> aten::addmm in forward
@@ -22,29 +52,24 @@ def test_show_traces_of_a_profiled_tiny_run(observed, cli, store):
     child_cpu = sum(m["cpu_ns"] for p, m in modules.items() if len(p) == 2 and p[0] == "Sequential_0")
     assert child_cpu <= modules[("Sequential_0",)]["cpu_ns"]
     assert rank["steps"]["count"] == 3
-    text = cli("show", "latest", "--traces")
+    text = cli("show", "profiled", "--traces")
     assert text.rc == 0 and "Module tree" in text.out and "Linear_1" in text.out
 
 
-def test_show_traces_without_a_window_or_with_a_deleted_trace(observed, cli, store):
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
-    r = cli("show", "latest", "--traces")
+def test_show_traces_without_a_window_or_with_a_deleted_trace(runs, cli):
+    r = cli("show", "plain", "--traces")
     assert r.rc == 2 and "was not profiled" in r.err and "--profile-steps" in r.err
-    assert observed("tiny_train.py", "--steps", "12", opts=("--profile-steps", "2")).rc == 0
-    shutil.rmtree(store / "runs" / load(store).run.id / "artifacts" / "traces")
-    r = cli("show", "latest", "--traces")
+    shutil.rmtree(runs / "runs" / load(runs, "profiled").run.id / "artifacts" / "traces")
+    r = cli("show", "profiled", "--traces")
     assert r.rc == 2 and "missing" in r.err and "Traceback" not in r.err
 
 
-def test_export_includes_the_trace_tables_of_a_profiled_run(observed, cli, store, tmp_path):
-    import csv
-
-    assert observed("tiny_train.py", "--steps", "12", opts=("--profile-steps", "2")).rc == 0
+def test_export_includes_the_trace_tables_of_a_profiled_run(runs, cli, tmp_path):
     out = tmp_path / "out"
-    assert cli("export", "latest", "-o", str(out)).rc == 0
+    assert cli("export", "profiled", "-o", str(out)).rc == 0
     with (out / "operators.csv").open() as fh:
         ops = {row["name"]: row for row in csv.DictReader(fh)}
-    assert int(ops["aten::addmm"]["calls"]) == 2 * 2  # 2 profiled steps x 2 Linear layers
+    assert int(ops["aten::addmm"]["calls"]) == 3 * 2  # 3 profiled steps x 2 Linear layers
     with (out / "modules.csv").open() as fh:
         paths = {row["path"] for row in csv.DictReader(fh)}
     assert "Sequential_0/Linear_1" in paths

@@ -10,10 +10,8 @@ from pathlib import Path
 from tests.conftest import Result, load
 
 
-def test_top_on_a_finished_run_shows_the_final_state(observed: Callable[..., Result], cli: Callable[..., Result],
-                                                     store: Path) -> None:
-    assert observed("tiny_train.py", "--steps", "12").rc == 0
-    data = load(store)
+def test_top_on_a_finished_run_shows_the_final_state(tiny_store: Path, cli: Callable[..., Result]) -> None:
+    data = load(tiny_store)
     for args in (("top", "--once"), ("top",)):
         t0 = time.monotonic()
         res = cli(*args, "--width", "100")
@@ -22,7 +20,7 @@ def test_top_on_a_finished_run_shows_the_final_state(observed: Callable[..., Res
         assert "the run has finished (completed, exit code 0)" in res.out, res.out
         assert data.run.id in res.out
         row = next(line for line in res.out.splitlines() if line.lstrip().startswith("0 │"))
-        assert row.split("│")[1].strip() == "12"  # rank 0's 12 steps
+        assert row.split("│")[1].strip() == "3"  # rank 0's 3 steps (tiny_train.py --steps 3)
         assert "—" in row.split("│")[-1]  # no straggler in a one-rank run
         assert "phases" in res.out and "forward" in res.out and "advice so far" in res.out
     bad = cli("top", "--interval", "0")

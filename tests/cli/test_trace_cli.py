@@ -67,8 +67,7 @@ def test_comm_matrix_action_and_single_rank_error(tmp_path: Path, capsys: pytest
     assert "two or more ranks" in capsys.readouterr().err
 
 
-def test_show_comm_matrix_uses_the_runs_traces(observed: Any, cli: Any, tmp_path: Path) -> None:
-    assert observed("tiny_train.py", "--steps", "3").rc == 0
+def test_show_comm_matrix_uses_the_runs_traces(tiny_store: Path, cli: Any, tmp_path: Path) -> None:
     assert cli("show", "latest", "--comm-matrix").rc == 2  # one rank, no traces: says so
     folder = tmp_path / "traces"
     folder.mkdir()

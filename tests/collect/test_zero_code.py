@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
-from tests.conftest import EXAMPLES, PY, load
+from tests.conftest import EXAMPLES, PY, SCRIPTS, built_once, load, stepscope_cmd
 
 
 def test_mlp_example_steps_samples_epochs_phases(cli, store):
@@ -35,9 +40,25 @@ def test_mlp_example_steps_samples_epochs_phases(cli, store):
     assert np.isnan(steps["comm_ns"]).all()  # no torch.distributed: not measured, not zero
 
 
-def test_model_summary_counts_parameters(observed, store):
-    assert observed("tiny_train.py", "--steps", "6").rc == 0
-    model = load(store).ranks[0].model
+def _record_tiny(folder: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
+    r = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
+                                     "--samples-per-step", "100", "--", PY, str(SCRIPTS / "tiny_train.py"),
+                                     "--steps", "30", "--step-sleep", "0.03"),
+                       capture_output=True, text=True, timeout=180, env=env, cwd=folder)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real run of tiny_train.py, read by three tests: 30 steps of 8 samples with a 30 ms sleep each (several
+    0.2 s system samples), under `--samples-per-step 100` (which only sets the steps' sample counts). Recorded
+    once per test session (built_once, also when xdist splits the module)."""
+    return load(built_once(tmp_path_factory, "zero_code_tiny", _record_tiny) / "store")
+
+
+def test_model_summary_counts_parameters(tiny):
+    model = tiny.ranks[0].model
     assert model is not None
     # nn.Sequential(Linear(16, 32), ReLU, Linear(32, 4))
     expected = 16 * 32 + 32 + 32 * 4 + 4
@@ -49,9 +70,8 @@ def test_model_summary_counts_parameters(observed, store):
     assert layers["2"]["output_shape"] == [8, 4]
 
 
-def test_system_sampler_fields_present_and_gpu_absent(observed, store):
-    assert observed("tiny_train.py", "--steps", "30", "--step-sleep", "0.03").rc == 0
-    samples = load(store).ranks[0].samples
+def test_system_sampler_fields_present_and_gpu_absent(tiny):
+    samples = tiny.ranks[0].samples
     assert len(samples) >= 3
     for name in ("cpu_process_pct", "rss_bytes", "cpu_system_pct", "mem_system_used_bytes"):
         assert name in samples.columns
@@ -76,9 +96,9 @@ def test_data_wait_follows_a_slow_dataset(observed, store, tmp_path):
     assert np.all(wait <= next_), (wait, next_)
 
 
-def test_samples_per_step_override(observed, store):
-    assert observed("tiny_train.py", "--steps", "5", opts=("--samples-per-step", "100")).rc == 0
-    assert np.all(load(store).ranks[0].steps["samples"] == 100)
+def test_samples_per_step_override(tiny):
+    steps = tiny.ranks[0].steps
+    assert len(steps) == 30 and np.all(steps["samples"] == 100)  # the batches hold 8
 
 
 def test_torchrun_two_ranks_one_run(cli, store):

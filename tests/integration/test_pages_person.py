@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from stepscope.cli import main
-from tests.conftest import TRACES, observe
+from tests.conftest import TRACES
 from tests.integration.conftest import CHROMIUM
 from tests.report.dashboard.dashstore import write_history
 from tests.report.html.chromium import Viewer, screenshots_dir
@@ -86,7 +86,7 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> dict[str, Path]:
+def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path, profiled_pair_store: Path) -> dict[str, Path]:
     """Every page, built once from real runs: two reports, a diff, a dashboard site."""
     tmp = tmp_path_factory.mktemp("pages")
     out = {"report": tmp / "report.html", "gpu": tmp / "gpu-report.html", "diff": tmp / "diff.html"}
@@ -96,12 +96,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path) -> dic
     assert main(["import", "--store", str(gpu_store), "--force", "latest",
                  str(TRACES / "v100_1rank" / "rank0.json.gz")]) == 0
     assert main(["report", "--store", str(gpu_store), "-o", str(out["gpu"])]) == 0
-    diff_store = tmp / "diff-store"
-    shutil.copytree(profiled_store, diff_store)
-    res = observe(diff_store, "--steps", "16", "--sample-sleep", "0.012", "--instrument", "--compute", "2",
-                  opts=("--profile-steps", "2"))
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert main(["diff", "latest~1", "latest", "--store", str(diff_store), "--html", str(out["diff"])]) == 0
+    assert main(["diff", "latest~1", "latest", "--store", str(profiled_pair_store), "--html", str(out["diff"])]) == 0
     dash = tmp / "dash"
     write_history(dash / "store", "step20", commits=8, repeats=3, work_ms=25.0, factor_from=4, factor=1.2, seed=2)
     assert main(["dashboard", "build", "--store", str(dash / "store"), "-o", str(dash / "site"), "--reports", "0"]) == 0

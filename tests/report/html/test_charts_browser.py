@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import pytest
 from stepscope.cli import main
 from stepscope.report.html import Section, render_page
 from stepscope.report.html.charts import Axis, Series, xy_chart
-from tests.conftest import observe
 from tests.integration.conftest import browser  # noqa: F401  (the shared headless Chromium fixture)
 from tests.report.html.chromium import OVERLAPS_JS, TICKS_JS, Viewer, round_ticks_problems, screenshots_dir
 
@@ -116,14 +114,9 @@ def test_report_as_a_person_sees_it(browser: Any, profiled_store: Path, tmp_path
         viewer.page.close()
 
 
-def test_diff_as_a_person_sees_it(browser: Any, profiled_store: Path, tmp_path: Path) -> None:  # noqa: F811
-    store = tmp_path / "store"
-    shutil.copytree(profiled_store, store)
-    res = observe(store, "--steps", "16", "--sample-sleep", "0.012", "--instrument", "--compute", "2",
-                  opts=("--profile-steps", "2"))
-    assert res.returncode == 0, res.stderr[-3000:]
+def test_diff_as_a_person_sees_it(browser: Any, profiled_pair_store: Path, tmp_path: Path) -> None:  # noqa: F811
     out = tmp_path / "diff.html"
-    assert main(["diff", "latest~1", "latest", "--store", str(store), "--html", str(out)]) == 0
+    assert main(["diff", "latest~1", "latest", "--store", str(profiled_pair_store), "--html", str(out)]) == 0
     shots = screenshots_dir(tmp_path)
     html = out.read_text()
     for width in WIDTHS:
