@@ -1,4 +1,4 @@
-"""The compiled hook bodies (collect/_hooks.c) and the Python ones they follow (modules.py, hooks.py): the same
+"""The compiled hook bodies (collect/_hooks*.c) and the Python ones they follow (modules.py, hooks.py): the same
 real training run under each, its recorded phases checked against sleeps of known length and against each
 other, nested phases, validation steps, samples from the forward input and failing hooks included."""
 

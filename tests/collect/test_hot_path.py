@@ -19,7 +19,7 @@ from stepscope.collect import hooks
 from stepscope.collect.buffers import STEP_COLS, Buffers
 
 COMPILED = hooks.use_compiled() is not None
-"""The compiled hook bodies (collect/_hooks.c: forward pre + post, backward, the optimizer's step timer with
+"""The compiled hook bodies (collect/_hooks*.c: forward pre + post, backward, the optimizer's step timer with
 its StepState) are in use: no Python call for them."""
 STEP_PY_CALLS_COMPILED = 2
 """Budget with the compiled bodies (1.0 at the time of writing: the loader's __next__)."""

@@ -1,0 +1,222 @@
+/* Shared by the compiled hook bodies' files (stepscope.collect._hooks): the StepState fields, the interned
+ * names, the number helpers and the own-time arithmetic. _hooks.c holds the module and defines the names;
+ * _hooks_phases.c the forward hooks and the backward wrapper; _hooks_optimizer.c the optimizer's step timer. */
+#ifndef STEPSCOPE_HOOKS_H
+#define STEPSCOPE_HOOKS_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <time.h>
+
+enum { F_DATA_WAIT, F_FORWARD, F_BACKWARD, F_OPTIMIZER, F_COMM, F_START, F_SAMPLES, F_FETCHED, F_TOKENS,
+       F_EPOCH, NF };
+extern const char *field_names[NF];
+extern PyObject *s_field[NF];
+extern Py_ssize_t g_offset[NF];
+extern PyTypeObject *g_step_type; /* StepState, once bound */
+extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, *s_dim, *s_training,
+    *s_step_source, *s_optimizer, *s_active, *s_disabled, *s_activate, *s_warn_once, *s_module_samples,
+    *s_module_watch, *s_backward, *g_zero, *s_extras, *s_tokens_per_step, *s_buffers, *s_step_rows,
+    *s_step_index, *s_epoch, *s_append, *s_optimizer_key, *g_float_zero, *g_one, *s_source;
+
+/* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c) for the module (_hooks.c) */
+extern PyTypeObject ForwardType, BackwardType, TimerType, StepType;
+PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
+
+static inline long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* -- StepState fields ------------------------------------------------------------------------------ */
+static inline PyObject *get_field(PyObject *st, int f) { /* new reference; NULL with an exception */
+    if (Py_TYPE(st) == g_step_type) {
+        PyObject *v = *(PyObject **)((char *)st + g_offset[f]);
+        if (v != NULL) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(st, s_field[f]);
+}
+
+static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
+    if (Py_TYPE(st) == g_step_type) {
+        PyObject **slot = (PyObject **)((char *)st + g_offset[f]);
+        Py_XSETREF(*slot, Py_NewRef(v));
+        return 0;
+    }
+    return PyObject_SetAttr(st, s_field[f], v);
+}
+
+/* -- numbers: a C long long while exact ints fit, a Python object otherwise ------------------------------ */
+typedef struct {
+    long long v;
+    PyObject *o; /* NULL: v is the value; else a new reference to it */
+} Num;
+
+static inline PyObject *num_obj(Num *n) { /* new reference */
+    return n->o != NULL ? Py_NewRef(n->o) : PyLong_FromLongLong(n->v);
+}
+
+static inline int num_from(PyObject *o, Num *out) { /* o borrowed */
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow) {
+            out->v = v;
+            out->o = NULL;
+            return 0;
+        }
+    }
+    out->o = Py_NewRef(o);
+    return 0;
+}
+
+/* a + b (op '+') or a - b (op '-'), each borrowed; *out a new Num */
+static inline int num_op(Num *a, Num *b, char op, Num *out) {
+    if (a->o == NULL && b->o == NULL) {
+        long long r;
+        int overflow = op == '+' ? __builtin_add_overflow(a->v, b->v, &r) : __builtin_sub_overflow(a->v, b->v, &r);
+        if (!overflow) {
+            out->v = r;
+            out->o = NULL;
+            return 0;
+        }
+    }
+    PyObject *x = num_obj(a), *y = x ? num_obj(b) : NULL, *r = NULL;
+    if (y != NULL) r = op == '+' ? PyNumber_Add(x, y) : PyNumber_Subtract(x, y);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    if (r == NULL) return -1;
+    out->o = r;
+    return 0;
+}
+
+static void num_clear(Num *n) { Py_CLEAR(n->o); }
+
+/* a > b as Python compares them: 1, 0 or -1 */
+static inline int num_gt(Num *a, Num *b) {
+    if (a->o == NULL && b->o == NULL) return a->v > b->v;
+    PyObject *x = num_obj(a), *y = x ? num_obj(b) : NULL;
+    int r = y != NULL ? PyObject_RichCompareBool(x, y, Py_GT) : -1;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return r;
+}
+
+/* st.data_wait + st.forward + st.backward + st.optimizer + st.comm, in that order */
+static inline int attributed(PyObject *st, Num *out) {
+    PyObject *v[5] = {NULL};
+    int rc = -1;
+    for (int i = 0; i < 5; i++) {
+        if ((v[i] = get_field(st, F_DATA_WAIT + i)) == NULL) goto done;
+    }
+    Num acc;
+    num_from(v[0], &acc);
+    for (int i = 1; i < 5; i++) {
+        Num x, r = {0, NULL};
+        num_from(v[i], &x);
+        int e = num_op(&acc, &x, '+', &r);
+        num_clear(&x);
+        num_clear(&acc);
+        if (e < 0) goto done;
+        acc = r;
+    }
+    *out = acc;
+    rc = 0;
+done:
+    for (int i = 0; i < 5; i++) Py_XDECREF(v[i]);
+    return rc;
+}
+
+/* t1 - t0 - nested, where nested = attributed(st0) - a0 (+ attributed(st) when the step changed); *d new */
+static inline int own_time(PyObject *st0, Num *a0, PyObject *st, long long t0, long long t1, Num *d) {
+    Num n0, nested, wall = {t1 - t0, NULL};
+    if (attributed(st0, &n0) < 0) return -1;
+    int e = num_op(&n0, a0, '-', &nested);
+    num_clear(&n0);
+    if (e < 0) return -1;
+    if (st != st0) {
+        Num n1, sum;
+        if (attributed(st, &n1) < 0) {
+            num_clear(&nested);
+            return -1;
+        }
+        e = num_op(&nested, &n1, '+', &sum);
+        num_clear(&n1);
+        num_clear(&nested);
+        if (e < 0) return -1;
+        nested = sum;
+    }
+    e = num_op(&wall, &nested, '-', d);
+    num_clear(&nested);
+    return e;
+}
+
+/* st.<field> += d when d > 0 (the Python hooks' "if t1 - t0 > nested: st.f += t1 - t0 - nested") */
+static inline int add_positive(PyObject *st, int f, Num *d) {
+    Num zero = {0, NULL};
+    int gt = num_gt(d, &zero);
+    if (gt <= 0) return gt;
+    PyObject *cur = get_field(st, f);
+    if (cur == NULL) return -1;
+    PyObject *r;
+    if (PyLong_CheckExact(cur) && d->o == NULL) {
+        Num c, s;
+        num_from(cur, &c);
+        if (num_op(&c, d, '+', &s) < 0) {
+            num_clear(&c);
+            Py_DECREF(cur);
+            return -1;
+        }
+        num_clear(&c);
+        r = num_obj(&s);
+        num_clear(&s);
+    } else {
+        PyObject *x = num_obj(d);
+        r = x ? PyNumber_InPlaceAdd(cur, x) : NULL;
+        Py_XDECREF(x);
+    }
+    Py_DECREF(cur);
+    if (r == NULL) return -1;
+    int e = set_field(st, f, r);
+    Py_DECREF(r);
+    return e;
+}
+
+/* The pending exception, if an Exception, reported through session.warn_once(key, f"{prefix} ({e})") and
+ * cleared: 0. Anything else (a BaseException, or warn_once failing): -1 with it set. */
+static inline int warn_caught(PyObject *session, PyObject *key, const char *prefix) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    PyObject *text = ev != NULL ? PyUnicode_FromFormat("%s (%S)", prefix, ev) : NULL;
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    if (text == NULL) return -1;
+    PyObject *r = PyObject_CallMethodObjArgs(session, s_warn_once, key, text, NULL);
+    Py_DECREF(text);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static inline int is_none_attr(PyObject *o, PyObject *name) { /* o.name is None: 1, 0 or -1 */
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    int r = v == Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+static inline int attr_true(PyObject *o, PyObject *name) { /* truth of o.name; -1 on error */
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+
+#endif
