@@ -334,6 +334,10 @@ def _per_rank(ws: list[dict[str, Any]], table_bytes: int) -> str:
     return f"{first:.2f}, {max(w['later_rank_growth'] for w in ws) / table_bytes:.2f}"
 
 
+def _executor_name(row: dict[str, Any]) -> str:
+    return "local pool" if row["executor"] == "local" else "Dask LocalCluster"
+
+
 def _mbs(ws: list[dict[str, Any]], key: str) -> str:
     return " / ".join(f"{w[key] / 2**20:.1f}" for w in ws)
 
@@ -350,7 +354,7 @@ def kinds_table(rows: list[dict[str, Any]]) -> str:
         ws, t = r["workers"], r["table_bytes"]
         if not all("anon_growth" in w for w in ws):
             continue
-        where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
+        where = _executor_name(r)
         left = " / ".join(f"{w['first_anon_left'] / 2**20:.1f}, {w['first_file_faulted'] / 2**20:.1f}" for w in ws)
         lines.append(f"| {r['set_ranks']} | {where} | {t / 2**20:.1f} | {_mbs(ws, 'growth')} | "
                      f"{max(w['growth'] for w in ws) / t:.2f} | {_mbs(ws, 'anon_growth')} | "
@@ -368,7 +372,7 @@ def table(rows: list[dict[str, Any]], workers: int) -> str:
     for r in rows:
         ws, t = r["workers"], r["table_bytes"]
         g = max(w["growth"] for w in ws)
-        where = "local pool" if r["executor"] == "local" else "Dask LocalCluster"
+        where = _executor_name(r)
         lines.append(f"| {r['set_ranks']} | {r['events']:,} | {where} | {r['wall_s']:.1f} ({r['startup_s']:.1f}) | "
                      f"{r['wall_s'] * workers / r['set_ranks']:.2f} | {_cpu(r)} | {r['load']:.1f} | "
                      f"{_mb(r['client_peak'])} | "

@@ -145,12 +145,18 @@ def profiled_pair_store(tmp_path_factory: pytest.TempPathFactory, profiled_store
     return built_once(tmp_path_factory, "profiled_pair", build) / "store"
 
 
-def _observe_tiny3(folder: Path) -> None:
+def record_tiny(folder: Path, steps: int, *opts: str) -> None:
+    """One completed real run of `stepscope run --quiet --sample-interval 0.2 OPTS -- python tiny_train.py --steps
+    STEPS` into the store ``folder/store`` (run from ``folder``, the user's store settings left out)."""
     env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
     proc = subprocess.run(stepscope_cmd("run", "--store", str(folder / "store"), "--quiet", "--sample-interval", "0.2",
-                                        "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", "3"),
+                                        *opts, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", str(steps)),
                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _observe_tiny3(folder: Path) -> None:
+    record_tiny(folder, 3)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import PY, SCRIPTS, built_once, load, stepscope_cmd
+from tests.conftest import PY, SCRIPTS, built_once, load, record_tiny, stepscope_cmd
 
 
 def test_child_sees_its_own_help_and_output_passes_through(cli, store):
@@ -122,13 +122,8 @@ def test_failing_hook_and_sampler_warn_once_and_training_goes_on(observed, store
 
 
 def _record_two(folder: Path) -> None:
-    store = folder / "store"
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
-    for name, steps in (("first", "9"), ("second", "4")):
-        r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2", "--name",
-                                         name, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", steps),
-                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
-        assert r.returncode == 0, r.stderr[-3000:]
+    for name, steps in (("first", 9), ("second", 4)):
+        record_tiny(folder, steps, "--name", name)
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PY, SCRIPTS, built_once, load, stepscope_cmd
+from tests.conftest import built_once, load, record_tiny
 
 
 def _record(folder: Path) -> None:
-    store = folder / "store"
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPSCOPE_HOME", "STEPSCOPE_DB")}
-    for name, steps, opts in (("plain", "3", ()), ("profiled", "14", ("--profile-steps", "3"))):
-        r = subprocess.run(stepscope_cmd("run", "--store", str(store), "--quiet", "--sample-interval", "0.2", "--name",
-                                         name, *opts, "--", PY, str(SCRIPTS / "tiny_train.py"), "--steps", steps),
-                           capture_output=True, text=True, timeout=180, env=env, cwd=folder)
-        assert r.returncode == 0, r.stderr[-3000:]
+    for name, steps, opts in (("plain", 3, ()), ("profiled", 14, ("--profile-steps", "3"))):
+        record_tiny(folder, steps, "--name", name, *opts)
 
 
 @pytest.fixture(scope="module")

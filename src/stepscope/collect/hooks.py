@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from stepscope.collect.options import ENV_DATABENCH
@@ -122,7 +123,6 @@ def _install_optimizer_hooks(session: Session) -> None:
 
     perf = time.perf_counter_ns
     fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
-    marker: Any = None
     depth = 0
     adopted: set[int] = set()
     """ids of the optimizers whose models are watched already (ModuleWatch.adopt is asked once each)"""
@@ -131,22 +131,24 @@ def _install_optimizer_hooks(session: Session) -> None:
 
     def rest(opt: Any, t1: int) -> None:
         """A step of an optimizer other than the marker: the first one marks; each new one's models watched
-        (the compiled timer calls it; the Python timer below has it written out)."""
+        (the uncommon branch of both timers, compiled and Python)."""
         watch = _WATCH.get("modules")
-        if timer.marker is None:
-            timer.marker = opt
+        if marks.marker is None:
+            marks.marker = opt
             if watch is not None:
                 watch.finish(opt)
-                watch.adopt(opt)
+                watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
             adopted.add(id(opt))
             session.mark_step(t1, source="optimizer")
         elif id(opt) not in adopted:
             adopted.add(id(opt))
             if watch is not None:
-                watch.adopt(opt)
+                watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
 
     compiled = use_compiled()
     timer: Any = compiled.OptimizerTimer(session, _NAN, fault, rest) if compiled is not None else None
+    marks: Any = timer if timer is not None else SimpleNamespace(marker=None)
+    """Holds ``marker``, the optimizer whose steps mark steps (the first to step)."""
 
     def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
         if timer is not None:  # the compiled timer (_hooks.OptimizerStep), the same semantics as step below
@@ -154,7 +156,7 @@ def _install_optimizer_hooks(session: Session) -> None:
             return wrapped_step
 
         def step(*args: Any, **kwargs: Any) -> Any:
-            nonlocal depth, marker
+            nonlocal depth
             if depth:  # a step inside a step (a subclass's super().step(), ZeRO's inner optimizer): timed once
                 depth += 1
                 try:
@@ -187,7 +189,7 @@ def _install_optimizer_hooks(session: Session) -> None:
                 if own > 0:
                     st.optimizer += own
                 opt = args[0]
-                if opt is marker:
+                if opt is marks.marker:
                     if session.step_source == "optimizer" and session.active and not session.extras:
                         # Session.mark_step's common case written out (a training step, no per-step
                         # collector left): one row appended, one new StepState; keep the two in step
@@ -206,18 +208,7 @@ def _install_optimizer_hooks(session: Session) -> None:
                     else:
                         session.mark_step(t1, source="optimizer")
                     return out
-                watch = _WATCH.get("modules")
-                if marker is None:
-                    marker = opt
-                    if watch is not None:
-                        watch.finish(opt)
-                        watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
-                    adopted.add(id(opt))
-                    session.mark_step(t1, source="optimizer")
-                elif id(opt) not in adopted:
-                    adopted.add(id(opt))
-                    if watch is not None:
-                        watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
+                rest(opt, t1)
             except Exception as e:
                 session.warn_once("optimizer", f"step marking failed ({e})")
             return out

@@ -474,24 +474,16 @@ def _callback_class() -> type:
             self._guard("train-batch-begin", go)
 
         def _plain_begin(self, t: int, batch: int, s: Session) -> None:
-            """``on_train_batch_begin`` in the common case, written out: the pending step is the previous batch,
-            a full one, and nothing else runs at step ends (no per-step collector). The same row as
-            ``_end_train`` then ``Session.mark_step`` write (keep the three in step), with fewer calls and
-            objects: this runs right after a TensorFlow step, when caches are cold and every line touched costs
-            (docs/frameworks.md, "Overhead")."""
+            """``on_train_batch_begin`` in the common case: the pending step is the previous batch, a full one,
+            and nothing else runs at step ends (no per-step collector). The step is ended by ``Session.mark_step``
+            as ``_end_train`` ends it, without ``_end_train``'s lookups, closures and helper calls: this runs right
+            after a TensorFlow step, when caches are cold and every line touched costs (docs/frameworks.md,
+            "Overhead")."""
             try:
                 samples, partial, metered = self.plain  # type: ignore[misc]
-                st, o, epoch, index = s.step, s.options, self.epoch, s.step_index
-                s.buffers.step_rows.append((
-                    index, t if st.start is None else st.start, t,
-                    samples if o.samples_per_step is None else o.samples_per_step,
-                    (st.tokens or NOT_MEASURED) if o.tokens_per_step is None else o.tokens_per_step,
-                    NOT_MEASURED, st.forward or NOT_MEASURED, st.backward or NOT_MEASURED,
-                    st.optimizer or NOT_MEASURED, st.comm or NOT_MEASURED, epoch, 0))
-                s.step_index = index + 1
-                if epoch >= 0:
-                    s.epoch = epoch
-                s.step = StepState(t, s.epoch)
+                st, index = s.step, s.step_index
+                st.samples, st.fetched, st.data_wait, st.epoch = samples, True, NOT_MEASURED, self.epoch
+                s.mark_step(t, source=FIT_SOURCE)
                 self.pending = batch
                 self.next_plain = batch + 1 if batch != partial else -1
                 if metered:
