@@ -50,8 +50,9 @@ def waited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[float]]:
 
 @pytest.fixture(scope="module")
 def hidden(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Prefetch on and 100 ms of other work per step: the pipeline prepares each batch while the step works."""
-    return _run(tmp_path_factory.mktemp("hidden"), "--prefetch", "--step-sleep", "0.1")[0]
+    """Prefetch on and 200 ms of other work per step: the pipeline prepares each batch while the step works
+    (three times the map's 60 ms, so that a loaded machine that wakes the prefetch thread late still hides it)."""
+    return _run(tmp_path_factory.mktemp("hidden"), "--prefetch", "--step-sleep", "0.2")[0]
 
 
 def test_data_wait_is_the_injected_delay(waited: tuple[Any, list[float]]) -> None:
@@ -72,7 +73,7 @@ def test_a_hidden_pipeline_waits_near_zero(hidden: Any) -> None:
     first = np.r_[True, steps["epoch"][1:] != steps["epoch"][:-1]]
     # an epoch's first batch has nothing prefetched yet: the step waits for the map
     assert np.all(wait[first] >= 0.95 * SLEEP_S * 1e9), wait
-    # the others were prepared during the previous step's 100 ms: well under the 60 ms the map takes
+    # the others were prepared during the previous step's 200 ms: well under the 60 ms the map takes
     assert np.all(wait[~first] < 0.25 * SLEEP_S * 1e9), wait
 
 
