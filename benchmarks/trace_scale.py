@@ -1,13 +1,17 @@
 """Trace sets of many ranks: the local process pool vs a Dask LocalCluster, wall time and peak memory.
 
     .venv/bin/python benchmarks/trace_scale.py [--ranks 16 64 256] [--events 100000] [--workers 2]
-        [--executors local dask] [--small] [--workdir DIR] [--json FILE] [--table FILE]
+        [--executors local dask] [--small] [--workdir DIR] [--discard] [--json FILE] [--table FILE]
 
 Each rank is the A100 NCCL fixture (tests/data/traces/a100_2rank_nccl, 27k complete events) repeated
 with shifted timestamps, ids and step numbers until it holds at least --events complete events
 (--small: 5,000, for a quick run; below 27k, the fixture's first --events complete events). The ranks
 of a set share those events and differ in their ``distributedInfo`` rank; each file is a multi-member
-gzip (header + the shared, compressed-once events + trailer), so building 256 ranks costs a file copy each.
+gzip (header + the shared, compressed-once events + trailer), so building 256 ranks costs a file copy each, and
+the set takes a rank's compressed size per rank on disk (673,325 events: 200.7 MB of JSON, 24.6 MB compressed;
+256 such ranks 6.3 GB). They cannot share one file through hard links: a rank is taken from its file's content
+(``distributedInfo``) first, and files claiming the same rank are reported as duplicates, not analysed.
+``--discard`` deletes each set once it is measured.
 
 Every (set, executor) pair runs in a fresh child process, which maps over the ranks, on the executor, the
 job ``stepscope trace analyze`` runs (``stepscope.executor.rankjob.run_rank``: read the rank, analyse it,
@@ -40,6 +44,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,7 +95,8 @@ def _repeated_events(min_events: int) -> tuple[bytes, int, dict[str, Any]]:
 
 
 def build_set(folder: Path, ranks: int, min_events: int) -> int:
-    """``ranks`` files in ``folder`` (reused when already there); returns the complete events per rank."""
+    """``ranks`` files in ``folder`` (reused when already there); returns the complete events per rank. The
+    bytes of one rank's JSON (uncompressed) go to ``json_bytes.txt`` beside them (:func:`json_bytes`)."""
     stamp = folder / "events.txt"
     if stamp.exists() and len(list(folder.glob("rank*.json.gz"))) == ranks:
         return int(stamp.read_text())
@@ -102,8 +108,21 @@ def build_set(folder: Path, ranks: int, min_events: int) -> int:
         head = {**header, "distributedInfo": {**header["distributedInfo"], "rank": r, "world_size": ranks}}
         prefix = orjson.dumps(head)[:-1] + b',"traceEvents":['
         (folder / f"rank{r}.json.gz").write_bytes(gzip.compress(prefix) + events_gz + tail)
+        if r == 0:
+            (folder / "json_bytes.txt").write_text(str(len(prefix) + len(body) + 2))
     stamp.write_text(str(n))
     return n
+
+
+def json_bytes(folder: Path) -> int | None:
+    """The uncompressed bytes of a set's first rank (None for a set built before they were recorded)."""
+    f = folder / "json_bytes.txt"
+    return int(f.read_text()) if f.exists() else None
+
+
+def disk_bytes(folder: Path) -> int:
+    """What a set's files take on disk."""
+    return sum(f.stat().st_blocks * 512 for f in folder.iterdir())
 
 
 def _rss_bytes() -> int:
@@ -290,7 +309,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--executors", nargs="+", choices=("local", "dask"), default=["local", "dask"])
     ap.add_argument("--small", action="store_true", help="5,000 events per rank, for a quick run")
-    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="where the sets are built (reused when already there); default: a new temporary folder")
+    ap.add_argument("--discard", action="store_true",
+                    help="delete each set once it is measured (a set of large ranks takes GBs: see above)")
     ap.add_argument("--json", type=Path, default=None, help="append each measurement to this JSON-lines file")
     ap.add_argument("--table", type=Path, default=None, help="print the table of a --json file, run nothing")
     ap.add_argument("--one", nargs=3, metavar=("FOLDER", "EXECUTOR", "WORKERS"), help=argparse.SUPPRESS)
@@ -307,17 +329,22 @@ def main() -> None:
     for n in args.ranks:
         folder = work / f"ranks{n}_events{events}"
         per_rank = build_set(folder, n, events)
+        size, disk = json_bytes(folder), disk_bytes(folder)
+        print(f"{n} ranks x {per_rank:,} events: {(size or 0) / 1e6:,.1f} MB of JSON a rank, "
+              f"{disk / 1e9:.2f} GB on disk in {folder}", file=sys.stderr)
         for executor in args.executors:
             proc = subprocess.run([sys.executable, __file__, "--one", str(folder), executor, str(args.workers)],
                                   capture_output=True, text=True, check=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
-            r.update(set_ranks=n, events=per_rank, executor=executor)
+            r.update(set_ranks=n, events=per_rank, executor=executor, json_bytes=size, disk_bytes=disk)
             rows.append(r)
             print(f"{n} ranks x {per_rank:,} events, {executor}: {r['wall_s']:.1f} s, load {r['load']:.1f}",
                   file=sys.stderr)
             if args.json:
                 with args.json.open("a") as f:
                     f.write(json.dumps(r) + "\n")
+        if args.discard:
+            shutil.rmtree(folder)
     print(table(rows, args.workers))
 
 
@@ -346,17 +373,20 @@ def kinds_table(rows: list[dict[str, Any]]) -> str:
     """Per worker, its growth by kind of memory (MB, over the table): the whole RSS (``worker growth``), anonymous
     memory (what the worker's own data takes: code pages not counted), and anonymous memory plus the pages it
     copied from its parent (what a forked worker adds to the machine's memory); what its first rank left behind."""
-    lines = ["| ranks | executor | one rank's table MB | worker growth (RSS) MB | / table | anonymous growth MB | "
+    lines = ["| ranks | events/rank | JSON MB/rank | executor | one rank's table MB | worker growth (RSS) MB | "
+             "/ table | anonymous growth MB | "
              "/ table | copied from the parent MB | anonymous + copied / table | "
              "left by the first rank MB: anonymous, file-backed | anonymous left after any rank MB |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ws, t = r["workers"], r["table_bytes"]
         if not all("anon_growth" in w for w in ws):
             continue
         where = _executor_name(r)
         left = " / ".join(f"{w['first_anon_left'] / 2**20:.1f}, {w['first_file_faulted'] / 2**20:.1f}" for w in ws)
-        lines.append(f"| {r['set_ranks']} | {where} | {t / 2**20:.1f} | {_mbs(ws, 'growth')} | "
+        size = f"{r['json_bytes'] / 1e6:,.1f}" if r.get("json_bytes") else "—"
+        lines.append(f"| {r['set_ranks']} | {r['events']:,} | {size} | {where} | {t / 2**20:.1f} | "
+                     f"{_mbs(ws, 'growth')} | "
                      f"{max(w['growth'] for w in ws) / t:.2f} | {_mbs(ws, 'anon_growth')} | "
                      f"{max(w['anon_growth'] for w in ws) / t:.2f} | {_mbs(ws, 'copied')} | "
                      f"{max(w['anon_growth'] + max(w['copied'], 0) for w in ws) / t:.2f} | {left} | "
