@@ -116,7 +116,12 @@ def describe(times: dict[str, dict[str, list[float]]], *, block: int, warm: int)
             lines.append(f"    {stat:<5}{p.median_ns / 1e3:+8.1f} µs [{p.low_ns / 1e3:+7.1f}, {p.high_ns / 1e3:+7.1f}]"
                          f" ({p.coverage * 100:.0f}%) = {p.share(p.median_ns) * 100:+.2f}% "
                          f"[{p.share(p.low_ns) * 100:+.2f}%, {p.share(p.high_ns) * 100:+.2f}%]; {note} "
-                         f"(mean {mean / 1e3:+.1f} µs)")
+                         f"(mean {mean / 1e3:+.0f} µs)")
+    if "all" in times:
+        verdicts = "; ".join(f"{stat} {verdict(paired(times['all'][stat], bare[stat]))}" for stat in STATISTICS)
+        lines.append(f"  verdict, all (what `stepscope run` installs in fit) < {TARGET_SHARE * 100:.0f}% of the step: "
+                     f"{verdicts}. (mean: the mean of the differences, no interval: under load it follows the "
+                     "preemptions)")
     if rounds < 6:
         lines.append(f"  ({rounds} rounds: a sign-test interval of 95% needs 6 or more; the coverage is printed)")
     return "\n".join(lines)

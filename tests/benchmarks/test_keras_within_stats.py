@@ -48,3 +48,21 @@ def test_an_arm_equal_to_bare_gives_zero_with_a_zero_width_interval() -> None:
     p = paired(BARE, BARE)
     assert (p.median_ns, p.low_ns, p.high_ns) == (0, 0, 0)
     assert verdict(p) == "met"
+
+
+def test_the_report_judges_all_and_checks_the_known_cost() -> None:
+    from benchmarks.keras_within import describe
+
+    ten = [10 * MS] * 9
+    times = {"bare": {"wall": BARE, "CPU": ten}, "bare again": {"wall": BARE, "CPU": ten},
+             "all": {"wall": _arm([50, 10, 90, 30, 70, 20, 80, 40, 60]),
+                     "CPU": [t + d * US for t, d in zip(ten, [150, 110, 190, 130, 170, 120, 180, 140, 160],
+                                                        strict=True)]},
+             "known 100 µs": {"wall": _arm([100, 90, 130, 95, 105, 110, 85, 120, 101]), "CPU": ten}}
+    text = describe(times, block=1, warm=0)
+    assert "verdict, all (what `stepscope run` installs in fit) < 1% of the step: wall met; CPU NOT met" in text
+    # the known arm's wall differences, sorted 85..130 µs: interval [90, 120] holds 100; its CPU ones are 0
+    lines = text.splitlines()
+    known = lines.index("  known 100 µs:")
+    assert "known 100 µs inside the interval" in lines[known + 1]
+    assert "known 100 µs OUTSIDE the interval" in lines[known + 2]
