@@ -32,7 +32,7 @@ is one of a machine whose cores the step shares.
 step (benchmarks/keras_within.py): an A/A floor below 1% where separate fits' is several %.
 
     python benchmarks/keras_overhead.py [--rounds 15] [--steps 100] [--cost-runs 3] [--arms all,callback,...]
-    python benchmarks/keras_overhead.py --within [--rounds 600] [--block 1] [--warm 0] [--cost-runs 0]
+    python benchmarks/keras_overhead.py --within [--rounds 1500] [--block 1] [--warm 0] [--cost-runs 0]
 """
 
 from __future__ import annotations
@@ -56,11 +56,14 @@ REFERENCE = "bare"
 AA = "bare again"
 PARTS = ("callback", "data-wait stage", "tf.function", "all")
 """The arms beside the two bare ones (module docstring)."""
+WITHIN_ROUNDS = 1500
+"""``--within``: rounds of one step per arm (about 5 minutes here at a load average of 2; the A/A interval was
+about ±1% over 600 rounds at load 2-10, and narrows as one over the square root of the rounds)."""
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=None, help="rounds (default 15; with --within 600)")
+    p.add_argument("--rounds", type=int, default=None, help=f"rounds (default 15; with --within {WITHIN_ROUNDS})")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--arms", default=",".join(PARTS), help=f"comma list of the arms beside bare: {', '.join(PARTS)}")
@@ -72,7 +75,7 @@ def main() -> None:
     p.add_argument("--warm", type=int, default=0, help="--within: untimed steps at each block's start")
     args = p.parse_args()
     if args.within:
-        within(args.rounds or 600, args.block, args.warm, args.hidden, args.seed)
+        within(args.rounds or WITHIN_ROUNDS, args.block, args.warm, args.hidden, args.seed)
         if args.cost_runs > 0:
             hook_cost(args.cost_runs, args.steps, args.hidden)
         return

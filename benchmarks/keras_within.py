@@ -34,7 +34,7 @@ above, else not decided. The median is the typical step's cost: a cost paid on o
 moves it little, so the mean of the differences is printed beside it (no interval: under load its noise is
 heavy-tailed).
 
-    python benchmarks/keras_overhead.py --within [--rounds 600] [--block 1] [--cost-runs 0]
+    python benchmarks/keras_overhead.py --within [--rounds 1500] [--block 1] [--warm 0] [--cost-runs 0]
 """
 
 from __future__ import annotations
