@@ -121,7 +121,8 @@ def describe(times: dict[str, dict[str, list[float]]], *, block: int, warm: int)
         verdicts = "; ".join(f"{stat} {verdict(paired(times['all'][stat], bare[stat]))}" for stat in STATISTICS)
         lines.append(f"  verdict, all (what `stepscope run` installs in fit) < {TARGET_SHARE * 100:.0f}% of the step: "
                      f"{verdicts}. (mean: the mean of the differences, no interval: under load it follows the "
-                     "preemptions)")
+                     "preemptions. The intervals are this run's: between runs an arm has moved by more, so take "
+                     "2-3 runs)")
     if rounds < 6:
         lines.append(f"  ({rounds} rounds: a sign-test interval of 95% needs 6 or more; the coverage is printed)")
     return "\n".join(lines)
