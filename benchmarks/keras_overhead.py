@@ -28,7 +28,11 @@ noise floor, part by part, and the hooks' own work, timed.
 The load average (1 min) is printed at the start and the end: a figure taken at load above the core count
 is one of a machine whose cores the step shares.
 
+``--within`` replaces part 1 by the arms paired within one process and one compiled train function, step by
+step (benchmarks/keras_within.py): an A/A floor below 1% where separate fits' is several %.
+
     python benchmarks/keras_overhead.py [--rounds 15] [--steps 100] [--cost-runs 3] [--arms all,callback,...]
+    python benchmarks/keras_overhead.py --within [--rounds 1500] [--block 1] [--warm 0] [--cost-runs 0]
 """
 
 from __future__ import annotations
@@ -52,27 +56,55 @@ REFERENCE = "bare"
 AA = "bare again"
 PARTS = ("callback", "data-wait stage", "tf.function", "all")
 """The arms beside the two bare ones (module docstring)."""
+WITHIN_ROUNDS = 1500
+"""``--within``: rounds of one step per arm (about 5 minutes here at a load average of 2; the A/A interval was
+about ±1% over 600 rounds at load 2-10, and narrows as one over the square root of the rounds)."""
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--rounds", type=int, default=None, help=f"rounds (default 15; with --within {WITHIN_ROUNDS})")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--arms", default=",".join(PARTS), help=f"comma list of the arms beside bare: {', '.join(PARTS)}")
     p.add_argument("--seed", type=int, default=0, help="seed of each round's order of the arms")
     p.add_argument("--cost-runs", type=int, default=3, help="runs of the in-process hook timing (0: none)")
+    p.add_argument("--within", action="store_true", help="instead of the separate fits of part 1: the arms paired "
+                   "within one process and one compiled train function (benchmarks/keras_within.py)")
+    p.add_argument("--block", type=int, default=1, help="--within: timed steps per block (and --warm untimed)")
+    p.add_argument("--warm", type=int, default=0, help="--within: untimed steps at each block's start")
     args = p.parse_args()
+    if args.within:
+        within(args.rounds or WITHIN_ROUNDS, args.block, args.warm, args.hidden, args.seed)
+        if args.cost_runs > 0:
+            hook_cost(args.cost_runs, args.steps, args.hidden)
+        return
     arms = [a for a in args.arms.split(",") if a]
     unknown = sorted(set(arms) - set(PARTS))
     if unknown:
         raise SystemExit(f"unknown arm(s) {', '.join(unknown)}: expected some of {', '.join(PARTS)}")
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)", flush=True)
-    times = paired_fits(arms, rounds=args.rounds, steps=args.steps, hidden=args.hidden, seed=args.seed)
+    times = paired_fits(arms, rounds=args.rounds or 15, steps=args.steps, hidden=args.hidden, seed=args.seed)
     print(describe_pairs(times, steps=args.steps))
     print(f"load average (1 min) at end of the pairs: {os.getloadavg()[0]:.2f}", flush=True)
     if args.cost_runs > 0:
         hook_cost(args.cost_runs, args.steps, args.hidden)
+
+
+def within(rounds: int, block: int, warm: int, hidden: int, seed: int) -> None:
+    """The arms paired within one process (benchmarks/keras_within.py), with the load before and after."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from benchmarks.keras_within import ARMS, describe, measure
+
+    print(f"load average (1 min) at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores); "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC", flush=True)
+    times = measure(ARMS, rounds=rounds, block=block, warm=warm, hidden=hidden, seed=seed,
+                    progress=lambda s: print(s, flush=True))
+    print(describe(times, block=block, warm=warm))
+    print(f"load average (1 min) at end: {os.getloadavg()[0]:.2f}; {time.strftime('%H:%M:%S', time.gmtime())} UTC",
+          flush=True)
 
 
 def paired_fits(arms: list[str], *, rounds: int, steps: int, hidden: int,

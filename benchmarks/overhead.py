@@ -21,10 +21,12 @@ With TensorFlow and Keras installed, the same interleaved rounds for a Keras ``f
 pair) and under `stepscope run` (the zero-code Keras / TensorFlow hooks); each ratio (over the same round's bare)
 printed as the median over rounds with its sign-test interval; then one more run under `stepscope run` times
 the hooks' own work in-process (µs and share of the step; kept out of the pairs, since its timers add to the
-steps they time). Per-part figures in one process: benchmarks/keras_overhead.py.
+steps they time); then the arms paired within one process and one compiled train function, whose noise floor
+is below 1% where separate runs' is not (benchmarks/keras_within.py, ``--within-rounds``, 0: left out).
+Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
-        [--no-tools] [--no-scripts]
+        [--no-tools] [--no-scripts] [--within-rounds 1500]
 """
 
 from __future__ import annotations
@@ -206,6 +208,21 @@ def print_keras_pairs(keras: dict[str, list[float]], steps: int, rounds: int) ->
     print("  target: stepscope < 1.01; an interval that spans the A/A one does not resolve it")
 
 
+WITHIN_ROUNDS = 1500
+"""Rounds of benchmarks/keras_within.py that overhead.py runs by default (one ~10 ms step per arm each: about
+5 minutes here at a load average of 2)."""
+
+
+def print_keras_within(rounds: int, hidden: int) -> None:
+    """The Keras arms paired within one process and one compiled train function (benchmarks/keras_within.py),
+    run as ``keras_overhead.py --within`` in a process of its own; its report as it prints it."""
+    print(f"\nKeras fit's step, the arms paired within one process (keras_overhead.py --within --rounds {rounds})",
+          flush=True)
+    out = subprocess.run([sys.executable, str(HERE / "keras_overhead.py"), "--within", "--rounds", str(rounds),
+                          "--hidden", str(hidden), "--cost-runs", "0"], capture_output=True, text=True, check=True)
+    print("\n".join(ln for ln in out.stdout.splitlines() if not ln.startswith("round ")))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=5)
@@ -214,6 +231,8 @@ def main() -> None:
     p.add_argument("--keras-steps", type=int, default=150, help="steps of the Keras fit (TensorFlow pairs)")
     p.add_argument("--only-keras", action="store_true", help="only the Keras / TensorFlow pairs")
     p.add_argument("--no-keras", action="store_true", help="leave out the Keras / TensorFlow pairs")
+    p.add_argument("--within-rounds", type=int, default=WITHIN_ROUNDS,
+                   help="rounds of the Keras arms paired within one process (keras_overhead.py --within; 0: none)")
     p.add_argument("--no-tools", action="store_true", help="leave out the 10 ms loop under the four tools")
     p.add_argument("--no-scripts", action="store_true", help="leave out the issue-20 scripts' pairs")
     args = p.parse_args()
@@ -244,6 +263,8 @@ def main() -> None:
 
         cost, step_ns = KERAS_HOOK_COSTS[-1]
         print("one more run under `stepscope run`: " + describe_hook_cost(cost, step_ns))
+        if args.within_rounds > 0:
+            print_keras_within(args.within_rounds, args.hidden)
     if args.only_keras:
         return
     if modes:
