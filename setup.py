@@ -21,7 +21,8 @@ setup(ext_modules=[
     Extension("stepscope.collect._region", ["src/stepscope/collect/_region.c"],
               extra_compile_args=_FLAGS, optional=True),
     Extension("stepscope.collect._hooks", ["src/stepscope/collect/_hooks.c", "src/stepscope/collect/_hooks_phases.c",
-                                            "src/stepscope/collect/_hooks_optimizer.c"],
+                                            "src/stepscope/collect/_hooks_optimizer.c",
+                                            "src/stepscope/collect/_hooks_loader.c"],
               depends=["src/stepscope/collect/_hooks.h"],
               extra_compile_args=_FLAGS, optional=True),
 ])

@@ -102,14 +102,15 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_optimizer_key, "optimizer");
     INTERN(s_source, "source");
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
-        PyType_Ready(&StepType) < 0)
+        PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "ForwardHooks", (PyObject *)&ForwardType) < 0 ||
         PyModule_AddObjectRef(m, "Backward", (PyObject *)&BackwardType) < 0 ||
         PyModule_AddObjectRef(m, "OptimizerTimer", (PyObject *)&TimerType) < 0 ||
-        PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0) {
+        PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0 ||
+        PyModule_AddObjectRef(m, "LoaderNext", (PyObject *)&LoaderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
