@@ -19,6 +19,7 @@ class Backward:
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 class LoaderNext:
+    orig_next: Callable[[Any], Any]
     __wrapped__: Callable[..., Any]
     def __init__(self, session: Any, orig: Callable[..., Any], tensor_type: type,
                  batch_size: Callable[[Any], float | None], batch_tokens: Callable[[Any], float | None],

@@ -291,6 +291,7 @@ static PyGetSetDef Loader_getset[] = {
 };
 
 static PyMemberDef Loader_members[] = {
+    {"orig_next", T_OBJECT_EX, offsetof(Loader, orig), 0, "the __next__ called (torch's; the Python body's orig_next)"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Loader, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
