@@ -5,8 +5,8 @@ pure-Python counterpart:
 - ``stepscope.traces._kineto_reader``: the trace reader (else the Python reader; docs/traces.md,
   "The compiled reader");
 - ``stepscope.collect._region``: ``region()`` (else ``PyRegion``; docs/api.md, "Regions");
-- ``stepscope.collect._hooks``: the forward and backward hook bodies (else the Python ones; docs/metrics.md,
-  "Overhead")."""
+- ``stepscope.collect._hooks``: the hook bodies of the DataLoader, forward, backward and optimizer hooks (else
+  the Python ones; docs/metrics.md, "Overhead")."""
 
 import sys
 
