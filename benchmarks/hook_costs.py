@@ -23,9 +23,10 @@ machine), the load average printed beside them:
    rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
    model's pre + post hook and torch's slow ``Module.__call__`` path with them; ``backward``; ``loader``;
    ``optimizer``; ``-PART-PART`` leaves out several), each optionally ``:py`` or ``:c`` (the Python or the
-   compiled hook bodies, collect/_hooks.c). Printed: each arm minus bare, what each left-out part costs (all
-   minus the arm) and, for a ``:c`` arm beside its ``:py`` twin, what the compiled bodies save; paired by
-   round, sign-test intervals.
+   compiled hook bodies, collect/_hooks.c), ``:c^PART`` the compiled ones but PART's Python body. Printed: each
+   arm minus bare, what each left-out part costs (all minus the arm), for a ``:c`` arm beside its ``:py`` twin
+   what the compiled bodies save, and for a ``:c^PART`` arm beside its ``:c`` twin what PART's compiled body
+   saves; paired by round, sign-test intervals.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -38,6 +39,7 @@ machine), the load average printed beside them:
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
                                     [--only-hooks | --only-steps | --attribute [ARMS]]
     python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
+    python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
 """
 
 from __future__ import annotations
@@ -340,20 +342,23 @@ model's pre + post hook, torch's slow ``Module.__call__`` path with them). ``all
 ``-part:py`` ...): the Python or the compiled hook bodies (collect/_hooks.c), whatever the default."""
 
 
-def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None]:
-    """(parts left out, or None for no hook at all; "py", "c" or None for the default hook bodies)."""
+def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None, tuple[str, ...]]:
+    """(parts left out, or None for no hook at all; "py", "c" or None for the default hook bodies; the parts
+    installed with their Python bodies whatever the rest use: ``:c^loader``)."""
     name, _, impl = arm.partition(":")
-    if impl not in ("", "py", "c"):
-        raise SystemExit(f"arm {arm!r}: the implementation after ':' is py or c")
+    impl, _, py = impl.partition("^")
+    py_parts = tuple(py.split("^")) if py else ()
+    if impl not in ("", "py", "c") or any(x not in STEP_HOOKS for x in py_parts):
+        raise SystemExit(f"arm {arm!r}: the implementation after ':' is py or c, then ^PART for a part's Python body")
     if name == "bare":
-        return None, None
+        return None, None, ()
     if name == "all":
-        return (), impl or None
+        return (), impl or None, py_parts
     left = tuple(name.removeprefix("-").split("-")) if name.startswith("-") else ()
     if not left or any(x not in STEP_HOOKS for x in left):
         raise SystemExit(f"unknown arm {arm!r}: bare, all or -PART[-PART] (PART: {', '.join(STEP_HOOKS)}), "
                          "then :py or :c")
-    return left, impl or None
+    return left, impl or None, py_parts
 
 
 def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tuple[str, ...],
@@ -383,11 +388,11 @@ def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tup
             for i in range(rounds):
                 k = i % len(arms)
                 for arm in arms[k:] + arms[:k]:
-                    left, impl = specs[arm]
+                    left, impl, py_parts = specs[arm]
                     hooks.remove_all()
                     if left is not None:
                         with _hook_impl(impl):
-                            install_step_hooks(s, p, left)
+                            install_step_hooks(s, p, left, py_parts)
                     ts = _block(p, n, warm)
                     r["mean"][arm].append(sum(ts) / n / 1e3)
                     r["med"][arm].append(_median([t / 1e3 for t in ts]))
@@ -439,13 +444,16 @@ def print_attribution(res: dict[str, dict[str, Any]]) -> None:
             py = arm.removesuffix(":c") + ":py"
             if arm.endswith(":c") and py in arms:
                 cols.append((f"{py} - this (C saves)", _paired(r, py, arm)))
+            if "^" in arm and arm.split("^")[0] in arms:
+                cols.append((f"this - {arm.split('^')[0]} (the compiled part saves)",
+                             _paired(r, arm, arm.split("^")[0])))
             text = "   ".join(f"{label} {m:+6.1f} ({lo:+.1f} to {hi:+.1f}) / {mm:+6.1f} ({mlo:+.1f} to {mhi:+.1f})"
                                for label, (m, lo, hi, mm, mlo, mhi) in cols)
             print(f"  {arm:<24}{text}")
     print("  µs of training-thread CPU per step: median over rounds of the paired difference of block means,\n"
           "  then of block medians, each with its sign-test interval (>= 95%). Arms: bare = no hook; all = the\n"
           "  per-step hooks (loader, forward pre + post, backward, optimizer); -PART = all but PART; :py / :c =\n"
-          "  the Python / compiled hook bodies.")
+          "  the Python / compiled hook bodies; :c^PART = the compiled ones but PART's Python body.")
 
 
 def _paired(r: dict[str, Any], a: str, b: str) -> tuple[float, float, float, float, float, float]:
@@ -466,10 +474,12 @@ STEP_HOOKS = ("loader", "forward", "backward", "optimizer")
 """The hooks that run every step, each a part that an attribution arm can leave out."""
 
 
-def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ...] = ()) -> None:
+def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ...] = (),
+                       python_parts: tuple[str, ...] = ()) -> None:
     """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them.
     ``leave_out``: parts of :data:`STEP_HOOKS` removed again after two steps of ``parts`` (the first step finds
-    the model, which needs the optimizer's timer), the others left as they are."""
+    the model, which needs the optimizer's timer), the others left as they are. ``python_parts``: installed
+    with their Python bodies (``STEPSCOPE_PURE_HOOKS=1``), the others as the environment says."""
     from stepscope.collect import hooks
 
     installs: dict[str, Callable[[], None]] = {
@@ -481,7 +491,8 @@ def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ..
     undo: dict[str, list[Callable[[], None]]] = {}
     for name, install in installs.items():
         n0 = len(hooks._UNDO)
-        install()
+        with _hook_impl("py" if name in python_parts else None):
+            install()
         undo[name] = hooks._UNDO[n0:]
     if not leave_out:
         return

@@ -1,6 +1,7 @@
-"""The compiled hook bodies (collect/_hooks*.c) and the Python ones they follow (modules.py, hooks.py): the same
-real training run under each, its recorded phases checked against sleeps of known length and against each
-other, nested phases, validation steps, samples from the forward input and failing hooks included."""
+"""The compiled hook bodies (collect/_hooks*.c) and the Python ones they follow (modules.py, hooks.py,
+loader.py): the same real training run under each, its recorded phases checked against sleeps of known length
+and against each other, nested phases, validation steps, samples from the forward input, DataLoader epochs,
+peeks, samples, tokens and data wait, and failing hooks included."""
 
 from __future__ import annotations
 
@@ -199,6 +200,73 @@ def test_failing_step_timer_warns_once(tmp_path: Any, monkeypatch: pytest.Monkey
     assert len(load(tmp_path / "s").ranks[0].steps) == 0
 
 
+class SlowItems(torch.utils.data.Dataset):  # type: ignore[misc]
+    """ITEMS items of TOKENS token ids and 3 features, each read in ITEM_S."""
+
+    def __len__(self) -> int:
+        return ITEMS
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        time.sleep(ITEM_S)
+        return {"x": torch.full((3,), float(i)), "input_ids": torch.zeros(TOKENS, dtype=torch.long)}
+
+
+ITEMS = 12
+TOKENS = 5
+ITEM_S = 0.002
+LOADER_BATCH = 4
+
+
+def _train_loader(store: str) -> None:
+    """Two epochs of a DataLoader of dict batches (ITEMS / LOADER_BATCH steps each), each epoch preceded by a
+    peek at the loader through ``it.__next__()`` (the method read from the iterator, not ``next(it)``); then a
+    pass of a one-batch loader, a step of its own."""
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(SlowItems(), batch_size=LOADER_BATCH)
+    one = torch.utils.data.DataLoader(SlowItems(), batch_size=ITEMS)
+    with stepscope.session(name="loader", store=store):
+        for _ in range(2):
+            assert len(iter(loader).__next__()["x"]) == LOADER_BATCH  # a peek: no epoch, its samples not counted
+            for batch in loader:
+                model(batch["x"]).sum().backward()
+                opt.step()
+        for batch in one:
+            model(batch["x"]).sum().backward()
+            opt.step()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_loader_epochs_samples_tokens_data_wait(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    """Each step's epoch, samples (the peeked batch not counted) and tokens from the batches' structure, and a
+    data wait that holds the items' reading (LOADER_BATCH sleeps of ITEM_S) and no more than the step."""
+    _impl(monkeypatch, impl)
+    _train_loader(str(tmp_path / "s"))
+    steps = load(tmp_path / "s").ranks[0].steps
+    per_epoch = ITEMS // LOADER_BATCH
+    assert list(steps["epoch"]) == [0] * per_epoch + [1] * per_epoch + [0]
+    assert list(steps["samples"]) == [float(LOADER_BATCH)] * (2 * per_epoch) + [float(ITEMS)]
+    # the peeked batch's tokens stay on its epoch's first step (only its samples are taken back: first_of_pass)
+    epoch_tokens = [2.0 * LOADER_BATCH * TOKENS] + [float(LOADER_BATCH * TOKENS)] * (per_epoch - 1)
+    assert list(steps["tokens"]) == epoch_tokens * 2 + [float(ITEMS * TOKENS)]
+    wait = steps["data_wait_ns"] / 1e9
+    assert (wait[:-1] >= LOADER_BATCH * ITEM_S).all() and wait[-1] >= ITEMS * ITEM_S, wait
+    assert (steps["data_wait_ns"] <= steps.duration_ns).all()
+
+
+def test_compiled_and_python_loader_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader run under both bodies: the same steps, epochs, samples and tokens."""
+    if not BUILT:
+        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
+    got = {}
+    for impl in ("c", "py"):
+        _impl(monkeypatch, impl)
+        _train_loader(str(tmp_path / impl))
+        got[impl] = load(tmp_path / impl).ranks[0].steps
+    for col in ("epoch", "samples", "tokens", "phase"):
+        assert list(got["c"][col]) == list(got["py"][col]), col
+
+
 def test_compiled_step_state_is_a_step_state() -> None:
     """The StepState the compiled step timer makes without running __init__ has every field __init__ sets,
     equal and of the same type."""
@@ -218,7 +286,10 @@ def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.Mo
     """Built: a session installs the compiled forward hooks, backward wrapper and step timer
     (STEPSCOPE_PURE_HOOKS=1 the Python ones), and removes them at its end. Not built: the Python ones."""
     monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
+    from torch.utils.data import dataloader as dl
+
     orig = torch.autograd.backward
+    orig_next = dl._BaseDataLoaderIter.__next__
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for pure in ("", "1"):
@@ -232,9 +303,11 @@ def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.Mo
             kinds = {type(torch.autograd.backward).__name__, type(getattr(pre, "__self__", None)).__name__,
                      type(getattr(post, "__self__", None)).__name__}
             kinds.add(type(hooks._func_cell(torch.optim.SGD.step).cell_contents).__name__)
-            want = {"Backward", "ForwardHooks", "OptimizerStep"} if compiled else {"function", "NoneType"}
+            kinds.add(type(dl._BaseDataLoaderIter.__dict__["__next__"]).__name__)
+            want = {"Backward", "ForwardHooks", "OptimizerStep", "LoaderNext"} if compiled else {"function", "NoneType"}
             assert kinds == want, kinds
             assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
         assert torch.autograd.backward is orig
+        assert dl._BaseDataLoaderIter.__next__ is orig_next
         assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
     assert (hooks.compiled_hooks() is not None) == BUILT

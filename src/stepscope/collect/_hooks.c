@@ -1,10 +1,11 @@
 /* The compiled hook bodies (stepscope.collect._hooks): the watched models' forward pre- and post-hook
- * (modules.py, ModuleWatch._model_hooks) and the torch.autograd.backward wrapper (hooks.py,
- * _install_backward_hook), with the same semantics as those Python functions, line for line: the same
- * own-time arithmetic (nesting.own_time written out), the same samples from the first tensor argument, the
- * same validation-step mark, the same errors caught and warned about once (session.warn_once), the same
- * errors let through. Issue 20: a real step pays several times the hooks' warm cost, because each Python
- * frame of ours runs with cold caches; a C body touches far fewer cache lines.
+ * (modules.py, ModuleWatch._model_hooks), the torch.autograd.backward wrapper (hooks.py,
+ * _install_backward_hook), the optimizer's step timer and the DataLoader iterators' __next__ (loader.py),
+ * with the same semantics as those Python functions, line for line: the same own-time arithmetic
+ * (nesting.own_time written out), the same samples from the first tensor argument, the same validation-step
+ * mark, the same errors caught and warned about once (session.warn_once), the same errors let through.
+ * Issue 20: a real step pays several times the hooks' warm cost, because each Python frame of ours runs with
+ * cold caches; a C body touches far fewer cache lines.
  *
  * A StepState's fields are read and written through its slots directly when the object is exactly the
  * StepState class given to bind() (else through getattr / setattr). Phase times are summed in C while
@@ -102,14 +103,15 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_optimizer_key, "optimizer");
     INTERN(s_source, "source");
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
-        PyType_Ready(&StepType) < 0)
+        PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "ForwardHooks", (PyObject *)&ForwardType) < 0 ||
         PyModule_AddObjectRef(m, "Backward", (PyObject *)&BackwardType) < 0 ||
         PyModule_AddObjectRef(m, "OptimizerTimer", (PyObject *)&TimerType) < 0 ||
-        PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0) {
+        PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0 ||
+        PyModule_AddObjectRef(m, "LoaderNext", (PyObject *)&LoaderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,6 +1,7 @@
 /* Shared by the compiled hook bodies' files (stepscope.collect._hooks): the StepState fields, the interned
  * names, the number helpers and the own-time arithmetic. _hooks.c holds the module and defines the names;
- * _hooks_phases.c the forward hooks and the backward wrapper; _hooks_optimizer.c the optimizer's step timer. */
+ * _hooks_phases.c the forward hooks and the backward wrapper; _hooks_optimizer.c the optimizer's step timer;
+ * _hooks_loader.c the DataLoader iterators' __next__. */
 #ifndef STEPSCOPE_HOOKS_H
 #define STEPSCOPE_HOOKS_H
 #define PY_SSIZE_T_CLEAN
@@ -20,7 +21,8 @@ extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, 
     *s_step_index, *s_epoch, *s_append, *s_optimizer_key, *g_float_zero, *g_one, *s_source;
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c) for the module (_hooks.c) */
-extern PyTypeObject ForwardType, BackwardType, TimerType, StepType;
+extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType;
+int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 
 static inline long long now_ns(void) {

@@ -1,5 +1,6 @@
 """Stub of the compiled hook bodies (src/stepscope/collect/_hooks.c); their references are the Python hooks in
-modules.py (ModuleWatch._model_hooks) and hooks.py (_py_backward)."""
+modules.py (ModuleWatch._model_hooks), hooks.py (_py_backward, _install_optimizer_hooks) and loader.py
+(install_loader_hooks: __next__)."""
 
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,15 @@ class Backward:
     __wrapped__: Callable[..., Any]
     def __init__(self, session: Any, orig: Callable[..., Any]) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+class LoaderNext:
+    orig_next: Callable[[Any], Any]
+    __wrapped__: Callable[..., Any]
+    def __init__(self, session: Any, orig: Callable[..., Any], tensor_type: type,
+                 batch_size: Callable[[Any], float | None], batch_tokens: Callable[[Any], float | None],
+                 pass_end: Callable[[Any], None], open_epoch: Callable[[Any, int, int], Any],
+                 first_of_pass: Callable[[Any, int, Any, float], None]) -> None: ...
+    def __call__(self, it: Any, /) -> Any: ...
 
 def bind(step_state: type, /) -> None: ...
 def clock_ns() -> int: ...

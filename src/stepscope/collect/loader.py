@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.batch import batch_size, batch_tokens
+from stepscope.collect.hooks import use_compiled
 from stepscope.collect.session import Session
 
 
@@ -57,6 +58,9 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
     first. An iterator abandoned after one batch (the DDP tutorial's ``len(next(iter(loader))[0])``
     peek) is no epoch, and its batch's samples are taken back when a new pass of the same loader starts
     in the same step. Until a pass is confirmed its steps carry the epoch it will get.
+
+    ``__next__`` is the compiled ``_hooks.LoaderNext`` where built (and ``STEPSCOPE_PURE_HOOKS`` is unset), the
+    Python ``__next__`` below (its reference, the same semantics) otherwise.
     """
     from torch import Tensor as tensor
     from torch.utils.data import dataloader as dl
@@ -78,16 +82,36 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         passes[key] = it._stepscope_epoch + 1
         first_batch.pop(key, None)
 
+    # the branches taken once a pass, shared by both __next__ bodies (the Python one below, the compiled one)
+    def pass_end(it: Any) -> None:
+        """The pass ended (StopIteration): a pass that yielded one batch only is confirmed now."""
+        try:
+            if getattr(it, "_stepscope_epoch", 0) is None and getattr(it, "_stepscope_batches", 0) >= 1:
+                confirm(it)  # a one-batch pass
+        except Exception as e:
+            session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
+
+    def open_epoch(it: Any, key: int, nb: int) -> Any:
+        """The epoch of a pass not yet confirmed, at its ``nb``-th batch (its second confirms it)."""
+        if nb >= 2:
+            confirm(it)
+            return it._stepscope_epoch
+        return passes.get(key, 0)
+
+    def first_of_pass(it: Any, key: int, st: Any, n: float) -> None:
+        """A pass's first batch (``n`` samples, counted on ``st``): an earlier pass of the same loader in the
+        same step that yielded one batch only was a peek, not trained on."""
+        prev = first_batch.get(key)
+        if prev is not None and prev[0] != it._stepscope_token and prev[1] is st and st.samples >= prev[2]:
+            st.samples -= prev[2]
+        first_batch[key] = (it._stepscope_token, st, n)
+
     def __next__(self: Any) -> Any:
         t0 = perf()
         try:
             batch = orig_next(self)
         except StopIteration:
-            try:
-                if getattr(self, "_stepscope_epoch", 0) is None and getattr(self, "_stepscope_batches", 0) >= 1:
-                    confirm(self)  # a one-batch pass
-            except Exception as e:
-                session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
+            pass_end(self)
             raise
         t1 = perf()
         s = session
@@ -100,11 +124,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 nb = self._stepscope_batches = self._stepscope_batches + 1
                 epoch = self._stepscope_epoch
                 if epoch is None:
-                    if nb >= 2:
-                        confirm(self)
-                        epoch = self._stepscope_epoch
-                    else:
-                        epoch = passes.get(key, 0)
+                    epoch = open_epoch(self, key, nb)
                 st.epoch = epoch  # the step in progress only: see Session.mark_step
             if s.api_fetch:  # stepscope.steps() times this fetch itself
                 return batch
@@ -114,10 +134,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             t = batch[0] if (type(batch) is list or type(batch) is tuple) and batch else batch
             n = float(t.shape[0]) if type(t) is tensor and t.dim() else batch_size(batch)
             if key is not None and nb == 1:
-                prev = first_batch.get(key)
-                if prev is not None and prev[0] != self._stepscope_token and prev[1] is st and st.samples >= prev[2]:
-                    st.samples -= prev[2]  # the earlier iterator was a peek at the batch, not trained on
-                first_batch[key] = (self._stepscope_token, st, n or 0.0)
+                first_of_pass(self, key, st, n or 0.0)
             # Session.add_fetch written out (the per-batch hot path)
             if st.start is None:
                 st.start = t0
@@ -134,6 +151,12 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         except Exception as e:
             s.warn_once("loader", f"DataLoader timing failed ({e})")
         return batch
+
+    compiled = use_compiled()
+    next_fn: Any = __next__
+    if compiled is not None:  # the same body in C (_hooks.LoaderNext): no Python frame a batch
+        next_fn = compiled.LoaderNext(session, orig_next, tensor, batch_size, batch_tokens, pass_end,
+                                       open_epoch, first_of_pass)
 
     def __iter__(self: Any) -> Any:
         it: Any = orig_iter(self)
@@ -154,7 +177,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
         return it
 
-    it_cls.__next__ = __next__  # type: ignore[method-assign]
+    it_cls.__next__ = next_fn  # type: ignore[method-assign]
     loader_cls.__iter__ = __iter__  # type: ignore[method-assign]
 
     def restore() -> None:

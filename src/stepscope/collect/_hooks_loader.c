@@ -1,0 +1,326 @@
+/* The DataLoader iterators' __next__ wrapper, compiled (stepscope.collect._hooks; shared parts in _hooks.h).
+ * Its reference is the Python __next__ of loader.py (install_loader_hooks), line for line; the branches taken
+ * once a pass (the pass's end, its epoch while provisional, its first batch) are that file's Python helpers,
+ * called from here. Installed as _BaseDataLoaderIter.__next__: a method descriptor (CPython calls it unbound,
+ * the iterator first, from next() without a bound method), bound like a function when read from an iterator. */
+#include "_hooks.h"
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *session, *orig, *tensor, *batch_size, *batch_tokens, *pass_end, *open_epoch, *first_of_pass;
+    vectorcallfunc vectorcall;
+} Loader;
+
+static PyObject *s_loader_key, *s_batches, *s_epoch_attr, *s_api_fetch, *s_loader_warn;
+
+static int Loader_traverse(Loader *self, visitproc visit, void *arg) {
+    Py_VISIT(self->session);
+    Py_VISIT(self->orig);
+    Py_VISIT(self->tensor);
+    Py_VISIT(self->batch_size);
+    Py_VISIT(self->batch_tokens);
+    Py_VISIT(self->pass_end);
+    Py_VISIT(self->open_epoch);
+    Py_VISIT(self->first_of_pass);
+    return 0;
+}
+
+static int Loader_clear(Loader *self) {
+    Py_CLEAR(self->session);
+    Py_CLEAR(self->orig);
+    Py_CLEAR(self->tensor);
+    Py_CLEAR(self->batch_size);
+    Py_CLEAR(self->batch_tokens);
+    Py_CLEAR(self->pass_end);
+    Py_CLEAR(self->open_epoch);
+    Py_CLEAR(self->first_of_pass);
+    return 0;
+}
+
+static void Loader_dealloc(Loader *self) {
+    PyObject_GC_UnTrack(self);
+    Loader_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* getattr(o, name, None): a new reference, NULL with an exception other than AttributeError */
+static PyObject *attr_or_none(PyObject *o, PyObject *name) {
+    PyObject *v;
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyObject_GetOptionalAttr(o, name, &v) < 0) return NULL;
+#else
+    if (_PyObject_LookupAttr(o, name, &v) < 0) return NULL;
+#endif
+    return v != NULL ? v : Py_NewRef(Py_None);
+}
+
+/* st.<field> += x (x borrowed), exact ints and floats summed directly, Python's number protocol otherwise */
+static int add_to(PyObject *st, int f, PyObject *x) {
+    PyObject *cur = get_field(st, f);
+    if (cur == NULL) return -1;
+    PyObject *r;
+    if (PyFloat_CheckExact(cur) && PyFloat_CheckExact(x)) {
+        r = PyFloat_FromDouble(PyFloat_AS_DOUBLE(cur) + PyFloat_AS_DOUBLE(x));
+    } else {
+        r = PyNumber_InPlaceAdd(cur, x);
+    }
+    Py_DECREF(cur);
+    if (r == NULL) return -1;
+    int e = set_field(st, f, r);
+    Py_DECREF(r);
+    return e;
+}
+
+/* st.data_wait += d (a C long long, as the two clock reads' difference) */
+static int add_ns(PyObject *st, int f, long long d) {
+    PyObject *cur = get_field(st, f);
+    if (cur == NULL) return -1;
+    Num c, x = {d, NULL}, s = {0, NULL};
+    PyObject *r = NULL;
+    if (PyLong_CheckExact(cur)) {
+        num_from(cur, &c);
+        if (num_op(&c, &x, '+', &s) == 0) r = num_obj(&s);
+        num_clear(&c);
+        num_clear(&s);
+    } else {
+        PyObject *o = PyLong_FromLongLong(d);
+        r = o ? PyNumber_InPlaceAdd(cur, o) : NULL;
+        Py_XDECREF(o);
+    }
+    Py_DECREF(cur);
+    if (r == NULL) return -1;
+    int e = set_field(st, f, r);
+    Py_DECREF(r);
+    return e;
+}
+
+/* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
+ * one; batch_size() otherwise): a new reference (a float, or None) */
+static PyObject *samples_of(Loader *self, PyObject *batch) {
+    PyObject *t = batch;
+    if ((PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0)) t = PyList_GET_ITEM(batch, 0);
+    else if (PyTuple_CheckExact(batch) && PyTuple_GET_SIZE(batch) > 0) t = PyTuple_GET_ITEM(batch, 0);
+    Py_INCREF(t);
+    int tensor = (PyObject *)Py_TYPE(t) == self->tensor;
+    if (tensor) {
+        PyObject *dim = PyObject_CallMethodNoArgs(t, s_dim);
+        tensor = dim ? PyObject_IsTrue(dim) : -1;
+        Py_XDECREF(dim);
+    }
+    PyObject *n = NULL;
+    if (tensor > 0) { /* float(t.shape[0]) */
+        PyObject *shape = PyObject_GetAttr(t, s_shape);
+        PyObject *first = shape ? PyObject_GetItem(shape, g_zero) : NULL;
+        Py_XDECREF(shape);
+        n = first ? PyNumber_Float(first) : NULL;
+        Py_XDECREF(first);
+    } else if (tensor == 0) {
+        n = PyObject_CallOneArg(self->batch_size, batch);
+    }
+    Py_DECREF(t);
+    return n;
+}
+
+/* The Python __next__'s try block after the batch came (t0, t1 its clock reads): 0, or -1 with the
+ * exception set (its early returns: 0). */
+static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
+    PyObject *s = self->session;
+    int rc = -1;
+    PyObject *st = PyObject_GetAttr(s, s_step), *key = NULL, *nbo = NULL, *n = NULL;
+    if (st == NULL) return -1;
+    if ((key = attr_or_none(it, s_loader_key)) == NULL) goto done;
+    if (key != Py_None) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
+        PyObject *b = PyObject_GetAttr(it, s_batches);
+        if (b == NULL) goto done;
+        nbo = PyNumber_Add(b, g_one);
+        Py_DECREF(b);
+        if (nbo == NULL || PyObject_SetAttr(it, s_batches, nbo) < 0) goto done;
+        PyObject *epoch = PyObject_GetAttr(it, s_epoch_attr);
+        if (epoch == NULL) goto done;
+        if (epoch == Py_None) {
+            Py_DECREF(epoch);
+            PyObject *a[3] = {it, key, nbo};
+            if ((epoch = PyObject_Vectorcall(self->open_epoch, a, 3, NULL)) == NULL) goto done;
+        }
+        int e = set_field(st, F_EPOCH, epoch); /* the step in progress only: see Session.mark_step */
+        Py_DECREF(epoch);
+        if (e < 0) goto done;
+    }
+    int api = attr_true(s, s_api_fetch); /* stepscope.steps() times this fetch itself */
+    if (api != 0) {
+        rc = api < 0 ? -1 : 0;
+        goto done;
+    }
+    int active = attr_true(s, s_active);
+    if (active < 0) goto done;
+    if (!active) {
+        PyObject *r = PyObject_CallMethodNoArgs(s, s_activate);
+        if (r == NULL) goto done;
+        int on = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (on <= 0) {
+            rc = on;
+            goto done;
+        }
+    }
+    if ((n = samples_of(self, batch)) == NULL) goto done;
+    int truth = PyObject_IsTrue(n);
+    if (truth < 0) goto done;
+    if (key != Py_None) {
+        int first = PyObject_RichCompareBool(nbo, g_one, Py_EQ);
+        if (first < 0) goto done;
+        if (first) { /* first_of_pass(it, key, st, n or 0.0) */
+            PyObject *a[4] = {it, key, st, truth ? n : g_float_zero};
+            PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
+            if (r == NULL) goto done;
+            Py_DECREF(r);
+        }
+    }
+    /* Session.add_fetch written out (the per-batch hot path) */
+    PyObject *start = get_field(st, F_START);
+    if (start == NULL) goto done;
+    int unset = start == Py_None;
+    Py_DECREF(start);
+    if (unset) {
+        PyObject *to = PyLong_FromLongLong(t0);
+        int e = to ? set_field(st, F_START, to) : -1;
+        Py_XDECREF(to);
+        if (e < 0) goto done;
+    }
+    PyObject *f = get_field(st, F_FETCHED);
+    if (f == NULL) goto done;
+    int was = PyObject_IsTrue(f);
+    Py_DECREF(f);
+    if (was < 0) goto done;
+    if (!was) { /* samples read from a forward input before this batch came: the batches count */
+        if (set_field(st, F_FETCHED, Py_True) < 0 || set_field(st, F_SAMPLES, g_float_zero) < 0) goto done;
+    }
+    if (add_ns(st, F_DATA_WAIT, t1 - t0) < 0) goto done;
+    if (truth && add_to(st, F_SAMPLES, n) < 0) goto done;
+    if (PyDict_Check(batch)) {
+        PyObject *tokens = PyObject_CallOneArg(self->batch_tokens, batch);
+        if (tokens == NULL) goto done;
+        int any = PyObject_IsTrue(tokens);
+        int e = any > 0 ? add_to(st, F_TOKENS, tokens) : any;
+        Py_DECREF(tokens);
+        if (e < 0) goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(n);
+    Py_XDECREF(nbo);
+    Py_XDECREF(key);
+    Py_DECREF(st);
+    return rc;
+}
+
+static PyObject *Loader_call(Loader *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "__next__() takes 1 argument (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *it = args[0];
+    long long t0 = now_ns();
+    PyObject *batch = PyObject_CallOneArg(self->orig, it);
+    if (batch == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_StopIteration)) { /* the pass ended: pass_end(it), then raise again */
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            PyObject *r = PyObject_CallOneArg(self->pass_end, it);
+            if (r == NULL) { /* pass_end catches Exception: what got through replaces StopIteration */
+                Py_XDECREF(et);
+                Py_XDECREF(ev);
+                Py_XDECREF(tb);
+                return NULL;
+            }
+            Py_DECREF(r);
+            PyErr_Restore(et, ev, tb);
+        }
+        return NULL;
+    }
+    long long t1 = now_ns();
+    int disabled = attr_true(self->session, s_disabled); /* outside the Python body's try, as there */
+    if (disabled != 0) {
+        if (disabled > 0) return batch;
+        Py_DECREF(batch);
+        return NULL;
+    }
+    if (fetched(self, it, batch, t0, t1) == 0) return batch;
+    if (warn_caught(self->session, s_loader_warn, "DataLoader timing failed") < 0) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    return batch;
+}
+
+static PyObject *Loader_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"session", "orig", "tensor_type", "batch_size", "batch_tokens", "pass_end",
+                             "open_epoch", "first_of_pass", NULL};
+    PyObject *o[8];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOO:LoaderNext", kwlist, &o[0], &o[1], &o[2], &o[3],
+                                     &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    Loader *self = (Loader *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->session = Py_NewRef(o[0]);
+    self->orig = Py_NewRef(o[1]);
+    self->tensor = Py_NewRef(o[2]);
+    self->batch_size = Py_NewRef(o[3]);
+    self->batch_tokens = Py_NewRef(o[4]);
+    self->pass_end = Py_NewRef(o[5]);
+    self->open_epoch = Py_NewRef(o[6]);
+    self->first_of_pass = Py_NewRef(o[7]);
+    self->vectorcall = (vectorcallfunc)Loader_call;
+    return (PyObject *)self;
+}
+
+/* read from an iterator (it.__next__): bound to it, as a function would be */
+static PyObject *Loader_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type)) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *Loader_get_wrapped(Loader *self, void *Py_UNUSED(closure)) {
+    return Py_NewRef(self->orig);
+}
+
+static PyGetSetDef Loader_getset[] = {
+    {"__wrapped__", (getter)Loader_get_wrapped, NULL, "the __next__ it wraps (torch's)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef Loader_members[] = {
+    {"orig_next", T_OBJECT_EX, offsetof(Loader, orig), 0, "the __next__ called (torch's; the Python body's orig_next)"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Loader, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyTypeObject LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.LoaderNext",
+    .tp_doc = "LoaderNext(session, orig, tensor_type, batch_size, batch_tokens, pass_end, open_epoch, "
+              "first_of_pass): the DataLoader iterators' __next__ timed as data wait, compiled (loader.py).",
+    .tp_basicsize = sizeof(Loader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = Loader_new,
+    .tp_dealloc = (destructor)Loader_dealloc,
+    .tp_traverse = (traverseproc)Loader_traverse,
+    .tp_clear = (inquiry)Loader_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Loader, vectorcall),
+    .tp_descr_get = Loader_get,
+    .tp_members = Loader_members,
+    .tp_getset = Loader_getset,
+};
+
+int loader_names(void) {
+#define NAME(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    NAME(s_loader_key, "_stepscope_loader");
+    NAME(s_batches, "_stepscope_batches");
+    NAME(s_epoch_attr, "_stepscope_epoch");
+    NAME(s_api_fetch, "api_fetch");
+    NAME(s_loader_warn, "loader");
+#undef NAME
+    return 0;
+}
