@@ -64,28 +64,54 @@ class InputWaitMeter:
 
     deferred = True
 
-    def __init__(self, dataset: Any) -> None:
+    def __init__(self, dataset: Any, *, ready: bool = False) -> None:
         import tensorflow as tf
 
         with tf.device("/CPU:0"):
             self._ring = tf.Variable(tf.zeros([RING], tf.float64), trainable=False, name="stepscope_input_waits")
             self._count = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="stepscope_input_batches")
-        self.prefetch_added = would_inject_prefetch(dataset)
-        upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
         ring, count = self._ring, self._count
-        requests = _inline_map(tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat(),
-                               lambda _: tf.timestamp())
-
-        def stamp(t_request: Any, batch: Any) -> Any:
-            # batch n (0-based) goes to slot (n + 1) % RING: the count after its increment, with no op to
-            # subtract one; one scalar scatter (stateful: runs before the map returns). Six ops in all
-            slot = tf.math.floormod(count.assign_add(1), RING)
-            tf.raw_ops.ResourceScatterUpdate(resource=ring.handle, indices=slot, updates=tf.timestamp() - t_request)
-            return batch
-
+        self.prefetch_added = would_inject_prefetch(dataset)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
-        self.dataset = _inline_map(tf.data.Dataset.zip((requests, upstream)), stamp).with_options(options)
+        self.stamps_ready = False
+        if ready:
+            unpacked = type(dataset.element_spec) is tuple  # map calls fn(*element) on a tuple, fn(element) else
+
+            def ready_stamp(*batch: Any) -> Any:
+                # batch n (0-based) goes to slot (n + 1) % RING (see stamp below); the time it is ready
+                slot = tf.math.floormod(count.assign_add(1), RING)
+                tf.raw_ops.ResourceScatterUpdate(resource=ring.handle, indices=slot, updates=tf.timestamp())
+                return batch if unpacked else batch[0]
+
+            prefetch = final_prefetch(dataset)
+            if prefetch is not None:  # the same prefetch, the stamp beneath it; None: the zip stage below
+                buffer = prefetch_args(prefetch)
+                if buffer is not None:
+                    size, name = buffer
+                    self.dataset = _inline_map(prefetch._input_dataset, ready_stamp).prefetch(
+                        size, name=name).with_options(dataset.options())
+                    self.stamps_ready = True
+            else:
+                upstream = _inline_map(dataset, ready_stamp)
+                if self.prefetch_added:
+                    upstream = upstream.prefetch(tf.data.AUTOTUNE)
+                self.dataset = upstream.with_options(options)
+                self.stamps_ready = True
+        if not self.stamps_ready:
+            upstream = dataset.prefetch(tf.data.AUTOTUNE) if self.prefetch_added else dataset
+            requests = _inline_map(tf.data.Dataset.from_tensors(tf.constant(0, tf.int8)).repeat(),
+                                   lambda _: tf.timestamp())
+
+            def stamp(t_request: Any, batch: Any) -> Any:
+                # batch n (0-based) goes to slot (n + 1) % RING: the count after its increment, with no op to
+                # subtract one; one scalar scatter (stateful: runs before the map returns). Six ops in all
+                slot = tf.math.floormod(count.assign_add(1), RING)
+                tf.raw_ops.ResourceScatterUpdate(resource=ring.handle, indices=slot,
+                                                 updates=tf.timestamp() - t_request)
+                return batch
+
+            self.dataset = _inline_map(tf.data.Dataset.zip((requests, upstream)), stamp).with_options(options)
         self._read_ring = _reader(self._ring)
         self._read_count = _reader(self._count)
         self._taken = int(self._read_count())
@@ -104,14 +130,61 @@ class InputWaitMeter:
             return None
         return [max(float(ring[(i + 1) % RING]), 0.0) * 1e9 for i in range(first, count)]
 
+    def take_ready(self, n: int) -> list[float] | None:
+        """With ``stamps_ready``: the wall-clock time (ns since the epoch, ``time.time_ns``' clock) at which each
+        of the next ``n`` batches, in order, was ready (fewer where fewer were stamped); None where one of them
+        was overwritten in the ring. The ring is read before the count: the pipeline may be stamping batches
+        ahead meanwhile (a prefetch), and a batch's slot is overwritten only once the count passes it by RING."""
+        ring = self._read_ring()
+        count = int(self._read_count())
+        first = self._taken
+        if count - first > RING:
+            self._taken = count
+            return None
+        got = max(min(n, count - first), 0)
+        self._taken = first + got
+        return [float(ring[(i + 1) % RING]) * 1e9 for i in range(first, first + got)]
+
     def take_ns(self) -> float:
-        """Input wait since the previous call, in ns (NaN where the ring overflowed)."""
+        """Input wait since the previous call, in ns (NaN where the ring overflowed, or where the ring holds
+        ready times: those need the steps' begins, ``take_ready``)."""
+        if self.stamps_ready:
+            return float("nan")
         waits = self.take_batches()
         return float("nan") if waits is None else sum(waits)
 
     def reset(self) -> None:
         """Start counting from now (fetches made before the first step, e.g. Keras' symbolic build, drop out)."""
         self._taken = int(self._read_count())
+
+
+def ready_wait(ready_ns: float, begin_ns: int, duration_ns: int) -> int:
+    """A step's data wait from the time its batch was ready: from the step's begin to that time, none where
+    the batch was ready before the step began, at most the step's duration (ns; begin and ready on the same
+    wall clock)."""
+    return round(min(max(ready_ns - begin_ns, 0.0), float(max(duration_ns, 0))))
+
+
+def final_prefetch(dataset: Any) -> Any:
+    """The ``prefetch`` a pipeline ends in (looking through the datasets ``inject_prefetch`` looks through,
+    ``_SKIPPED``), or None."""
+    node, depth = dataset, 0
+    while type(node).__name__ in _SKIPPED and depth < 64:
+        node, depth = getattr(node, "_input_dataset", None), depth + 1
+    return node if node is not None and type(node).__name__ == "_PrefetchDataset" else None
+
+
+def prefetch_args(prefetch: Any) -> tuple[int, str | None] | None:
+    """The buffer size and name a ``_PrefetchDataset`` was made with (TensorFlow keeps ``_input_dataset``,
+    ``_buffer_size``, a scalar int64 tensor, and ``_name``; its ``slack_period`` is kept nowhere and is set only
+    by a multi-device iterator's own prefetch), or None where one is not there."""
+    try:
+        if getattr(prefetch, "_input_dataset", None) is None:
+            return None
+        name = getattr(prefetch, "_name", None)
+        return int(prefetch._buffer_size), name if isinstance(name, str) else None
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _inline_map(dataset: Any, fn: Callable[..., Any]) -> Any:
@@ -164,20 +237,18 @@ def would_inject_prefetch(dataset: Any) -> bool:
     opt = options.experimental_optimization
     if opt.inject_prefetch is False or (opt.inject_prefetch is None and opt.apply_default_optimizations is False):
         return False
-    node, depth = dataset, 0
-    while type(node).__name__ in _SKIPPED and depth < 64:
-        node, depth = getattr(node, "_input_dataset", None), depth + 1
-    return node is None or type(node).__name__ != "_PrefetchDataset"
+    return final_prefetch(dataset) is None
 
 
-def meter_for(dataset: Any) -> InputWaitMeter | None:
+def meter_for(dataset: Any, *, ready: bool = False) -> InputWaitMeter | None:
     """A meter for a dataset ``fit`` iterates, or None where it cannot be metered (not a plain ``tf.data``
-    dataset: a distribution strategy's ``DistributedDataset``)."""
+    dataset: a distribution strategy's ``DistributedDataset``). ``ready``: stamp when each batch is ready
+    (fit's training data, one batch per step), where the dataset allows it."""
     import tensorflow as tf
 
     if not isinstance(dataset, tf.data.Dataset) or _deterministic():
         return None
-    return InputWaitMeter(dataset)
+    return InputWaitMeter(dataset, ready=ready)
 
 
 def unmetered_reason(dataset: Any) -> str:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
-from stepscope.collect.keras_datawait import RING
+from stepscope.collect.keras_datawait import RING, ready_wait
 from stepscope.collect.session import Session, StepState
 from stepscope.model.tables import Phase
 
@@ -45,6 +45,7 @@ DATA_WAIT_ENV = "STEPSCOPE_KERAS_DATA_WAIT"
 less (docs/frameworks.md, "Overhead")."""
 OPT_SOURCE = "keras_optimizer"
 _perf = time.perf_counter_ns
+_wall = time.time_ns
 NOT_MEASURED: Any = float("nan")
 """A step's data wait where the fetch was not metered (the session writes it as is)."""
 _MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -115,6 +116,8 @@ def _install_fit(session: Session) -> None:
             orig(self, *args, **kwargs)
             created = getattr(_ITERATORS, "created", None)
             if created is not None:
+                if not created:
+                    setattr(self, TRAIN_ATTR, True)
                 created.append(self)
                 self._stepscope_fit = True
 
@@ -150,6 +153,8 @@ def _backend() -> str | None:
 
 METER_ATTR = "_stepscope_meter"
 """On a Keras ``TFEpochIterator`` created by an observed ``fit``: its InputWaitMeter (None: not metered)."""
+TRAIN_ATTR = "_stepscope_train"
+"""True on the first epoch iterator an observed ``fit`` creates: its training data."""
 
 
 def _install_input_meter(session: Session, epoch_iterator: type, kind: str) -> None:
@@ -172,7 +177,10 @@ def _install_input_meter(session: Session, epoch_iterator: type, kind: str) -> N
                         setattr(self, METER_ATTR, PythonWaitMeter() if iterable else None)
                         why = f"fit iterates a {type(dataset).__name__}, which is not iterable"
                     else:
-                        setattr(self, METER_ATTR, meter_for(dataset))
+                        # training data stepped one batch a step: stamped when each batch is ready
+                        ready = bool(self.__dict__.get(TRAIN_ATTR)) and _int(getattr(self, "steps_per_execution",
+                                                                                     1)) == 1
+                        setattr(self, METER_ATTR, meter_for(dataset, ready=ready))
                         why = unmetered_reason(dataset)
                 except Exception as e:
                     why = f"its input pipeline could not be metered ({e})"
@@ -326,8 +334,11 @@ def _callback_class() -> type:
             """First batch index of the training step in progress (None: none)."""
             self.val_pending: int | None = None
             self.val_iterator: Any = None
-            self.unfilled: list[tuple[int, int]] = []
-            """(step index, batches) of the training steps whose data wait is not read yet."""
+            self.unfilled: list[tuple[int, int, int, int]] = []
+            """(step index, batches, begin in wall-clock ns, duration ns) of the training steps whose data wait
+            is not read yet."""
+            self.begun = (0, 0)
+            """(wall-clock ns, perf_counter ns) at the begin of the last training batch (the pending step's)."""
             self.unfilled_batches = 0
             self.next_plain = -1
             """The batch whose begin ends the pending step on the plain path (``_plain_begin``); -1: none."""
@@ -347,8 +358,11 @@ def _callback_class() -> type:
                 return
             steps, self.unfilled, self.unfilled_batches = self.unfilled, [], 0
             try:
-                waits = _meter(self.iterators[0]).take_batches()
-                stepped = sum(n for _, n in steps)
+                meter = _meter(self.iterators[0])
+                stepped = sum(step[1] for step in steps)
+                # ready times: a step's batches are the next ones stamped (a prefetch may have stamped more)
+                ready = meter.stamps_ready
+                waits = meter.take_ready(stepped) if ready else meter.take_batches()
                 short = stepped - len(waits) if waits is not None else 0
                 if waits is None or (short < 0 and not final) or (short > 0 and not (
                         (at_end or final) and short <= steps[-1][1])):
@@ -358,10 +372,12 @@ def _callback_class() -> type:
                                            f"known ({why})")
                     return
                 add, at = self.session.buffers.add_other, 0
-                for index, n in steps:
+                for index, n, begin, duration in steps:
                     if at + n > len(waits):
                         break
-                    add({"kind": "step_device", "index": index, "data_wait_ns": round(sum(waits[at:at + n]))})
+                    # ready times: the step waited until its last batch was ready
+                    wait = ready_wait(waits[at + n - 1], begin, duration) if ready else round(sum(waits[at:at + n]))
+                    add({"kind": "step_device", "index": index, "data_wait_ns": wait})
                     at += n
             except Exception as e:
                 self.session.warn_once("keras.data-wait-fill", f"data wait of fit steps could not be read ({e})")
@@ -436,7 +452,7 @@ def _callback_class() -> type:
                     index = s.step_index
                     s.mark_step(t, source=FIT_SOURCE)
                     if s.step_index == index + 1:
-                        self.unfilled.append((index, last - begin + 1))
+                        self.unfilled.append((index, last - begin + 1, self.begun[0], t - self.begun[1]))
                         self.unfilled_batches += last - begin + 1
                         if len(self.unfilled) >= FILL_EVERY or self.unfilled_batches >= RING // 2:
                             self.fill_waits()
@@ -458,14 +474,16 @@ def _callback_class() -> type:
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             t = _perf()
+            w = _wall()
             s = self.session
             if batch == self.next_plain and s.step_source == FIT_SOURCE and s.active and not (s.extras or s.disabled):
-                self._plain_begin(t, batch, s)
+                self._plain_begin(t, w, batch, s)
                 return
 
             def go() -> None:
                 self._end_train(t, batch)
                 self.pending = batch
+                self.begun = (w, t)
                 s.touch(t)
                 # the meter is made when fit first iterates its data: looked up here, at each epoch's first batch
                 plain = self.plain = self._plain_setup(_meter(self.iterators[0] if self.iterators else None))
@@ -473,7 +491,7 @@ def _callback_class() -> type:
                     self.next_plain = batch + 1
             self._guard("train-batch-begin", go)
 
-        def _plain_begin(self, t: int, batch: int, s: Session) -> None:
+        def _plain_begin(self, t: int, w: int, batch: int, s: Session) -> None:
             """``on_train_batch_begin`` in the common case: the pending step is the previous batch, a full one,
             and nothing else runs at step ends (no per-step collector). The step is ended by ``Session.mark_step``
             as ``_end_train`` ends it, without ``_end_train``'s lookups, closures and helper calls: this runs right
@@ -487,7 +505,8 @@ def _callback_class() -> type:
                 self.pending = batch
                 self.next_plain = batch + 1 if batch != partial else -1
                 if metered:
-                    self.unfilled.append((index, 1))
+                    begun, self.begun = self.begun, (w, t)
+                    self.unfilled.append((index, 1, begun[0], t - begun[1]))
                     self.unfilled_batches += 1
                     if len(self.unfilled) >= FILL_EVERY or self.unfilled_batches >= RING // 2:
                         self.fill_waits()
