@@ -12,7 +12,8 @@ its own ``CallbackList`` (``add_history=True``, as fit's):
 * ``bare``: the epoch iterator's dataset as Keras hands it out, no stepscope callback (the reference);
 * ``bare again``: the same, a second arm (A/A: its difference from ``bare`` is the design's noise floor);
 * ``stage``: the data-wait stage appended as stepscope does in fit (the keras hooks' ``_get_iterator``
-  patch on an iterator an observed fit created: collect/keras_datawait.py), nothing reading it;
+  patch on an iterator an observed fit created as its training data: collect/keras_datawait.py; for these
+  arrays the stamp of each batch's ready time beneath the pipeline's final prefetch), nothing reading it;
 * ``callback``: the bare dataset, stepscope's real fit callback in the CallbackList (unmetered: as with
   ``STEPSCOPE_KERAS_DATA_WAIT=off``);
 * ``all``: the stage, the callback reading it (every 64 steps), and the ``tf.function`` / ``tf.data``
@@ -196,11 +197,13 @@ class _Lane:
             keras_hooks.install_keras_hooks(session)
             try:
                 self.epoch_iterator._stepscope_fit = True
+                setattr(self.epoch_iterator, keras_hooks.TRAIN_ATTR, True)  # fit's training data, as fit marks it
                 self.epoch_iterator._get_iterator()
             finally:
                 remove_all()
-            if self.epoch_iterator.__dict__.get(keras_hooks.METER_ATTR) is None:
-                raise SystemExit(f"{name}: the data-wait stage was not installed")
+            meter = self.epoch_iterator.__dict__.get(keras_hooks.METER_ATTR)
+            if meter is None or not meter.stamps_ready:
+                raise SystemExit(f"{name}: the data-wait stage (stamping batches when ready) was not installed")
         if name in ("callback", "all"):
             cb = keras_hooks.StepscopeKerasCallback(session)
             cb.iterators = [self.epoch_iterator]

@@ -129,6 +129,8 @@ def test_the_plain_path_writes_what_the_general_one_does(tmp_path: Path) -> None
     plain, plain_out = _run_json(tmp_path / "plain", *argv)
     general, general_out = _run_json(tmp_path / "general", *argv, "--general")
     assert plain_out["plain_steps"] == 2 * 68 and general_out["plain_steps"] == 0
+    # the training data (a map, prefetch off) is stamped when ready; validation's keeps the zip stage
+    assert plain_out["ready"] == general_out["ready"] == [True, False]
     assert plain_out["loss"] == general_out["loss"]
     per_epoch = [16.0] * 68 + [12.0]
     for run in (plain, general):
@@ -208,3 +210,39 @@ def test_the_stage_runs_in_the_pulling_thread(tmp_path: Path) -> None:
     # the count sees a thread pool's switches (+1.2 to +4.2 measured: it depends on whether the pool is awake)
     assert out["plain_map"] - out["plain"] >= 0.5, out
     assert out["staged"] - out["plain"] < 0.5, out
+
+
+def test_the_prefetch_hides_the_pipeline_from_the_steps_it_feeds(hidden: Any) -> None:
+    """A step's data wait is from its begin to the time its batch was ready, both on the wall clock. With a
+    prefetch (here the one TensorFlow would inject, added explicitly) the stamp runs in the prefetch's thread:
+    the steps but an epoch's first find their batch ready, a wait of none at all (the stage at hand-out time
+    it replaced gave each step tens of µs): most of them, as a loaded machine may wake the prefetch late."""
+    steps = hidden.ranks[0].steps
+    first = np.r_[True, steps["epoch"][1:] != steps["epoch"][:-1]]
+    assert np.median(steps["data_wait_ns"][~first]) == 0, steps["data_wait_ns"]
+
+
+def test_the_ready_stamp_runs_off_the_pulling_thread(tmp_path: Path) -> None:
+    """Fit's training data is stamped when each batch is ready: beneath the pipeline's final prefetch (its
+    own, or the one TensorFlow would inject, added explicitly), in the prefetch's background thread, so a batch
+    prepared while the step did other work (200 ms; the map sleeps 30 ms) was stamped before the pull began;
+    with no prefetch the stamp is the pipeline's last stage, in the pulling thread, after the map's sleep."""
+    r = subprocess.run([PY, str(SCRIPTS / "keras_ready_stamps.py"), "--sleep", "0.03", "--pause", "0.2"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [out[k]["ready"] for k in ("prefetch", "injected", "off")] == [True, True, True]
+    assert [out[k]["prefetch_added"] for k in ("prefetch", "injected", "off")] == [False, True, False]
+    for end in ("prefetch", "injected"):
+        assert all(d < 0 for d in out[end]["after_begin_ns"]), out
+    assert all(d >= 0.028e9 for d in out["off"]["after_begin_ns"]), out
+
+
+def test_ready_wait_is_clamped_to_the_step() -> None:
+    from stepscope.collect.keras_datawait import ready_wait
+
+    assert ready_wait(1_000_500.0, 1_000_000, 10_000) == 500  # ready 500 ns after the begin
+    assert ready_wait(999_000.0, 1_000_000, 10_000) == 0  # ready before the step began
+    assert ready_wait(1_050_000.0, 1_000_000, 10_000) == 10_000  # at most the step's duration
+    assert ready_wait(1_000_000.0, 1_000_000, -5) == 0

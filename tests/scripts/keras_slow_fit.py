@@ -13,7 +13,8 @@ epochs): fit stops with that exception, which the script catches (it then prints
 ``--val-samples N`` validates on N more samples (arrays) after each epoch. ``--general`` (under `stepscope run`)
 adds a per-step collector that does nothing to the session, so every training step takes the fit callback's
 general path (keras_hooks: ``_end_train`` and ``Session.mark_step``), not its plain one; the JSON line also
-gives ``plain_steps``, the steps that took the plain path (``_plain_begin`` calls, counted).
+gives ``plain_steps``, the steps that took the plain path (``_plain_begin`` calls, counted), and ``ready``, for
+each data-wait meter made (training data first), whether it stamps batches when ready (``stamps_ready``).
 Seeded, one thread: prints the loss of each epoch as JSON.
 """
 
@@ -97,6 +98,7 @@ def main() -> None:
             time.sleep(args.step_sleep)
 
     plain = _count_plain_steps(args.general)
+    ready = _meters_ready()
     val = None
     if args.val_samples:
         xv = np.random.default_rng(1).normal(size=(args.val_samples, 8)).astype("float32")
@@ -108,7 +110,25 @@ def main() -> None:
             raise
         print(json.dumps({"loss": []}))
         return
-    print(json.dumps({"loss": [float(v) for v in history.history["loss"]], "plain_steps": plain[0]}))
+    print(json.dumps({"loss": [float(v) for v in history.history["loss"]], "plain_steps": plain[0],
+                      "ready": ready}))
+
+
+def _meters_ready() -> list[bool]:
+    """Under `stepscope run`: for each data-wait meter made from now on, in order, its ``stamps_ready``."""
+    made: list[bool] = []
+    try:
+        from stepscope.collect import keras_datawait
+    except ImportError:
+        return made
+    init = keras_datawait.InputWaitMeter.__init__
+
+    def noted(self: keras_datawait.InputWaitMeter, *a: object, **k: object) -> None:
+        init(self, *a, **k)  # type: ignore[arg-type]
+        made.append(self.stamps_ready)
+
+    keras_datawait.InputWaitMeter.__init__ = noted  # type: ignore[method-assign]
+    return made
 
 
 def _count_plain_steps(general: bool) -> list[int]:

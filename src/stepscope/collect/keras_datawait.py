@@ -2,19 +2,35 @@
 and PyTorch backends, where Keras calls ``next()`` on a Python iterator, by timing that call.
 
 Keras fetches each batch with ``iterator.get_next()`` inside its compiled train function, so no Python hook
-sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one stage appended, in C++ only:
+sees the fetch. Instead the ``tf.data`` dataset that ``fit`` iterates gets one small map, in C++ ops only, that
+numbers each batch (``n = count.assign_add(1)``, an int64 CPU variable) and writes a time into slot ``n % RING``
+of a float64 CPU ring variable (so batch ``i``, counted from 0, is in slot ``(i + 1) % RING``): every batch keeps
+its own time, so the fit callback need not read after each step (the first TensorFlow call after a Keras step
+is slow: tens to hundreds of µs); it reads the ring and the count together every few steps. The batch itself
+passes through untouched (same values, order and structure).
+
+Fit's training data, one batch per step (``steps_per_execution`` 1; ``ready=True``): the map writes
+``tf.timestamp()`` (the wall clock, ``time.time_ns``' clock, in float64 seconds), the time batch ``i`` was
+ready, and it goes beneath the pipeline's final prefetch, in the prefetch's background thread, off the step's
+critical path: a pipeline ending in ``prefetch(k)`` (looked through ``_SKIPPED``, as ``inject_prefetch`` does)
+is rebuilt as ``stamp(input).prefetch(k)`` with its options re-applied; one where TensorFlow would inject
+``prefetch(AUTOTUNE)`` becomes ``stamp(pipeline).prefetch(AUTOTUNE)`` with the injection off; one with no
+prefetch and none injected gets the stamp last (it then runs in the pulling thread, at hand-out). The callback
+takes each step's begin on the same clock and gives the step ``clamp(ready - begin, 0, its duration)``
+(``ready_wait``, ``take_ready``): from the step's begin to the moment its batch was ready, 0 if it was ready
+before; it over-counts by at most Keras' dispatch of the train function where the batch became ready during
+that dispatch.
+
+Elsewhere (``steps_per_execution`` > 1, where a batch's request inside a multi-batch execution is not visible
+from Python; validation data; a final prefetch whose arguments cannot be read) the stage measures the wait
+itself, in the pulling thread:
 
     zip((request_stamps, dataset)).map(lambda t_request, batch: record(now - t_request); batch)
 
 ``zip`` pulls its inputs in order, so ``t_request`` (``tf.timestamp()``) is taken when the train function asks
 for the next batch, before the user's pipeline is pulled; the map runs in that same ``GetNext`` call as soon as
-the batch is there. ``now - t_request`` is the time the fetch was blocked on its input. ``record`` numbers
-the batch (``n = count.assign_add(1)``, an int64 CPU variable) and writes its wait into slot ``n % RING`` of a
-float64 CPU ring variable (so batch ``i``, counted from 0, is in slot ``(i + 1) % RING``): every batch keeps its
-own wait, so the fit callback need not read after each step (the first TensorFlow call after a Keras step is
-slow: tens to hundreds of µs); it reads the ring and the count together every few steps (``take_batches``) and
-hands each step the waits of its own batches. The batch itself passes through untouched (same values, order
-and structure).
+the batch is there. ``now - t_request`` is the time the fetch was blocked on its input, written into the ring
+(``take_batches``); the callback hands each step the waits of its own batches.
 
 Both maps run their function in the thread that pulls the batch (``_inline_map``: TensorFlow's
 single-threaded executor). A plain ``map`` hands its function's ops to a thread pool and blocks until they are
@@ -24,7 +40,7 @@ step's own threads, other processes); the woken pool threads also spin looking f
 from the step. That made the stage cost 0 to 180 µs a batch from run to run; run inline it is about 10 µs
 (docs/frameworks.md, "Overhead").
 
-The stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
+The zip stage must stay where it is: TensorFlow injects ``prefetch(AUTOTUNE)`` after the last transformation of
 a pipeline that does not end in a prefetch (``inject_prefetch``), which would move the stamps into a
 background thread. So the wrapped dataset turns that injection off, and where TensorFlow would have injected
 a prefetch after the user's pipeline (autotune on, ``inject_prefetch`` not off, the pipeline not ending in a
