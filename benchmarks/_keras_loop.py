@@ -114,6 +114,8 @@ class HookTimers:
         self.meter_reads: list[int] = []  # part of the callback's time: the input-wait meter's reads
         InputWaitMeter.take_batches = self._timed(  # type: ignore[method-assign]
             InputWaitMeter.take_batches, self.meter_reads)
+        InputWaitMeter.take_ready = self._timed(  # type: ignore[method-assign]
+            InputWaitMeter.take_ready, self.meter_reads)  # fit's training data, stamped when ready
         self.hooked_call = pf.Function.__call__
         self.orig_call = getattr(self.hooked_call, "__wrapped__", None)
         if self.orig_call is None:

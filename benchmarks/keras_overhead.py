@@ -210,8 +210,8 @@ def _installs(session: Any) -> dict[str, Callable[[], Callable[[], None]]]:
 
         def _get_iterator(self: Any) -> Any:
             dataset = orig(self)
-            if "_bench_meter" not in self.__dict__:
-                self._bench_meter = meter_for(dataset)
+            if "_bench_meter" not in self.__dict__:  # fit's training data (no validation here): stamped when ready
+                self._bench_meter = meter_for(dataset, ready=getattr(self, "steps_per_execution", 1) == 1)
             return dataset if self._bench_meter is None else self._bench_meter.wrap(dataset)
 
         TFEpochIterator._get_iterator = _get_iterator
