@@ -32,7 +32,7 @@ is one of a machine whose cores the step shares.
 step (benchmarks/keras_within.py): an A/A floor below 1% where separate fits' is several %.
 
     python benchmarks/keras_overhead.py [--rounds 15] [--steps 100] [--cost-runs 3] [--arms all,callback,...]
-    python benchmarks/keras_overhead.py --within [--rounds 1500] [--block 1] [--warm 0] [--cost-runs 0]
+    python benchmarks/keras_overhead.py --within [--rounds 1000] [--block 1] [--warm 1] [--cost-runs 0]
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ REFERENCE = "bare"
 AA = "bare again"
 PARTS = ("callback", "data-wait stage", "tf.function", "all")
 """The arms beside the two bare ones (module docstring)."""
-WITHIN_ROUNDS = 1500
+WITHIN_ROUNDS = 1000
 """``--within``: rounds of one step per arm (about 5 minutes here at a load average of 2; the A/A interval was
 about ±1% over 600 rounds at load 2-10, and narrows as one over the square root of the rounds)."""
 
@@ -72,7 +72,9 @@ def main() -> None:
     p.add_argument("--within", action="store_true", help="instead of the separate fits of part 1: the arms paired "
                    "within one process and one compiled train function (benchmarks/keras_within.py)")
     p.add_argument("--block", type=int, default=1, help="--within: timed steps per block (and --warm untimed)")
-    p.add_argument("--warm", type=int, default=0, help="--within: untimed steps at each block's start")
+    p.add_argument("--warm", type=int, default=1,
+                   help="--within: untimed steps at each block's start (1: the timed step follows a step of its "
+                        "own arm, as in a real fit, not the `all` arm's hook installation)")
     args = p.parse_args()
     if args.within:
         within(args.rounds or WITHIN_ROUNDS, args.block, args.warm, args.hidden, args.seed)

@@ -23,9 +23,14 @@ its own ``CallbackList`` (``add_history=True``, as fit's):
 
 One session (activated: its flush and sampling threads run through every arm alike, so their work is not
 attributed here; benchmarks/hook_costs.py measures it) serves the stepscope arms. Each round runs one block
-per arm in a new random order; a block is ``warm`` untimed steps then ``block`` timed ones (default one step,
-none untimed: the finest pairing, whose A/A floor measured narrowest on the loaded machine; longer blocks let
-the load drift between an arm and its bare pair). Per block: the wall time per step and the process CPU time
+per arm in a new random order; a block is ``warm`` untimed steps then ``block`` timed ones (keras_overhead.py's
+defaults: one untimed, one timed). One timed step is the finest pairing, whose A/A floor measured narrowest on
+the loaded machine (longer blocks let the load drift between an arm and its bare pair). The untimed step before
+it matters for ``all``: its ``tf.function`` / ``tf.data`` hooks are installed just before its block and removed
+after it (they are process-wide), so with no untimed step the timed one would run right after that
+installation, which a real ``fit`` pays once, not at every step; with one, every arm's timed step follows a step
+of its own arm, as in a real ``fit`` (measured both ways: docs/frameworks.md, "Within one process").
+Per block: the wall time per step and the process CPU time
 per step (every thread). Epochs (``epoch_steps`` batches; longer than 64 so the callback's every-64-steps
 ring read falls among the timed steps) end and begin between blocks, untimed, as fit's epoch ends do (per
 epoch, not per step). Per arm and statistic: the median over rounds of (arm - the same round's bare), a
@@ -35,7 +40,7 @@ above, else not decided. The median is the typical step's cost: a cost paid on o
 moves it little, so the mean of the differences is printed beside it (no interval: under load its noise is
 heavy-tailed).
 
-    python benchmarks/keras_overhead.py --within [--rounds 1500] [--block 1] [--warm 0] [--cost-runs 0]
+    python benchmarks/keras_overhead.py --within [--rounds 1000] [--block 1] [--warm 1] [--cost-runs 0]
 """
 
 from __future__ import annotations

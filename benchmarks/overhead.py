@@ -26,7 +26,7 @@ is below 1% where separate runs' is not (benchmarks/keras_within.py, ``--within-
 Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
-        [--no-tools] [--no-scripts] [--within-rounds 1500]
+        [--no-tools] [--no-scripts] [--within-rounds 1000]
 """
 
 from __future__ import annotations
@@ -208,9 +208,9 @@ def print_keras_pairs(keras: dict[str, list[float]], steps: int, rounds: int) ->
     print("  target: stepscope < 1.01; an interval that spans the A/A one does not resolve it")
 
 
-WITHIN_ROUNDS = 1500
-"""Rounds of benchmarks/keras_within.py that overhead.py runs by default (one ~10 ms step per arm each: about
-5 minutes here at a load average of 2)."""
+WITHIN_ROUNDS = 1000
+"""Rounds of benchmarks/keras_within.py that overhead.py runs by default (one untimed and one timed ~10 ms step
+per arm each: about 7 minutes here on a quiet machine)."""
 
 
 def print_keras_within(rounds: int, hidden: int) -> None:
