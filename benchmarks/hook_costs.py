@@ -525,15 +525,17 @@ def sign_interval(xs: list[float], level: float = 0.95) -> tuple[float, float, f
     """(low, high, coverage): the distribution-free interval for the median of ``xs`` from the sign test:
     order statistics k and n + 1 - k (1-based), k the largest whose coverage 1 - 2 P(B <= k - 1) with
     B ~ Binomial(n, 1/2) is still at least ``level``. Needs n >= 6 for 95%."""
-    from math import comb
-
     s = sorted(xs)
     n = len(s)
     best = None
+    total, tail, c = 2**n, 0, 1  # c: comb(n, k - 1); tail: the sum of comb(n, j) for j < k
     for k in range(1, n // 2 + 1):
-        tail = sum(comb(n, j) for j in range(k)) / 2**n
-        if 1 - 2 * tail >= level:
-            best = (k, 1 - 2 * tail)
+        tail += c
+        cover = 1 - 2 * tail / total
+        if cover < level:  # the coverage only falls as k grows
+            break
+        best = (k, cover)
+        c = c * (n - k + 1) // k
     if best is None:
         return s[0], s[-1], 1 - 2 / 2**n
     k, cover = best

@@ -223,7 +223,9 @@ class _Lane:
         self.iterator: Any = None
 
     def _dataset(self) -> Any:
-        meter = self.epoch_iterator.__dict__.get("_stepscope_meter")
+        from stepscope.collect import keras_hooks
+
+        meter = self.epoch_iterator.__dict__.get(keras_hooks.METER_ATTR)
         dataset = type(self.epoch_iterator).__dict__["_get_iterator"](self.epoch_iterator)
         return dataset if meter is None else meter.wrap(dataset)
 

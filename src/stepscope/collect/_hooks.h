@@ -154,11 +154,8 @@ static inline int own_time(PyObject *st0, Num *a0, PyObject *st, long long t0, l
     return e;
 }
 
-/* st.<field> += d when d > 0 (the Python hooks' "if t1 - t0 > nested: st.f += t1 - t0 - nested") */
-static inline int add_positive(PyObject *st, int f, Num *d) {
-    Num zero = {0, NULL};
-    int gt = num_gt(d, &zero);
-    if (gt <= 0) return gt;
+/* st.<field> += d: exact ints summed as C numbers, Python's number protocol otherwise */
+static inline int add_num(PyObject *st, int f, Num *d) {
     PyObject *cur = get_field(st, f);
     if (cur == NULL) return -1;
     PyObject *r;
@@ -183,6 +180,13 @@ static inline int add_positive(PyObject *st, int f, Num *d) {
     int e = set_field(st, f, r);
     Py_DECREF(r);
     return e;
+}
+
+/* st.<field> += d when d > 0 (the Python hooks' "if t1 - t0 > nested: st.f += t1 - t0 - nested") */
+static inline int add_positive(PyObject *st, int f, Num *d) {
+    Num zero = {0, NULL};
+    int gt = num_gt(d, &zero);
+    return gt <= 0 ? gt : add_num(st, f, d);
 }
 
 /* The pending exception, if an Exception, reported through session.warn_once(key, f"{prefix} ({e})") and

@@ -73,25 +73,8 @@ static int add_to(PyObject *st, int f, PyObject *x) {
 
 /* st.data_wait += d (a C long long, as the two clock reads' difference) */
 static int add_ns(PyObject *st, int f, long long d) {
-    PyObject *cur = get_field(st, f);
-    if (cur == NULL) return -1;
-    Num c, x = {d, NULL}, s = {0, NULL};
-    PyObject *r = NULL;
-    if (PyLong_CheckExact(cur)) {
-        num_from(cur, &c);
-        if (num_op(&c, &x, '+', &s) == 0) r = num_obj(&s);
-        num_clear(&c);
-        num_clear(&s);
-    } else {
-        PyObject *o = PyLong_FromLongLong(d);
-        r = o ? PyNumber_InPlaceAdd(cur, o) : NULL;
-        Py_XDECREF(o);
-    }
-    Py_DECREF(cur);
-    if (r == NULL) return -1;
-    int e = set_field(st, f, r);
-    Py_DECREF(r);
-    return e;
+    Num x = {d, NULL};
+    return add_num(st, f, &x);
 }
 
 /* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
