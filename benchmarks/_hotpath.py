@@ -74,7 +74,8 @@ def kept_blocks(fn: Callable[[], Any], n: int) -> float:
     return sum(st.count for st in snap.statistics("filename")) / n
 
 
-HOOKS = (("data loader", ("collect/loader.py", "collect/batch.py")), ("forward", ("collect/modules.py",)),
+HOOKS = (("data loader", ("collect/loader.py", "collect/batch.py")),
+         ("forward", ("collect/modules.py", "collect/modelcall.py")),
          ("backward", ("collect/hooks.py:backward",)),
          ("optimizer", ("collect/hooks.py:step",)),
          ("phase nesting", ("collect/nesting.py",)),

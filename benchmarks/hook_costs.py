@@ -5,11 +5,11 @@ process takes the core away is not counted) as the minimum over many short repea
 machine), the load average printed beside them:
 
 1. **By hook**: each hook function called directly, around a no-op in place of the torch work it wraps
-   (DataLoader ``__next__``, the model's forward pre + post hooks, the ``backward`` wrapper, the optimizer's
-   step timer with the step mark), the extra work torch itself does for a module that has forward
-   hooks, the background threads (the flusher that turns step rows into records, the system sampler) as
-   their CPU time per step of a real run, and a region enter + exit. Target: the sum <= 10 µs, a region
-   <= 0.5 µs.
+   (DataLoader ``__next__``, the ``backward`` wrapper, the optimizer's step timer with the step mark), the
+   watched model's call timed from its call slot (collect/modelcall.py: what an ``Identity`` call costs
+   more with it than without), the background threads (the flusher that turns step rows into records, the
+   system sampler) as their CPU time per step of a real run, and a region enter + exit. Target: the sum
+   <= 10 µs, a region <= 0.5 µs.
 2. **Whole step**: the three scripts of issue 20 (benchmarks/_loop.py: ``loader48``, ``linear``, ``many``) in
    pairs of long blocks (``--block-s`` seconds of steps each, ``--pairs`` pairs), bare and hooked, the order
    alternating, the training thread's CPU time of every step. Twice: *hooks on - off* inside one running
@@ -21,7 +21,7 @@ machine), the load average printed beside them:
    interval says what the run can resolve.
 2b. **Attribution** (``--attribute``, alone): arms inside one running session, one block each per round, the order
    rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
-   model's pre + post hook and torch's slow ``Module.__call__`` path with them; ``backward``; ``loader``;
+   model's call timed from its call slot; ``backward``; ``loader``;
    ``optimizer``; ``-PART-PART`` leaves out several), each optionally ``:py`` or ``:c`` (the Python or the
    compiled hook bodies, collect/_hooks.c), ``:c^PART`` the compiled ones but PART's Python body. Printed: each
    arm minus bare, what each left-out part costs (all minus the arm), for a ``:c`` arm beside its ``:py`` twin
@@ -138,42 +138,20 @@ def hook_costs(rounds: int = 3) -> dict[str, float]:
     once, ``with r: pass``."""
     out: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for k, v in {**_dispatch_cost(), **_direct_hook_costs()}.items():
+        for k, v in _direct_hook_costs().items():
             out.setdefault(k, []).append(v)
     return {k: min(v) for k, v in out.items()}
 
 
-def _dispatch_cost() -> dict[str, float]:
-    """What torch's ``Module.__call__`` costs more for a module that has a forward pre- and post-hook
-    (no-ops here) than for one without: its slow path, taken for the watched model's call each step."""
-    import torch
-
-    ident = torch.nn.Identity()
-    x = torch.randn(48, 20)
-
-    def dispatch() -> None:
-        ident(x)
-
-    def no_pre(m: Any, a: Any) -> None:
-        return None
-
-    def no_post(m: Any, a: Any, o: Any) -> None:
-        return None
-
-    bare = cpu_cost_us(dispatch)
-    handles = [ident.register_forward_pre_hook(no_pre), ident.register_forward_hook(no_post, always_call=True)]
-    hooked = cpu_cost_us(dispatch)
-    for h in handles:
-        h.remove()
-    return {"forward: torch's dispatch to module hooks": max(0.0, hooked - bare)}
-
-
 def _direct_hook_costs() -> dict[str, float]:
-    """stepscope's hook functions, called directly in a session around no-ops."""
+    """stepscope's hook functions, called directly in a session around no-ops; the forward timing as torch calls
+    it, on an ``Identity`` (what the watched model's call costs more than a bare one)."""
+    import torch
     from benchmarks._loop import Parts
     from torch.utils.data import dataloader as dl
 
     from stepscope.collect import hooks
+    from stepscope.collect.modelcall import CallSlots
 
     out: dict[str, float] = {}
     with recording("hook-costs") as s:
@@ -186,18 +164,18 @@ def _direct_hook_costs() -> dict[str, float]:
         with _swapped(nxt, "orig_next", lambda self: batch):
             out["data loader: __next__ wrapper"] = cpu_cost_us(lambda: nxt(it))
         watch = hooks._WATCH["modules"]
-        model, args = watch.models[0], (batch[0],)
         in_use = watch.compiled
+        ident, x = torch.nn.Identity(), batch[0]  # a module call as cheap as can be, with and without the timing
+        bare_call = cpu_cost_us(lambda: ident(x))
         for label, impl in body_impls():
-            watch.compiled = impl  # a pair of this implementation, its own state (nothing else changes)
-            pre, post = watch._model_hooks()
+            watch.compiled = impl  # hooks of this implementation, their own state (nothing else changes)
+            call = watch._model_hooks()[2]
             watch.compiled = in_use
-
-            def forward_hooks(pre: Any = pre, post: Any = post) -> None:
-                pre(model, args)
-                post(model, args, None)
-
-            out[f"forward: model pre + post hooks [{label}]"] = cpu_cost_us(forward_hooks)
+            slots = CallSlots(call)
+            slots.install(ident)
+            out[f"forward: the model's timed call slot [{label}]"] = max(
+                0.0, cpu_cost_us(lambda: ident(x)) - bare_call)
+            slots.remove()
             backward = impl.Backward(s, _noop) if impl is not None else hooks._py_backward(s, _noop)
             out[f"backward: autograd.backward wrapper [{label}]"] = cpu_cost_us(lambda b=backward: b(None))
         step, marker = optimizer_step(parts.opt)
@@ -338,7 +316,7 @@ def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int 
 
 ATTRIBUTION_ARMS = ("bare", "all", "-forward", "-backward", "-loader", "-optimizer")
 """Table 2b's default arms: no hook; every per-step hook; every one but the named part (``-forward``: the
-model's pre + post hook, torch's slow ``Module.__call__`` path with them). ``all:py`` / ``all:c`` (and
+model's call timed from its call slot). ``all:py`` / ``all:c`` (and
 ``-part:py`` ...): the Python or the compiled hook bodies (collect/_hooks.c), whatever the default."""
 
 
@@ -452,7 +430,7 @@ def print_attribution(res: dict[str, dict[str, Any]]) -> None:
             print(f"  {arm:<24}{text}")
     print("  µs of training-thread CPU per step: median over rounds of the paired difference of block means,\n"
           "  then of block medians, each with its sign-test interval (>= 95%). Arms: bare = no hook; all = the\n"
-          "  per-step hooks (loader, forward pre + post, backward, optimizer); -PART = all but PART; :py / :c =\n"
+          "  per-step hooks (loader, forward timing, backward, optimizer); -PART = all but PART; :py / :c =\n"
           "  the Python / compiled hook bodies; :c^PART = the compiled ones but PART's Python body.")
 
 
@@ -645,6 +623,7 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
     from torch.utils.data import dataloader as dl
 
     from stepscope.collect import hooks
+    from stepscope.collect.modelcall import timed_slot
 
     clock = time.thread_time_ns
 
@@ -668,15 +647,14 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
         nxt, it = dl._BaseDataLoaderIter.__next__, parts.it
         watch = hooks._WATCH["modules"]
         model, args = watch.models[0], (batch[0],)
-        pre, post = watch._hooks
+        slot = timed_slot(watch._hooks[2], model, _noop)  # the slot function as installed, around a no-op
         backward = torch.autograd.backward
         step, marker = optimizer_step(parts.opt)
         buf = torch.empty(64 << 20, dtype=torch.uint8)
 
         def one_step_of_hooks() -> None:
             nxt(it)
-            pre(model, args)
-            post(model, args, None)
+            slot(*args)
             backward(None)
             step(marker)
 

@@ -298,16 +298,19 @@ def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.Mo
             for _ in range(2):
                 model(torch.ones(2, 3)).sum().backward()
                 opt.step()
-            pre, post = hooks._WATCH["modules"]._hooks
+            pre, post, call = hooks._WATCH["modules"]._hooks
             compiled = BUILT and not pure
             kinds = {type(torch.autograd.backward).__name__, type(getattr(pre, "__self__", None)).__name__,
-                     type(getattr(post, "__self__", None)).__name__}
+                     type(getattr(post, "__self__", None)).__name__, type(getattr(call, "__self__", None)).__name__}
+            assert vars(model)["_compiled_call_impl"].__name__ == "_compiled_call_impl"  # timed from its call slot
+            assert not model._forward_pre_hooks and not model._forward_hooks
             kinds.add(type(hooks._func_cell(torch.optim.SGD.step).cell_contents).__name__)
             kinds.add(type(dl._BaseDataLoaderIter.__dict__["__next__"]).__name__)
             want = {"Backward", "ForwardHooks", "OptimizerStep", "LoaderNext"} if compiled else {"function", "NoneType"}
             assert kinds == want, kinds
             assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
         assert torch.autograd.backward is orig
+        assert "_compiled_call_impl" not in vars(model)
         assert dl._BaseDataLoaderIter.__next__ is orig_next
         assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
     assert (hooks.compiled_hooks() is not None) == BUILT

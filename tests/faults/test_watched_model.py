@@ -51,11 +51,14 @@ def test_user_hooks_travel_and_ours_never_do(tmp_path):
             opt.zero_grad()
             model(torch.randn(2, 4)).sum().backward()
             opt.step()
-        assert len(model._forward_hooks) == 2 and len(model._forward_pre_hooks) == 1  # ours are there ...
+        assert "_compiled_call_impl" in vars(model)  # ours is there (the model's call slot, modelcall.py) ...
+        assert list(model._forward_hooks.values()) == [user_hook] and not model._forward_pre_hooks
         for clone in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
-            assert type(clone._forward_hooks) is OrderedDict  # ... and never in a copy
+            assert "_compiled_call_impl" not in vars(clone)  # ... and never in a copy
+            assert type(clone._forward_hooks) is OrderedDict
             assert [h.__name__ for h in clone._forward_hooks.values()] == ["user_hook"]
             assert len(clone._forward_pre_hooks) == 0 and len(clone._forward_hooks_always_called) == 0
+    assert "_compiled_call_impl" not in vars(model)
     assert type(model._forward_hooks) is OrderedDict and list(model._forward_hooks.values()) == [user_hook]
     assert len(model._forward_pre_hooks) == 0
     bare = torch.nn.Sequential(torch.nn.Linear(4, 4))

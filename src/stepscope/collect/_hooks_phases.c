@@ -203,7 +203,37 @@ static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* call(module, impl, args, kwargs): the hooks around impl(*args, **kwargs), the watched model's call made from its
+ * _compiled_call_impl (modules.py, timed_call): pre, the call, then post also when the call raises (the hooks'
+ * always_call), the call's exception kept. No module hook is registered, so torch takes its fast path. */
+static PyObject *Forward_call(Forward *self, PyObject *const *a, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyTuple_Check(a[2]) || !PyDict_Check(a[3])) {
+        PyErr_SetString(PyExc_TypeError, "call(module, impl, args: tuple, kwargs: dict)");
+        return NULL;
+    }
+    PyObject *pre_args[2] = {a[0], a[2]};
+    PyObject *r = Forward_pre(self, pre_args, 2);
+    if (r == NULL) return NULL;
+    Py_DECREF(r);
+    PyObject *out = PyObject_Call(a[1], a[2], PyDict_GET_SIZE(a[3]) ? a[3] : NULL);
+    if (out == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (post_body(self, a[0]) < 0) PyErr_Clear(); /* the call's own error is the one to raise */
+        PyErr_Restore(et, ev, tb);
+        return NULL;
+    }
+    if (post_body(self, a[0]) < 0 &&
+        warn_caught(self->session, s_module_watch, "model forward timing failed") < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 static PyMethodDef Forward_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))Forward_call, METH_FASTCALL,
+     "call(module, impl, args, kwargs): pre, impl(*args, **kwargs), post (also when it raises); its result."},
     {"pre", (PyCFunction)(void (*)(void))Forward_pre, METH_FASTCALL,
      "pre(module, args): the forward pre-hook (modules.py, ModuleWatch._model_hooks: pre)."},
     {"post", (PyCFunction)(void (*)(void))Forward_post, METH_FASTCALL,

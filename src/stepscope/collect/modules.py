@@ -8,12 +8,14 @@ Until the first step is marked, torch's *global* module hooks see every forward 
 cost only) to record output shapes and the top-level modules called (roots). At the first step the
 models are the roots whose parameters the marking optimizer updates (or those given with
 ``stepscope.watch``); any other optimizer that steps later adds the roots it updates (a GAN's
-generator and discriminator). The global hooks are then removed and each model gets a forward pre-
-and post-hook of its own (two Python calls a step, nothing on its submodules: a global hook would
-cost every module call about 3 us). Those hooks live in the model's hook dictionaries, wrapped in
-``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see the dictionaries without
-stepscope's entries (a plain ``OrderedDict``), while torch's forward still calls them. The forward
-time is its own: phases run inside it (a nested backward, say) are not counted twice.
+generator and discriminator). The global hooks are then removed and each model's call is timed by a
+pre- and post-hook of its own, nothing on its submodules (a global hook would cost every module call
+about 3 us). They run from the model's call slot (modelcall.py: no module hook, so torch keeps its fast
+call path), or, for a class that changes how modules are called or copied, as forward hooks in the
+model's hook dictionaries, wrapped in ``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see
+the dictionaries without stepscope's entries (a plain ``OrderedDict``), while torch's forward still
+calls them. The forward time is its own: phases run inside it (a nested backward, say) are not counted
+twice.
 
 When no DataLoader batch was fetched in a step, the samples of the step are the first dimension of the
 first tensor argument of the step's first watched forward call (the batch, for scripts that make
@@ -31,6 +33,7 @@ from typing import Any
 from stepscope.collect import nesting
 from stepscope.collect.batch import batch_size
 from stepscope.collect.hooks import use_compiled
+from stepscope.collect.modelcall import Call, CallSlots, python_call, wrappable
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 
@@ -108,8 +111,11 @@ class ModuleWatch:
         self._global = [m.register_module_forward_pre_hook(self._pre),
                         m.register_module_forward_hook(self._post, always_call=True)]
         self._model_handles: list[tuple[Any, list[Any]]] = []
-        self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]] | None = None
-        """The watched models' pre- and post-hook (one pair for all of them: their nesting depth is shared)."""
+        self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], Call] | None = None
+        """The watched models' pre- and post-hook and the call timed by both (one set for all of them: their
+        nesting depth is shared)."""
+        self._slots: CallSlots | None = None
+        """The models timed from their call slot (modelcall.py; the others have the hooks)."""
         self.compiled = use_compiled()
         """The compiled hook bodies (``_hooks``) the models get, or None for the Python ones."""
         undo.append(self.remove)
@@ -162,14 +168,15 @@ class ModuleWatch:
         except Exception as e:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")
 
-    def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None]]:
+    def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], Call]:
         """The watched models' own forward pre- and post-hook: ``_pre`` and ``_post`` without the discovery
-        branches, their state in closure cells (no attribute chain, no span tuple a step). Compiled
-        (``_hooks.ForwardHooks``, the same semantics) where built, else the Python closures below."""
+        branches, their state in closure cells (no attribute chain, no span tuple a step), and the call that
+        runs both around the model's (modelcall.py). Compiled (``_hooks.ForwardHooks``, the same semantics)
+        where built, else the Python closures below."""
         if self.compiled is not None:
             c = self.compiled.ForwardHooks(self.session, self, self.tensor_type, self.torch.is_grad_enabled,
                                            batch_size, self._mark_validation)
-            return c.pre, c.post
+            return c.pre, c.post, c.call
         session = self.session
         tensor = self.tensor_type
         is_grad_enabled = self.torch.is_grad_enabled
@@ -221,7 +228,7 @@ class ModuleWatch:
             except Exception as e:
                 session.warn_once("module-watch", f"model forward timing failed ({e})")
 
-        return pre, post
+        return pre, post, python_call(pre, post)
 
     def _mark_validation(self, t1: int) -> None:
         """An eval-mode forward with gradients off ended at ``t1``: a validation step."""
@@ -272,10 +279,16 @@ class ModuleWatch:
         self.models.append(model)
         self.watched.add(id(model))
         self.session.record("model", summary=summarize_model(model, self.shapes))
-        dicts = _hide(model)
         if self._hooks is None:
             self._hooks = self._model_hooks()
-        pre, post = self._hooks
+        pre, post, call = self._hooks
+        if wrappable(model):
+            if self._slots is None:
+                self._slots = CallSlots(call)
+                self.session.on_flush.append(self._slots.recheck)
+            self._slots.install(model)
+            return
+        dicts = _hide(model)
         handles = [model.register_forward_pre_hook(pre), model.register_forward_hook(post, always_call=True)]
         for d in dicts:
             d.ours.update(h.id for h in handles)
@@ -300,6 +313,8 @@ class ModuleWatch:
             except Exception:
                 pass
         self._model_handles = []
+        if self._slots is not None:
+            self._slots.remove()
 
 
 def _contains(outer: Any, inner: Any) -> bool:

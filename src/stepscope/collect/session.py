@@ -121,6 +121,8 @@ class Session:
         """Per-step callbacks (CUDA events, profiler window) run at each step boundary; one that returns
         :data:`DONE` is not called again."""
         self.closers: list[Callable[[], None]] = []
+        self.on_flush: list[Callable[[], None]] = []
+        """Checks run on the flush thread before each flush (off the training thread)."""
         self._warned: set[str] = set()
         self._writer: RecordWriter | None = None
         self._flusher: threading.Thread | None = None
@@ -209,6 +211,11 @@ class Session:
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self.options.flush_interval_s):
+            for check in self.on_flush:
+                try:
+                    check()
+                except Exception as e:
+                    self.warn_once(f"on_flush:{check!r}", f"a collector's periodic check failed ({e})")
             self.flush()
 
     def flush(self) -> None:

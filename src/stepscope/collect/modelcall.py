@@ -1,0 +1,137 @@
+"""Timing a watched model's forward from torch's own per-instance call slot, with no module hook.
+
+A module with any forward hook takes torch's slow ``Module._call_impl`` path: a closure, a set, loops over
+the hook dictionaries and a try block, on every call (issue 20: +9 to +15 us of a real step, most of
+stepscope's cost). ``Module.__call__`` first reads ``self._compiled_call_impl`` (where ``module.compile()``
+puts its compiled call) and calls it in place of ``_call_impl``. A watched model gets a function there
+that times the call and calls the real one (``_call_impl``, or what ``module.compile()`` had put there);
+torch then runs the model's forward on its fast path, inside stepscope's timing.
+
+Nothing of it travels with the model: torch's ``Module.__getstate__`` leaves ``_compiled_call_impl`` out
+of pickles, ``torch.save`` and deep copies; TorchScript records the function as an attribute it could
+not compile, used by no scripted method; DataParallel's replicas (``__dict__`` copies) are given the
+slot's previous value back. A model whose class changes any of these (its own ``__getstate__``,
+``__deepcopy__``, ``__reduce__``, ``__call__``: DDP, a parametrized root, ``torch.compile``'s wrapper)
+keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched model replaces the slot;
+``recheck`` (run on the flush thread) wraps the new value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+SLOT = "_compiled_call_impl"
+
+Call = Callable[[Any, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+"""``call(model, impl, args, kwargs)``: the hooks around ``impl(*args, **kwargs)`` (``_hooks.ForwardHooks.call``
+or ``python_call``)."""
+
+
+def python_call(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> Call:
+    """The Python reference of ``_hooks.ForwardHooks.call``: the pre-hook, the call, and the post-hook also
+    when the call raises (the hooks' ``always_call``)."""
+
+    def call(model: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        pre(model, args)
+        try:
+            return impl(*args, **kwargs)
+        finally:
+            post(model, args, None)
+
+    return call
+
+
+def wrappable(model: Any) -> bool:
+    """Whether the model's call can be timed from its call slot: its class keeps torch's ``__call__`` and the
+    copy and pickle methods that leave the slot out."""
+    from torch import nn
+
+    cls = type(model)
+    same = ("__call__", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
+            "_replicate_for_data_parallel")
+    try:
+        return (isinstance(model, nn.Module) and all(getattr(cls, n) is getattr(nn.Module, n) for n in same)
+                and not hasattr(cls, "__deepcopy__") and not hasattr(cls, "__copy__") and SLOT in vars(nn.Module))
+    except AttributeError:  # a torch without one of these: keep the hooks
+        return False
+
+
+def timed_slot(call: Call, model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """The function put in the model's call slot. A plain function: TorchScript, finding one among a module's
+    attributes, tries to compile it and, failing, leaves it out (any other object would fail the script)."""
+
+    def _compiled_call_impl(*args: Any, **kwargs: Any) -> Any:
+        return call(model, impl, args, kwargs)
+
+    return _compiled_call_impl
+
+
+class CallSlots:
+    """The watched models timed from their call slot: install, recheck, remove."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.slots: list[tuple[Any, Callable[..., Any], bool, Any]] = []
+        """(model, our function, whether the slot had a value of the model's own, that value)"""
+        self._replicate: Any = None
+
+    def install(self, model: Any) -> None:
+        own = vars(model)
+        had = SLOT in own
+        prev = own.get(SLOT)
+        impl = prev if prev is not None else model._call_impl
+        fn = timed_slot(self.call, model, impl)
+        own[SLOT] = fn
+        self.slots.append((model, fn, had, prev))
+        if self._replicate is None:
+            self._patch_replicate()
+
+    def recheck(self) -> None:
+        """Wrap what replaced a model's slot (``module.compile()`` after the model was watched). Runs on the flush
+        thread: one dict read per model, and a store (atomic under the GIL) only when it changed."""
+        for i, (model, fn, _had, _prev) in enumerate(self.slots):
+            cur = vars(model).get(SLOT)
+            if cur is fn or cur is None:
+                continue
+            new = timed_slot(self.call, model, cur)
+            vars(model)[SLOT] = new
+            self.slots[i] = (model, new, True, cur)
+
+    def remove(self) -> None:
+        for model, fn, had, prev in self.slots:
+            own = vars(model)
+            if own.get(SLOT) is not fn:
+                continue  # replaced since: leave the model's own value
+            if had:
+                own[SLOT] = prev
+            else:
+                del own[SLOT]
+        self.slots = []
+        if self._replicate is not None:
+            from torch import nn
+
+            nn.Module._replicate_for_data_parallel = self._replicate  # type: ignore[method-assign]
+            self._replicate = None
+
+    def _patch_replicate(self) -> None:
+        """DataParallel's replicas copy the model's ``__dict__``: give each the slot's previous value, or none,
+        so that a replica runs its own forward and not the watched model's."""
+        from torch import nn
+
+        orig: Callable[[Any], Any] = nn.Module._replicate_for_data_parallel
+        ours = self
+
+        def _replicate_for_data_parallel(module: Any) -> Any:
+            replica = orig(module)
+            own = vars(replica)
+            for _model, fn, had, prev in ours.slots:
+                if own.get(SLOT) is fn:
+                    if had:
+                        own[SLOT] = prev
+                    else:
+                        del own[SLOT]
+            return replica
+
+        self._replicate = orig
+        nn.Module._replicate_for_data_parallel = _replicate_for_data_parallel  # type: ignore[method-assign]
