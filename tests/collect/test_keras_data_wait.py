@@ -202,14 +202,23 @@ def test_the_stage_runs_in_the_pulling_thread(tmp_path: Path) -> None:
     function, the stage's form before, hands its ops to a thread pool and waits: two switches per element
     (the stage had two such functions: four per batch, and the cost of waking a thread on a busy machine).
     Voluntary switches only: preemption by other processes does not count, so a loaded machine passes too."""
-    r = subprocess.run([PY, str(SCRIPTS / "keras_stage_switches.py"), "--batches", "300"], capture_output=True,
-                       text=True, timeout=300, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["batches_counted"] == 301  # every element pulled through the stage was numbered and kept
-    # the count sees a thread pool's switches (+1.2 to +4.2 measured: it depends on whether the pool is awake)
-    assert out["plain_map"] - out["plain"] >= 0.5, out
-    assert out["staged"] - out["plain"] < 0.5, out
+    # A busy machine adds switches of its own (threads that block on a lock another, preempted, holds: +0.5 a
+    # batch seen beside two spinning processes) and can hide the control's (a pool still spinning when the next
+    # element comes); a stage that hands work to a thread switches in every run. So: up to three runs, and one
+    # must show the control and no switch added by the stage.
+    seen = []
+    for _ in range(3):
+        r = subprocess.run([PY, str(SCRIPTS / "keras_stage_switches.py"), "--batches", "300"], capture_output=True,
+                           text=True, timeout=300, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert out["batches_counted"] == 301  # every element pulled through the stage was numbered and kept
+        seen.append(out)
+        # the control: the count sees a thread pool's switches (+1.2 to +4.2 measured on a quiet machine)
+        if out["plain_map"] - out["plain"] >= 0.5 and out["staged"] - out["plain"] < 0.5:
+            break
+    else:
+        raise AssertionError(f"no run showed the control's switches without the stage adding any: {seen}")
 
 
 def test_the_prefetch_hides_the_pipeline_from_the_steps_it_feeds(hidden: Any) -> None:
