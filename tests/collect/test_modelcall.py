@@ -120,6 +120,21 @@ def test_a_slot_replaced_while_watched_is_wrapped_by_the_flush_check(tmp_path: A
     assert len(fwd) == STEPS - 1 and (fwd >= FORWARD_S).all(), fwd
 
 
+def test_a_slot_emptied_while_watched_is_timed_again(tmp_path: Any, bodies: str) -> None:
+    model = Sleepy()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with stepscope.session(name="emptied", store=str(tmp_path / "s")) as s:
+        _train(model, opt, 2)
+        del model._compiled_call_impl
+        for check in s.on_flush:
+            check()
+        assert vars(model)[SLOT].__name__ == "_compiled_call_impl"
+        _train(model, opt, STEPS - 2)
+    assert SLOT not in vars(model)  # as it was: deleted
+    fwd = _forward_s(tmp_path / "s")
+    assert len(fwd) == STEPS - 1 and (fwd >= FORWARD_S).all(), fwd
+
+
 def test_copies_and_replicas_carry_nothing(tmp_path: Any) -> None:
     model = Sleepy()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -88,15 +88,18 @@ class CallSlots:
             self._patch_replicate()
 
     def recheck(self) -> None:
-        """Wrap what replaced a model's slot (``module.compile()`` after the model was watched). Runs on the flush
-        thread: one dict read per model, and a store (atomic under the GIL) only when it changed."""
+        """Wrap what replaced a model's slot (``module.compile()`` after the model was watched; or the slot emptied).
+        Runs on the flush thread: one dict read per model, and a store (atomic under the GIL) only when it
+        changed."""
         for i, (model, fn, _had, _prev) in enumerate(self.slots):
-            cur = vars(model).get(SLOT)
-            if cur is fn or cur is None:
+            own = vars(model)
+            cur = own.get(SLOT)
+            if cur is fn:
                 continue
-            new = timed_slot(self.call, model, cur)
-            vars(model)[SLOT] = new
-            self.slots[i] = (model, new, True, cur)
+            had = SLOT in own  # set to None or deleted: torch calls _call_impl, which is timed as at install
+            new = timed_slot(self.call, model, cur if cur is not None else model._call_impl)
+            own[SLOT] = new
+            self.slots[i] = (model, new, had, cur)
 
     def remove(self) -> None:
         for model, fn, had, prev in self.slots:
