@@ -21,8 +21,8 @@ machine), the load average printed beside them:
    interval says what the run can resolve.
 2b. **Attribution** (``--attribute``, alone): arms inside one running session, one block each per round, the order
    rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
-   model's call timed from its call slot; ``backward``; ``loader``;
-   ``optimizer``; ``-PART-PART`` leaves out several), each optionally ``:py`` or ``:c`` (the Python or the
+   model's call timed from its call slot; ``backward``; ``loader``; ``optimizer``; ``-PART-PART`` leaves out
+   several; ``+PART`` installs that part alone), each optionally ``:py`` or ``:c`` (the Python or the
    compiled hook bodies, collect/_hooks.c), ``:c^PART`` the compiled ones but PART's Python body. Printed: each
    arm minus bare, what each left-out part costs (all minus the arm), for a ``:c`` arm beside its ``:py`` twin
    what the compiled bodies save, and for a ``:c^PART`` arm beside its ``:c`` twin what PART's compiled body
@@ -332,10 +332,14 @@ def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None, tuple[str, 
         return None, None, ()
     if name == "all":
         return (), impl or None, py_parts
-    left = tuple(name.removeprefix("-").split("-")) if name.startswith("-") else ()
+    if name.startswith("+"):  # only these parts: what each costs alone, paying the step's shared cold lines
+        kept = tuple(name.removeprefix("+").split("+"))
+        left = tuple(x for x in STEP_HOOKS if x not in kept) if all(x in STEP_HOOKS for x in kept) else ("?",)
+    else:
+        left = tuple(name.removeprefix("-").split("-")) if name.startswith("-") else ()
     if not left or any(x not in STEP_HOOKS for x in left):
-        raise SystemExit(f"unknown arm {arm!r}: bare, all or -PART[-PART] (PART: {', '.join(STEP_HOOKS)}), "
-                         "then :py or :c")
+        raise SystemExit(f"unknown arm {arm!r}: bare, all, -PART[-PART] or +PART[+PART] (PART: "
+                         f"{', '.join(STEP_HOOKS)}), then :py or :c")
     return left, impl or None, py_parts
 
 
