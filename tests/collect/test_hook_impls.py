@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,16 @@ def _impl(monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
         monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
 
 
+def _steps_under_both(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, train: Callable[[str], None]) -> tuple[Any, Any]:
+    """The step tables of ``train`` run with the compiled bodies and with the Python ones."""
+    got = []
+    for impl in ("c", "py"):
+        _impl(monkeypatch, impl)
+        train(str(tmp_path / impl))
+        got.append(load(tmp_path / impl).ranks[0].steps)
+    return got[0], got[1]
+
+
 def _train(store: str, *, fail_at: int | None = None) -> None:
     """STEPS training steps (a batch made in the loop, no DataLoader), then one eval-mode forward with
     gradients off (a validation step); from step ``fail_at`` on, the model's ``training`` flag raises."""
@@ -129,12 +140,7 @@ def test_compiled_and_python_record_alike(tmp_path: Any, monkeypatch: pytest.Mon
     """The same run under both: the same steps, phases and samples, and each phase's median alike."""
     if not BUILT:
         pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    got = {}
-    for impl in ("c", "py"):
-        _impl(monkeypatch, impl)
-        _train(str(tmp_path / impl))
-        got[impl] = load(tmp_path / impl).ranks[0].steps
-    c, py = got["c"], got["py"]
+    c, py = _steps_under_both(tmp_path, monkeypatch, _train)
     assert list(c["phase"]) == list(py["phase"]) and list(c["samples"]) == list(py["samples"])
     for col, sleeps in (("forward_ns", 1), ("backward_ns", 2)):
         medians = [float(np.median(t[col][1:STEPS])) / 1e9 for t in (c, py)]
@@ -258,13 +264,9 @@ def test_compiled_and_python_loader_alike(tmp_path: Any, monkeypatch: pytest.Mon
     """The loader run under both bodies: the same steps, epochs, samples and tokens."""
     if not BUILT:
         pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    got = {}
-    for impl in ("c", "py"):
-        _impl(monkeypatch, impl)
-        _train_loader(str(tmp_path / impl))
-        got[impl] = load(tmp_path / impl).ranks[0].steps
+    c, py = _steps_under_both(tmp_path, monkeypatch, _train_loader)
     for col in ("epoch", "samples", "tokens", "phase"):
-        assert list(got["c"][col]) == list(got["py"][col]), col
+        assert list(c[col]) == list(py[col]), col
 
 
 def test_compiled_step_state_is_a_step_state() -> None:

@@ -204,7 +204,7 @@ static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* call(module, impl, args, kwargs): the hooks around impl(*args, **kwargs), the watched model's call made from its
- * _compiled_call_impl (modules.py, timed_call): pre, the call, then post also when the call raises (the hooks'
+ * _compiled_call_impl (modelcall.py, timed_slot): pre, the call, then post also when the call raises (the hooks'
  * always_call), the call's exception kept. No module hook is registered, so torch takes its fast path. */
 static PyObject *Forward_call(Forward *self, PyObject *const *a, Py_ssize_t nargs) {
     if (nargs != 4 || !PyTuple_Check(a[2]) || !PyDict_Check(a[3])) {

@@ -18,6 +18,7 @@ keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched mo
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -68,54 +69,52 @@ def timed_slot(call: Call, model: Any, impl: Callable[..., Any]) -> Callable[...
 
 
 class CallSlots:
-    """The watched models timed from their call slot: install, recheck, remove."""
+    """The watched models timed from their call slot: install, recheck, remove. The flush thread's recheck and the
+    training thread's install and remove hold one lock, so a recheck never wraps a slot the session gave back."""
 
     def __init__(self, call: Call) -> None:
         self.call = call
         self.slots: list[tuple[Any, Callable[..., Any], bool, Any]] = []
         """(model, our function, whether the slot had a value of the model's own, that value)"""
         self._replicate: Any = None
+        self._lock = threading.Lock()
 
     def install(self, model: Any) -> None:
         own = vars(model)
-        had = SLOT in own
         prev = own.get(SLOT)
-        impl = prev if prev is not None else model._call_impl
-        fn = timed_slot(self.call, model, impl)
-        own[SLOT] = fn
-        self.slots.append((model, fn, had, prev))
-        if self._replicate is None:
-            self._patch_replicate()
+        with self._lock:
+            self._wrap(model, SLOT in own, prev, prev if prev is not None else model._call_impl)
+            if self._replicate is None:
+                self._patch_replicate()
 
     def recheck(self) -> None:
         """Wrap what replaced a model's slot (``module.compile()`` after the model was watched; or the slot emptied).
         Runs on the flush thread: one dict read per model, and a store (atomic under the GIL) only when it
         changed."""
-        for i, (model, fn, _had, _prev) in enumerate(self.slots):
-            own = vars(model)
-            cur = own.get(SLOT)
-            if cur is fn:
-                continue
-            had = SLOT in own  # set to None or deleted: torch calls _call_impl, which is timed as at install
-            new = timed_slot(self.call, model, cur if cur is not None else model._call_impl)
-            own[SLOT] = new
-            self.slots[i] = (model, new, had, cur)
+        with self._lock:
+            for entry in list(self.slots):
+                model, fn = entry[0], entry[1]
+                own = vars(model)
+                cur = own.get(SLOT)
+                if cur is not fn:  # set to None or deleted: torch calls _call_impl, timed as at install
+                    self.slots.remove(entry)
+                    self._wrap(model, SLOT in own, cur, cur if cur is not None else model._call_impl)
 
     def remove(self) -> None:
-        for model, fn, had, prev in self.slots:
-            own = vars(model)
-            if own.get(SLOT) is not fn:
-                continue  # replaced since: leave the model's own value
-            if had:
-                own[SLOT] = prev
-            else:
-                del own[SLOT]
-        self.slots = []
-        if self._replicate is not None:
-            from torch import nn
+        with self._lock:
+            for model, fn, had, prev in self.slots:
+                _give_back(vars(model), fn, had, prev)
+            self.slots = []
+            if self._replicate is not None:
+                from torch import nn
 
-            nn.Module._replicate_for_data_parallel = self._replicate  # type: ignore[method-assign]
-            self._replicate = None
+                nn.Module._replicate_for_data_parallel = self._replicate  # type: ignore[method-assign]
+                self._replicate = None
+
+    def _wrap(self, model: Any, had: bool, prev: Any, impl: Callable[..., Any]) -> None:
+        fn = timed_slot(self.call, model, impl)
+        vars(model)[SLOT] = fn
+        self.slots.append((model, fn, had, prev))
 
     def _patch_replicate(self) -> None:
         """DataParallel's replicas copy the model's ``__dict__``: give each the slot's previous value, or none,
@@ -127,14 +126,21 @@ class CallSlots:
 
         def _replicate_for_data_parallel(module: Any) -> Any:
             replica = orig(module)
-            own = vars(replica)
-            for _model, fn, had, prev in ours.slots:
-                if own.get(SLOT) is fn:
-                    if had:
-                        own[SLOT] = prev
-                    else:
-                        del own[SLOT]
+            with ours._lock:
+                for _model, fn, had, prev in ours.slots:
+                    _give_back(vars(replica), fn, had, prev)
             return replica
 
         self._replicate = orig
         nn.Module._replicate_for_data_parallel = _replicate_for_data_parallel  # type: ignore[method-assign]
+
+
+def _give_back(own: dict[str, Any], fn: Callable[..., Any], had: bool, prev: Any) -> None:
+    """A module's ``__dict__`` given the slot it had before ``fn`` was put there, where ``fn`` is still there
+    (a value put there since is the user's, and stays)."""
+    if own.get(SLOT) is not fn:
+        return
+    if had:
+        own[SLOT] = prev
+    else:
+        del own[SLOT]

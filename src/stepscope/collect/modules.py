@@ -315,6 +315,8 @@ class ModuleWatch:
         self._model_handles = []
         if self._slots is not None:
             self._slots.remove()
+            if self._slots.recheck in self.session.on_flush:
+                self.session.on_flush.remove(self._slots.recheck)
 
 
 def _contains(outer: Any, inner: Any) -> bool:
