@@ -269,21 +269,6 @@ def test_compiled_and_python_loader_alike(tmp_path: Any, monkeypatch: pytest.Mon
         assert list(c[col]) == list(py[col]), col
 
 
-def test_compiled_step_state_is_a_step_state() -> None:
-    """The StepState the compiled step timer makes without running __init__ has every field __init__ sets,
-    equal and of the same type."""
-    if not BUILT:
-        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    from stepscope.collect.session import StepState
-
-    compiled = hooks.compiled_hooks()
-    for start, epoch in ((123, 4), (None, -1)):
-        c, py = compiled.new_step_state(start, epoch), StepState(start, epoch)
-        assert type(c) is StepState
-        for name in StepState.__slots__:
-            assert (getattr(c, name), type(getattr(c, name))) == (getattr(py, name), type(getattr(py, name))), name
-
-
 def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Built: a session installs the compiled forward hooks, backward wrapper and step timer
     (STEPSCOPE_PURE_HOOKS=1 the Python ones), and removes them at its end. Not built: the Python ones."""

@@ -13,40 +13,27 @@ enum { F_DATA_WAIT, F_FORWARD, F_BACKWARD, F_OPTIMIZER, F_COMM, F_START, F_SAMPL
        F_EPOCH, NF };
 extern const char *field_names[NF];
 extern PyObject *s_field[NF];
-extern Py_ssize_t g_offset[NF];
-extern PyTypeObject *g_step_type; /* StepState, once bound */
-extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, *s_dim, *s_training,
+/* the session's attributes the hooks read, kept in SessionCore's struct (Session's base class, _hooks_state.c) */
+enum { S_STEP, S_ACTIVE, S_DISABLED, S_API_FETCH, S_STEP_SOURCE, S_EXTRAS, S_STEP_INDEX, S_EPOCH, S_OPTIONS,
+       S_STEP_ROW, NS };
+extern const char *core_names[NS];
+extern PyObject *s_core[NS];
+extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, *s_training,
     *s_step_source, *s_optimizer, *s_active, *s_disabled, *s_activate, *s_warn_once, *s_module_samples,
-    *s_module_watch, *s_backward, *g_zero, *s_extras, *s_tokens_per_step, *s_buffers, *s_step_rows,
-    *s_step_index, *s_epoch, *s_append, *s_optimizer_key, *g_float_zero, *g_one, *s_source;
+    *s_module_watch, *s_backward, *g_zero, *s_extras, *s_tokens_per_step, *s_append, *s_optimizer_key,
+    *g_float_zero, *g_one, *s_source;
 
-/* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c) for the module (_hooks.c) */
-extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType;
+/* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
+ * (_hooks.c) */
+extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
+PyObject *new_step_state(PyObject *start, PyObject *epoch); /* StepState(start, epoch): a new reference */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 
 static inline long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* -- StepState fields ------------------------------------------------------------------------------ */
-static inline PyObject *get_field(PyObject *st, int f) { /* new reference; NULL with an exception */
-    if (Py_TYPE(st) == g_step_type) {
-        PyObject *v = *(PyObject **)((char *)st + g_offset[f]);
-        if (v != NULL) return Py_NewRef(v);
-    }
-    return PyObject_GetAttr(st, s_field[f]);
-}
-
-static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
-    if (Py_TYPE(st) == g_step_type) {
-        PyObject **slot = (PyObject **)((char *)st + g_offset[f]);
-        Py_XSETREF(*slot, Py_NewRef(v));
-        return 0;
-    }
-    return PyObject_SetAttr(st, s_field[f], v);
 }
 
 /* -- numbers: a C long long while exact ints fit, a Python object otherwise ------------------------------ */
@@ -95,6 +82,104 @@ static inline int num_op(Num *a, Num *b, char op, Num *out) {
 
 static void num_clear(Num *n) { Py_CLEAR(n->o); }
 
+/* -- StepState fields: a StepState (_hooks_state.c) keeps each as a Num; any other object through getattr -- */
+typedef struct {
+    PyObject_HEAD
+    Num f[NF];
+} State;
+
+/* a step row as the optimizer's step timer appends it (Session.mark_step's 12 fields): a sequence whose items are
+ * made when the flush reads them, off the training thread (_hooks_state.c) */
+typedef struct {
+    PyObject_HEAD
+    Num c[12];
+} Row;
+
+static inline Num num_copy(Num *n) { /* a new Num of n's value */
+    Num r = {n->v, n->o != NULL ? Py_NewRef(n->o) : NULL};
+    return r;
+}
+
+void state_fill(State *st, PyObject *start, PyObject *epoch); /* every field as StepState(start, epoch) sets it */
+
+static inline Num *state_fields(PyObject *st) { return Py_IS_TYPE(st, &StateType) ? ((State *)st)->f : NULL; }
+
+static inline PyObject *get_field(PyObject *st, int f) { /* new reference; NULL with an exception */
+    Num *F = state_fields(st);
+    return F != NULL ? num_obj(&F[f]) : PyObject_GetAttr(st, s_field[f]);
+}
+
+static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
+    Num *F = state_fields(st);
+    if (F == NULL) return PyObject_SetAttr(st, s_field[f], v);
+    Num n;
+    num_from(v, &n);
+    num_clear(&F[f]);
+    F[f] = n;
+    return 0;
+}
+
+static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
+    Num *F = state_fields(st);
+    if (F != NULL) {
+        out->v = F[f].v;
+        out->o = F[f].o != NULL ? Py_NewRef(F[f].o) : NULL;
+        return 0;
+    }
+    PyObject *o = PyObject_GetAttr(st, s_field[f]);
+    if (o == NULL) return -1;
+    num_from(o, out);
+    Py_DECREF(o);
+    return 0;
+}
+
+static inline int field_none(PyObject *st, int f) { /* st.<field> is None: 1, 0, or -1 with an exception */
+    Num *F = state_fields(st);
+    if (F != NULL) return F[f].o == Py_None;
+    PyObject *v = PyObject_GetAttr(st, s_field[f]);
+    if (v == NULL) return -1;
+    int r = v == Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+static inline int num_true(Num *n) { return n->o == NULL ? n->v != 0 : PyObject_IsTrue(n->o); }
+
+/* -- the session's attributes: SessionCore's struct, or getattr / setattr for any other object ------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *slot[NS];
+} Core;
+
+static inline PyObject **core_slots(PyObject *s) {
+    return PyObject_TypeCheck(s, &CoreType) ? ((Core *)s)->slot : NULL;
+}
+
+static inline PyObject *sget(PyObject *s, int i) { /* s.<name>: a new reference; NULL with an exception */
+    PyObject **slot = core_slots(s);
+    if (slot != NULL && slot[i] != NULL) return Py_NewRef(slot[i]);
+    return PyObject_GetAttr(s, s_core[i]);
+}
+
+static inline int sset(PyObject *s, int i, PyObject *v) { /* s.<name> = v (borrowed) */
+    PyObject **slot = core_slots(s);
+    if (slot == NULL) return PyObject_SetAttr(s, s_core[i], v);
+    Py_XSETREF(slot[i], Py_NewRef(v));
+    return 0;
+}
+
+static inline int strue(PyObject *s, int i) { /* truth of s.<name>; -1 on error */
+    PyObject **slot = core_slots(s);
+    PyObject *v = slot != NULL ? slot[i] : NULL;
+    if (v == Py_True) return 1;
+    if (v == Py_False) return 0;
+    if (v != NULL) return PyObject_IsTrue(v);
+    if ((v = PyObject_GetAttr(s, s_core[i])) == NULL) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
 /* a > b as Python compares them: 1, 0 or -1 */
 static inline int num_gt(Num *a, Num *b) {
     if (a->o == NULL && b->o == NULL) return a->v > b->v;
@@ -107,27 +192,22 @@ static inline int num_gt(Num *a, Num *b) {
 
 /* st.data_wait + st.forward + st.backward + st.optimizer + st.comm, in that order */
 static inline int attributed(PyObject *st, Num *out) {
-    PyObject *v[5] = {NULL};
-    int rc = -1;
-    for (int i = 0; i < 5; i++) {
-        if ((v[i] = get_field(st, F_DATA_WAIT + i)) == NULL) goto done;
-    }
     Num acc;
-    num_from(v[0], &acc);
+    if (field_num(st, F_DATA_WAIT, &acc) < 0) return -1;
     for (int i = 1; i < 5; i++) {
         Num x, r = {0, NULL};
-        num_from(v[i], &x);
+        if (field_num(st, F_DATA_WAIT + i, &x) < 0) {
+            num_clear(&acc);
+            return -1;
+        }
         int e = num_op(&acc, &x, '+', &r);
         num_clear(&x);
         num_clear(&acc);
-        if (e < 0) goto done;
+        if (e < 0) return -1;
         acc = r;
     }
     *out = acc;
-    rc = 0;
-done:
-    for (int i = 0; i < 5; i++) Py_XDECREF(v[i]);
-    return rc;
+    return 0;
 }
 
 /* t1 - t0 - nested, where nested = attributed(st0) - a0 (+ attributed(st) when the step changed); *d new */
@@ -156,6 +236,12 @@ static inline int own_time(PyObject *st0, Num *a0, PyObject *st, long long t0, l
 
 /* st.<field> += d: exact ints summed as C numbers, Python's number protocol otherwise */
 static inline int add_num(PyObject *st, int f, Num *d) {
+    Num *F = state_fields(st);
+    long long sum;
+    if (F != NULL && F[f].o == NULL && d->o == NULL && !__builtin_add_overflow(F[f].v, d->v, &sum)) {
+        F[f].v = sum;
+        return 0;
+    }
     PyObject *cur = get_field(st, f);
     if (cur == NULL) return -1;
     PyObject *r;
@@ -206,6 +292,24 @@ static inline int warn_caught(PyObject *session, PyObject *key, const char *pref
     if (r == NULL) return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* float(t.shape[0]) for a tensor t that has a dimension (the hooks' samples; the shape read once, no method
+ * called): a new reference; NULL without an exception for a 0-d tensor, NULL with one on error */
+static inline PyObject *rows_of(PyObject *t) {
+    PyObject *shape = PyObject_GetAttr(t, s_shape), *first;
+    if (shape == NULL) return NULL;
+    if (PyTuple_Check(shape)) { /* torch.Size */
+        first = PyTuple_GET_SIZE(shape) > 0 ? Py_NewRef(PyTuple_GET_ITEM(shape, 0)) : NULL;
+    } else {
+        Py_ssize_t dims = PyObject_Length(shape);
+        first = dims > 0 ? PyObject_GetItem(shape, g_zero) : NULL;
+    }
+    Py_DECREF(shape);
+    if (first == NULL) return NULL;
+    PyObject *n = PyNumber_Float(first);
+    Py_DECREF(first);
+    return n;
 }
 
 static inline int is_none_attr(PyObject *o, PyObject *name) { /* o.name is None: 1, 0 or -1 */

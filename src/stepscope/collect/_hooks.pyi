@@ -5,6 +5,8 @@ modules.py (ModuleWatch._model_hooks), hooks.py (_py_backward, _install_optimize
 from collections.abc import Callable
 from typing import Any
 
+from stepscope.collect.options import Options
+
 class ForwardHooks:
     depth: int
     def __init__(self, session: Any, watch: Any, tensor_type: type, is_grad_enabled: Callable[[], bool],
@@ -28,5 +30,30 @@ class LoaderNext:
                  first_of_pass: Callable[[Any, int, Any, float], None]) -> None: ...
     def __call__(self, it: Any, /) -> Any: ...
 
-def bind(step_state: type, /) -> None: ...
+class StepState:
+    data_wait: Any
+    forward: int
+    backward: int
+    optimizer: int
+    comm: int
+    start: int | None
+    samples: float
+    fetched: bool
+    tokens: float
+    epoch: int
+    def __init__(self, start: int | None, epoch: int) -> None: ...
+
+class SessionCore:
+    step: StepState
+    active: bool
+    disabled: bool
+    api_fetch: bool
+    step_source: str | None
+    extras: list[Callable[[], object]]
+    step_index: int
+    epoch: int
+    options: Options
+    step_row: Callable[[Any], None]
+
+def new_step_state(start: int | None, epoch: int, /) -> StepState: ...
 def clock_ns() -> int: ...

@@ -11,7 +11,7 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Loader;
 
-static PyObject *s_loader_key, *s_batches, *s_epoch_attr, *s_api_fetch, *s_loader_warn;
+static PyObject *s_loader_key, *s_batches, *s_epoch_attr, *s_loader_warn;
 
 static int Loader_traverse(Loader *self, visitproc visit, void *arg) {
     Py_VISIT(self->session);
@@ -84,22 +84,10 @@ static PyObject *samples_of(Loader *self, PyObject *batch) {
     if ((PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0)) t = PyList_GET_ITEM(batch, 0);
     else if (PyTuple_CheckExact(batch) && PyTuple_GET_SIZE(batch) > 0) t = PyTuple_GET_ITEM(batch, 0);
     Py_INCREF(t);
-    int tensor = (PyObject *)Py_TYPE(t) == self->tensor;
-    if (tensor) {
-        PyObject *dim = PyObject_CallMethodNoArgs(t, s_dim);
-        tensor = dim ? PyObject_IsTrue(dim) : -1;
-        Py_XDECREF(dim);
-    }
     PyObject *n = NULL;
-    if (tensor > 0) { /* float(t.shape[0]) */
-        PyObject *shape = PyObject_GetAttr(t, s_shape);
-        PyObject *first = shape ? PyObject_GetItem(shape, g_zero) : NULL;
-        Py_XDECREF(shape);
-        n = first ? PyNumber_Float(first) : NULL;
-        Py_XDECREF(first);
-    } else if (tensor == 0) {
-        n = PyObject_CallOneArg(self->batch_size, batch);
-    }
+    int tensor = (PyObject *)Py_TYPE(t) == self->tensor;
+    if (tensor && (n = rows_of(t)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
+    if (tensor == 0) n = PyObject_CallOneArg(self->batch_size, batch);
     Py_DECREF(t);
     return n;
 }
@@ -109,7 +97,7 @@ static PyObject *samples_of(Loader *self, PyObject *batch) {
 static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
     PyObject *s = self->session;
     int rc = -1;
-    PyObject *st = PyObject_GetAttr(s, s_step), *key = NULL, *nbo = NULL, *n = NULL;
+    PyObject *st = sget(s, S_STEP), *key = NULL, *nbo = NULL, *n = NULL;
     if (st == NULL) return -1;
     if ((key = attr_or_none(it, s_loader_key)) == NULL) goto done;
     if (key != Py_None) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
@@ -129,12 +117,12 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
         Py_DECREF(epoch);
         if (e < 0) goto done;
     }
-    int api = attr_true(s, s_api_fetch); /* stepscope.steps() times this fetch itself */
+    int api = strue(s, S_API_FETCH); /* stepscope.steps() times this fetch itself */
     if (api != 0) {
         rc = api < 0 ? -1 : 0;
         goto done;
     }
-    int active = attr_true(s, s_active);
+    int active = strue(s, S_ACTIVE);
     if (active < 0) goto done;
     if (!active) {
         PyObject *r = PyObject_CallMethodNoArgs(s, s_activate);
@@ -160,10 +148,8 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
         }
     }
     /* Session.add_fetch written out (the per-batch hot path) */
-    PyObject *start = get_field(st, F_START);
-    if (start == NULL) goto done;
-    int unset = start == Py_None;
-    Py_DECREF(start);
+    int unset = field_none(st, F_START);
+    if (unset < 0) goto done;
     if (unset) {
         PyObject *to = PyLong_FromLongLong(t0);
         int e = to ? set_field(st, F_START, to) : -1;
@@ -223,7 +209,7 @@ static PyObject *Loader_call(Loader *self, PyObject *const *args, size_t nargsf,
         return NULL;
     }
     long long t1 = now_ns();
-    int disabled = attr_true(self->session, s_disabled); /* outside the Python body's try, as there */
+    int disabled = strue(self->session, S_DISABLED); /* outside the Python body's try, as there */
     if (disabled != 0) {
         if (disabled > 0) return batch;
         Py_DECREF(batch);
@@ -302,7 +288,6 @@ int loader_names(void) {
     NAME(s_loader_key, "_stepscope_loader");
     NAME(s_batches, "_stepscope_batches");
     NAME(s_epoch_attr, "_stepscope_epoch");
-    NAME(s_api_fetch, "api_fetch");
     NAME(s_loader_warn, "loader");
 #undef NAME
     return 0;

@@ -3,32 +3,10 @@
 #include "_hooks.h"
 
 /* -- the optimizer's step timer (hooks.py, _install_optimizer_hooks: timed) ---------------------------------- */
-/* StepState(start, epoch) without running its __init__: the same ten slots, the same values (bind() checks
- * the class has exactly these slots; tests/collect/test_hook_impls.py compares the two). */
-static PyObject *new_step_state(PyObject *start, PyObject *epoch) {
-    if (g_step_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "stepscope.collect._hooks is not bound to StepState");
-        return NULL;
-    }
-    PyObject *st = PyType_GenericAlloc(g_step_type, 0);
-    if (st == NULL) return NULL;
-    PyObject *values[NF] = {g_zero, g_zero, g_zero, g_zero, g_zero, start, g_float_zero, Py_False,
-                            g_float_zero, epoch};
-    for (int f = 0; f < NF; f++) set_field(st, f, values[f]);
-    return st;
-}
-
-PyObject *new_step_state_py(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "new_step_state(start, epoch)");
-        return NULL;
-    }
-    return new_step_state(args[0], args[1]);
-}
-
 typedef struct {
     PyObject_HEAD
     PyObject *session, *nan, *rest, *marker;
+    PyObject *opts, *sps, *tps; /* the last Options seen and its samples_per_step, tokens_per_step (NULL: none) */
     Py_ssize_t depth;
     int fault;
 } Timer;
@@ -45,6 +23,9 @@ static int Timer_traverse(Timer *self, visitproc visit, void *arg) {
     Py_VISIT(self->nan);
     Py_VISIT(self->rest);
     Py_VISIT(self->marker);
+    Py_VISIT(self->opts);
+    Py_VISIT(self->sps);
+    Py_VISIT(self->tps);
     return 0;
 }
 
@@ -53,6 +34,9 @@ static int Timer_clear(Timer *self) {
     Py_CLEAR(self->nan);
     Py_CLEAR(self->rest);
     Py_CLEAR(self->marker);
+    Py_CLEAR(self->opts);
+    Py_CLEAR(self->sps);
+    Py_CLEAR(self->tps);
     return 0;
 }
 
@@ -77,97 +61,112 @@ static int Timer_init(Timer *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* options.samples_per_step and options.tokens_per_step (borrowed), read again when session.options is another
+ * object (Options is frozen; lightning.py replaces it): 0, or -1 with an exception */
+static int per_step_options(Timer *self, PyObject *o, PyObject **sps, PyObject **tps) {
+    if (o != self->opts) {
+        PyObject *a = PyObject_GetAttr(o, s_samples_per_step), *b = a ? PyObject_GetAttr(o, s_tokens_per_step) : NULL;
+        if (b == NULL) {
+            Py_XDECREF(a);
+            return -1;
+        }
+        Py_XSETREF(self->opts, Py_NewRef(o));
+        Py_XSETREF(self->sps, a);
+        Py_XSETREF(self->tps, b);
+    }
+    *sps = self->sps;
+    *tps = self->tps;
+    return 0;
+}
+
 /* Session.mark_step's common case as the Python timer writes it out: 1 done, 0 not the common case (a step
- * source not yet the optimizer's, an inactive session, a per-step collector left), -1 error. */
-static int mark_common(Timer *self, PyObject *st, long long t1) {
-    PyObject *session = self->session;
-    PyObject *source = PyObject_GetAttr(session, s_step_source);
-    if (source == NULL) return -1;
-    int c = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
-    Py_DECREF(source);
+ * source not yet the optimizer's, an inactive session, a per-step collector left, a session or step of another
+ * type than SessionCore and StepState: the Python mark_step does it), -1 error. */
+static int mark_common(Timer *self, long long t1) {
+    PyObject **core = core_slots(self->session);
+    if (core == NULL) return 0;
+    for (int i = 0; i < NS; i++) {
+        if (core[i] == NULL) return 0; /* an attribute deleted: the Python path raises as it would */
+    }
+    PyObject *st = core[S_STEP];
+    Num *F = state_fields(st);
+    if (F == NULL) return 0;
+    PyObject *source = core[S_STEP_SOURCE];
+    int c = source == s_optimizer ? 1 : PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
     if (c <= 0) return c;
-    if ((c = attr_true(session, s_active)) <= 0) return c;
-    if ((c = attr_true(session, s_extras)) != 0) return c < 0 ? -1 : 0;
+    if ((c = strue(self->session, S_ACTIVE)) <= 0) return c;
+    PyObject *extras = core[S_EXTRAS];
+    c = PyList_CheckExact(extras) ? PyList_GET_SIZE(extras) > 0 : PyObject_IsTrue(extras);
+    if (c != 0) return c < 0 ? -1 : 0;
+    PyObject *sps, *tps;
+    if (per_step_options(self, core[S_OPTIONS], &sps, &tps) < 0) return -1;
+    int fetched = num_true(&F[F_FETCHED]), any_samples = 0, any_tokens = 0, phase[4];
+    if (fetched < 0) return -1;
+    if (sps == Py_None && (any_samples = fetched ? 1 : num_true(&F[F_SAMPLES])) < 0) return -1;
+    if (tps == Py_None && (any_tokens = num_true(&F[F_TOKENS])) < 0) return -1;
+    for (int i = 0; i < 4; i++) {
+        if ((phase[i] = num_true(&F[F_FORWARD + i])) < 0) return -1;
+    }
+    Row *row = PyObject_New(Row, &RowType);
+    if (row == NULL) return -1;
+    Num nan = {0, self->nan}, *col = row->c;
+    num_from(core[S_STEP_INDEX], &col[0]);
+    col[1] = F[F_START].o == Py_None ? (Num){t1, NULL} : num_copy(&F[F_START]);
+    col[2] = (Num){t1, NULL};
+    /* samples: options.samples_per_step, else st.samples if st.fetched or st.samples else nan; tokens alike */
+    if (sps != Py_None) num_from(sps, &col[3]);
+    else col[3] = num_copy(any_samples ? &F[F_SAMPLES] : &nan);
+    if (tps != Py_None) num_from(tps, &col[4]);
+    else col[4] = num_copy(any_tokens ? &F[F_TOKENS] : &nan);
+    col[5] = num_copy(fetched ? &F[F_DATA_WAIT] : &nan);
+    for (int i = 0; i < 4; i++) col[6 + i] = num_copy(phase[i] ? &F[F_FORWARD + i] : &nan); /* st.forward or nan */
+    col[10] = num_copy(&F[F_EPOCH]);
+    col[11] = (Num){0, NULL};
     int rc = -1;
-    PyObject *o = NULL, *sps = NULL, *tps = NULL, *v[NF] = {NULL}, *t1o = NULL, *index = NULL, *row = NULL;
-    PyObject *samples, *tokens, *buffers = NULL, *rows = NULL, *next = NULL, *epoch = NULL, *fresh = NULL;
-    if ((o = PyObject_GetAttr(session, s_options)) == NULL) goto done;
-    if ((sps = PyObject_GetAttr(o, s_samples_per_step)) == NULL) goto done;
-    if ((tps = PyObject_GetAttr(o, s_tokens_per_step)) == NULL) goto done;
-    for (int f = 0; f < NF; f++) {
-        if ((v[f] = get_field(st, f)) == NULL) goto done;
+    PyObject *r = PyObject_CallOneArg(core[S_STEP_ROW], (PyObject *)row), *next = NULL, *epoch = NULL;
+    Py_DECREF(row);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    Py_INCREF(st);
+    if ((next = PyNumber_Add(core[S_STEP_INDEX], g_one)) == NULL || sset(self->session, S_STEP_INDEX, next) < 0)
+        goto done;
+    int known = F[F_EPOCH].o == NULL ? F[F_EPOCH].v >= 0 : PyObject_RichCompareBool(F[F_EPOCH].o, g_zero, Py_GE);
+    if (known < 0 || (known && ((epoch = num_obj(&F[F_EPOCH])) == NULL || sset(self->session, S_EPOCH, epoch) < 0)))
+        goto done;
+    if (Py_REFCNT(st) != 2) { /* held elsewhere too: a new one (else nobody can tell it from a new one) */
+        PyObject *fresh = PyType_GenericAlloc(&StateType, 0);
+        if (fresh == NULL || sset(self->session, S_STEP, fresh) < 0) {
+            Py_XDECREF(fresh);
+            goto done;
+        }
+        Py_SETREF(st, fresh);
+        Py_INCREF(st);
+        Py_DECREF(fresh);
     }
-    int fetched = PyObject_IsTrue(v[F_FETCHED]);
-    if (fetched < 0) goto done;
-    if (sps != Py_None) {
-        samples = sps;
-    } else { /* st.samples if st.fetched or st.samples else nan */
-        int any = fetched ? 1 : PyObject_IsTrue(v[F_SAMPLES]);
-        if (any < 0) goto done;
-        samples = any ? v[F_SAMPLES] : self->nan;
-    }
-    if (tps != Py_None) {
-        tokens = tps;
-    } else {
-        int t = PyObject_IsTrue(v[F_TOKENS]);
-        if (t < 0) goto done;
-        tokens = t ? v[F_TOKENS] : self->nan;
-    }
-    PyObject *phase[4];
-    for (int i = 0; i < 4; i++) { /* st.forward or nan, ... */
-        int t = PyObject_IsTrue(v[F_FORWARD + i]);
-        if (t < 0) goto done;
-        phase[i] = t ? v[F_FORWARD + i] : self->nan;
-    }
-    if ((t1o = PyLong_FromLongLong(t1)) == NULL) goto done;
-    if ((index = PyObject_GetAttr(session, s_step_index)) == NULL) goto done;
-    PyObject *items[12] = {index, v[F_START] == Py_None ? t1o : v[F_START], t1o, samples, tokens,
-                           fetched ? v[F_DATA_WAIT] : self->nan, phase[0], phase[1], phase[2], phase[3],
-                           v[F_EPOCH], g_zero};
-    if ((row = PyTuple_New(12)) == NULL) goto done;
-    for (int i = 0; i < 12; i++) PyTuple_SET_ITEM(row, i, Py_NewRef(items[i]));
-    if ((buffers = PyObject_GetAttr(session, s_buffers)) == NULL) goto done;
-    if ((rows = PyObject_GetAttr(buffers, s_step_rows)) == NULL) goto done;
-    if (PyList_CheckExact(rows)) {
-        if (PyList_Append(rows, row) < 0) goto done;
-    } else {
-        PyObject *r = PyObject_CallMethodOneArg(rows, s_append, row);
-        if (r == NULL) goto done;
-        Py_DECREF(r);
-    }
-    if ((next = PyNumber_Add(index, g_one)) == NULL || PyObject_SetAttr(session, s_step_index, next) < 0) goto done;
-    int known = PyObject_RichCompareBool(v[F_EPOCH], g_zero, Py_GE);
-    if (known < 0 || (known && PyObject_SetAttr(session, s_epoch, v[F_EPOCH]) < 0)) goto done;
-    if ((epoch = PyObject_GetAttr(session, s_epoch)) == NULL) goto done;
-    if ((fresh = new_step_state(t1o, epoch)) == NULL || PyObject_SetAttr(session, s_step, fresh) < 0) goto done;
+    state_fill((State *)st, Py_None, core[S_EPOCH]);
+    num_clear(&((State *)st)->f[F_START]);
+    ((State *)st)->f[F_START] = (Num){t1, NULL};
     rc = 1;
 done:
-    Py_XDECREF(o);
-    Py_XDECREF(sps);
-    Py_XDECREF(tps);
-    for (int f = 0; f < NF; f++) Py_XDECREF(v[f]);
-    Py_XDECREF(t1o);
-    Py_XDECREF(index);
-    Py_XDECREF(row);
-    Py_XDECREF(buffers);
-    Py_XDECREF(rows);
     Py_XDECREF(next);
     Py_XDECREF(epoch);
-    Py_XDECREF(fresh);
+    Py_DECREF(st);
     return rc;
 }
 
-/* The body of the Python timer's try block, after the step ran. */
-static int timer_body(Timer *self, PyObject *st0, Num *a0, long long t0, long long t1, PyObject *const *args,
+/* The body of the Python timer's try block, after the step ran; *st0 is released once read (so that the mark
+ * can reuse a step state nobody else holds). */
+static int timer_body(Timer *self, PyObject **st0, Num *a0, long long t0, long long t1, PyObject *const *args,
                       Py_ssize_t nargs) {
     if (self->fault) {
         PyErr_SetString(PyExc_RuntimeError, "injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)");
         return -1;
     }
-    PyObject *st = PyObject_GetAttr(self->session, s_step);
+    PyObject *st = sget(self->session, S_STEP);
     if (st == NULL) return -1;
     Num d = {0, NULL};
-    int e = own_time(st0, a0, st, t0, t1, &d);
+    int e = own_time(*st0, a0, st, t0, t1, &d);
+    Py_CLEAR(*st0);
     if (e == 0) {
         e = add_positive(st, F_OPTIMIZER, &d);
         num_clear(&d);
@@ -182,8 +181,8 @@ static int timer_body(Timer *self, PyObject *st0, Num *a0, long long t0, long lo
     }
     PyObject *opt = args[0];
     if (opt == self->marker) {
-        int c = mark_common(self, st, t1);
         Py_DECREF(st);
+        int c = mark_common(self, t1);
         if (c != 0) return c < 0 ? -1 : 0;
         /* session.mark_step(t1, source="optimizer") */
         PyObject *meth = PyObject_GetAttrString(self->session, "mark_step");
@@ -219,7 +218,7 @@ static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyO
         return r;
     }
     Py_INCREF(tm); /* the step may drop the wrapper (an undo) */
-    PyObject *out = NULL, *st0 = PyObject_GetAttr(tm->session, s_step);
+    PyObject *out = NULL, *st0 = sget(tm->session, S_STEP);
     Num a0 = {0, NULL};
     if (st0 == NULL || attributed(st0, &a0) < 0) goto done;
     tm->depth = 1;
@@ -231,12 +230,12 @@ static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyO
     }
     long long t1 = now_ns();
     tm->depth = 0;
-    int disabled = attr_true(tm->session, s_disabled);
+    int disabled = strue(tm->session, S_DISABLED);
     if (disabled != 0) {
         if (disabled < 0) Py_CLEAR(out);
         goto done;
     }
-    if (timer_body(tm, st0, &a0, t0, t1, args, PyVectorcall_NARGS(nargsf)) < 0 &&
+    if (timer_body(tm, &st0, &a0, t0, t1, args, PyVectorcall_NARGS(nargsf)) < 0 &&
         warn_caught(tm->session, s_optimizer_key, "step marking failed") < 0)
         Py_CLEAR(out);
 done:

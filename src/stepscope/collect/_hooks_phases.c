@@ -65,7 +65,7 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
 
 /* The samples of the step from the first forward argument (the try block of the Python pre-hook). */
 static int read_samples(Forward *self, PyObject *st, PyObject *args) {
-    PyObject *opts = PyObject_GetAttr(self->session, s_options);
+    PyObject *opts = sget(self->session, S_OPTIONS);
     if (opts == NULL) return -1;
     int none = is_none_attr(opts, s_samples_per_step);
     Py_DECREF(opts);
@@ -83,20 +83,8 @@ static int read_samples(Forward *self, PyObject *st, PyObject *args) {
     }
     PyObject *n = NULL;
     int tensor = (PyObject *)Py_TYPE(x) == self->tensor;
-    if (tensor) {
-        PyObject *dim = PyObject_CallMethodNoArgs(x, s_dim);
-        tensor = dim ? PyObject_IsTrue(dim) : -1;
-        Py_XDECREF(dim);
-    }
-    if (tensor > 0) { /* float(x.shape[0]) */
-        PyObject *shape = PyObject_GetAttr(x, s_shape);
-        PyObject *first = shape ? PyObject_GetItem(shape, g_zero) : NULL;
-        Py_XDECREF(shape);
-        n = first ? PyNumber_Float(first) : NULL;
-        Py_XDECREF(first);
-    } else if (tensor == 0) {
-        n = PyObject_CallOneArg(self->batch_size, args);
-    }
+    if (tensor && (n = rows_of(x)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
+    if (tensor == 0) n = PyObject_CallOneArg(self->batch_size, args);
     Py_DECREF(x);
     if (n == NULL) return -1;
     int truth = PyObject_IsTrue(n);
@@ -112,12 +100,10 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
     }
     if (self->depth == 0) {
         long long t = now_ns();
-        PyObject *st = PyObject_GetAttr(self->session, s_step);
+        PyObject *st = sget(self->session, S_STEP);
         if (st == NULL) return NULL;
-        PyObject *start = get_field(st, F_START);
-        if (start == NULL) goto fail;
-        int unset = start == Py_None;
-        Py_DECREF(start);
+        int unset = field_none(st, F_START);
+        if (unset < 0) goto fail;
         if (unset) {
             PyObject *to = PyLong_FromLongLong(t);
             int e = to ? set_field(st, F_START, to) : -1;
@@ -159,7 +145,7 @@ static int post_body(Forward *self, PyObject *module) {
     self->depth -= 1;
     if (self->depth || self->st0 == NULL) return 0;
     long long t1 = now_ns();
-    PyObject *st = PyObject_GetAttr(self->session, s_step);
+    PyObject *st = sget(self->session, S_STEP);
     if (st == NULL) return -1;
     Num d = {0, NULL};
     int e = own_time(self->st0, &self->a0, st, self->t0, t1, &d);
@@ -174,7 +160,7 @@ static int post_body(Forward *self, PyObject *module) {
     /* not module.training and session.step_source == "optimizer" and not is_grad_enabled() */
     int training = attr_true(module, s_training);
     if (training != 0) return training < 0 ? -1 : 0;
-    PyObject *source = PyObject_GetAttr(self->session, s_step_source);
+    PyObject *source = sget(self->session, S_STEP_SOURCE);
     if (source == NULL) return -1;
     int opt = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
     Py_DECREF(source);
@@ -290,7 +276,7 @@ static void Backward_dealloc(Backward *self) {
 /* The finally block of the Python wrapper, inside its try. */
 static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
     long long t1 = now_ns();
-    PyObject *st = PyObject_GetAttr(self->session, s_step);
+    PyObject *st = sget(self->session, S_STEP);
     if (st == NULL) return -1;
     Num d = {0, NULL};
     int e = own_time(st0, a0, st, t0, t1, &d);
@@ -298,22 +284,16 @@ static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
         e = add_positive(st, F_BACKWARD, &d);
         num_clear(&d);
     }
-    if (e == 0) {
-        PyObject *start = get_field(st, F_START);
-        if (start == NULL) {
-            e = -1;
-        } else if (start == Py_None) {
-            PyObject *to = PyLong_FromLongLong(t0);
-            e = to ? set_field(st, F_START, to) : -1;
-            Py_XDECREF(to);
-        }
-        Py_XDECREF(start);
+    if (e == 0 && (e = field_none(st, F_START)) > 0) {
+        PyObject *to = PyLong_FromLongLong(t0);
+        e = to ? set_field(st, F_START, to) : -1;
+        Py_XDECREF(to);
     }
     Py_DECREF(st);
     if (e < 0) return -1;
-    int active = attr_true(self->session, s_active);
+    int active = strue(self->session, S_ACTIVE);
     if (active != 0) return active < 0 ? -1 : 0;
-    int disabled = attr_true(self->session, s_disabled);
+    int disabled = strue(self->session, S_DISABLED);
     if (disabled != 0) return disabled < 0 ? -1 : 0;
     PyObject *r = PyObject_CallMethodNoArgs(self->session, s_activate);
     if (r == NULL) return -1;
@@ -322,7 +302,7 @@ static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
 }
 
 static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    PyObject *st0 = PyObject_GetAttr(self->session, s_step);
+    PyObject *st0 = sget(self->session, S_STEP);
     if (st0 == NULL) return NULL;
     Num a0;
     if (attributed(st0, &a0) < 0) {

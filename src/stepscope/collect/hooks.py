@@ -11,7 +11,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from stepscope.collect.options import ENV_DATABENCH
-from stepscope.collect.session import Session, StepState
+from stepscope.collect.pystate import StepState
+from stepscope.collect.session import Session
 
 _UNDO: list[Callable[[], None]] = []
 FAULT_ENV = "STEPSCOPE_DEBUG_FAULT"
@@ -25,13 +26,11 @@ Read at each install."""
 
 
 def compiled_hooks() -> Any:
-    """The compiled hook bodies (the optional C extension ``stepscope.collect._hooks``, bound to
-    :class:`StepState`; None: not built)."""
+    """The compiled hook bodies (the optional C extension ``stepscope.collect._hooks``; None: not built)."""
     try:
         from stepscope.collect import _hooks
     except ImportError:  # not built (the extension is optional): the Python bodies serve
         return None
-    _hooks.bind(StepState)
     return _hooks
 
 
@@ -197,7 +196,7 @@ def _install_optimizer_hooks(session: Session) -> None:
                         samples = o.samples_per_step if o.samples_per_step is not None else (
                             st.samples if st.fetched or st.samples else _NAN)
                         tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
-                        session.buffers.step_rows.append((
+                        session.step_row((
                             session.step_index, t1 if st.start is None else st.start, t1, samples, tokens,
                             st.data_wait if st.fetched else _NAN, st.forward or _NAN, st.backward or _NAN,
                             st.optimizer or _NAN, st.comm or _NAN, st.epoch, 0))

@@ -33,7 +33,8 @@ from typing import Any
 
 from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
 from stepscope.collect.keras_datawait import RING, ready_wait
-from stepscope.collect.session import Session, StepState
+from stepscope.collect.pystate import StepState
+from stepscope.collect.session import Session
 from stepscope.model.tables import Phase
 
 FIT_SOURCE = "keras"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope.collect.buffers import Buffers
 from stepscope.collect.clock import Clock
 from stepscope.collect.options import Options
+from stepscope.collect.pystate import SessionCore, StepState
 
 if TYPE_CHECKING:  # imported when the session opens: a dormant session (every process) stays light
     from stepscope.model.run import RankStream
@@ -64,36 +65,7 @@ def detect_rank() -> tuple[int, int, int]:
     return 0, 0, 1
 
 
-class StepState:
-    """Accumulators of the step in progress (perf-counter ns)."""
-
-    __slots__ = (
-        "backward",
-        "comm",
-        "data_wait",
-        "epoch",
-        "fetched",
-        "forward",
-        "optimizer",
-        "samples",
-        "start",
-        "tokens",
-    )
-
-    def __init__(self, start: int | None, epoch: int) -> None:
-        self.start = start
-        self.epoch = epoch
-        self.data_wait = 0
-        self.forward = 0
-        self.backward = 0
-        self.optimizer = 0
-        self.comm = 0
-        self.fetched = False
-        self.samples: float = 0.0
-        self.tokens: float = 0.0
-
-
-class Session:
+class Session(SessionCore):
     """Records steps, regions, metrics, communication and samples of one process into its rank file."""
 
     def __init__(self, run_dir: Path, run_id: str, options: Options, *, role: str | None = None,
@@ -103,13 +75,11 @@ class Session:
         self.options = options
         self.role = role or options.role
         self.clock = Clock()
-        self.buffers = Buffers(self.clock.offset_ns)
-        self.region_row = self.buffers.region_rows.append
-        """Appends one region row (regions.py's hot path: the bound method, looked up once)."""
+        self._new_buffers()
         self.active = False
         self.closed = False
         self.disabled = False
-        self.step_source: str | None = None
+        self.step_source = None
         self.step_index = 0
         self.val_index = 0
         self.epoch = -1
@@ -117,7 +87,7 @@ class Session:
         self.region_stack: list[str] = []
         self.timing = "cpu_wall"
         self.stream: RankStream | None = None
-        self.extras: list[Callable[[], object]] = []
+        self.extras = []
         """Per-step callbacks (CUDA events, profiler window) run at each step boundary; one that returns
         :data:`DONE` is not called again."""
         self.closers: list[Callable[[], None]] = []
@@ -285,14 +255,19 @@ class Session:
             return []
         return [{"kind": "note", "text": f"{writer.lost_lines} record line(s) could not be written (disk full or "
                                          "store unwritable) and were dropped"}]
-        writer.close()
+
+    def _new_buffers(self) -> None:
+        """Empty buffers, and the hot paths' appends bound to them (looked up once: regions.py appends through
+        ``region_row``, mark_step and the optimizer's step timer through ``step_row``)."""
+        self.buffers = Buffers(self.clock.offset_ns)
+        self.region_row = self.buffers.region_rows.append
+        self.step_row = self.buffers.step_rows.append
 
     def after_fork_in_child(self) -> None:
         """A forked child starts as a fresh dormant session of its own: it never writes into the parent's
         stream, and it records only if it trains itself (a multiprocessing training child)."""
         self.pid = os.getpid()
-        self.buffers = Buffers(self.clock.offset_ns)
-        self.region_row = self.buffers.region_rows.append
+        self._new_buffers()
         self.active = False
         self.closed = False
         self._writer = None
@@ -364,7 +339,7 @@ class Session:
             st.samples if st.fetched or st.samples else _NAN)  # samples: from a batch or the forward input
         tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
         train = phase == 0
-        self.buffers.step_rows.append((
+        self.step_row((
             self.step_index if train else self.val_index, start, t, samples, tokens,
             st.data_wait if st.fetched else _NAN, st.forward or _NAN, st.backward or _NAN, st.optimizer or _NAN,
             st.comm or _NAN, st.epoch, 0 if train else 1))

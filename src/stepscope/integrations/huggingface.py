@@ -30,7 +30,8 @@ except ImportError:
     raise ImportError("stepscope.integrations.huggingface needs transformers — pip install 'stepscope[huggingface]'") \
         from None
 
-from stepscope.collect.session import Session, StepState, current
+from stepscope.collect.pystate import StepState
+from stepscope.collect.session import Session, current
 from stepscope.integrations.runs import CallbackRun, open_run
 from stepscope.model.tables import Phase
 

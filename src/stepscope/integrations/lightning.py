@@ -44,7 +44,8 @@ except ImportError:  # the older package name
             from None
 
 from stepscope.collect.batch import batch_size, batch_tokens
-from stepscope.collect.session import Session, StepState, current
+from stepscope.collect.pystate import StepState
+from stepscope.collect.session import Session, current
 from stepscope.integrations.runs import CallbackRun, open_run
 from stepscope.model.tables import Phase
 

@@ -1,0 +1,187 @@
+/* The step in progress and the session's hot attributes as C structs (stepscope.collect._hooks; shared parts in
+ * _hooks.h): StepState, whose fields are Nums (a C long long while the value is an exact int that fits, the
+ * Python object otherwise), and SessionCore, Session's base class, whose attributes the hooks read are object
+ * pointers in its struct. Python reads and writes both through descriptors, as it did the slots and the instance
+ * dict before; the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
+ * lookup touched cold cache lines, each add made an int). Their references: session.py's PyStepState and
+ * PySessionCore (pystate.py), used where this extension is not built. */
+#include "_hooks.h"
+
+/* -- StepState -------------------------------------------------------------------------------------------- */
+static int State_traverse(State *self, visitproc visit, void *arg) {
+    for (int f = 0; f < NF; f++) Py_VISIT(self->f[f].o);
+    return 0;
+}
+
+static int State_clear(State *self) {
+    for (int f = 0; f < NF; f++) num_clear(&self->f[f]);
+    return 0;
+}
+
+static void State_dealloc(State *self) {
+    PyObject_GC_UnTrack(self);
+    State_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* every field as StepState.__init__ sets it: the phase times 0, samples and tokens 0.0, fetched False */
+void state_fill(State *st, PyObject *start, PyObject *epoch) {
+    PyObject *values[NF] = {g_zero, g_zero, g_zero, g_zero, g_zero, start, g_float_zero, Py_False,
+                            g_float_zero, epoch};
+    for (int f = 0; f < NF; f++) {
+        Num n;
+        num_from(values[f], &n);
+        num_clear(&st->f[f]);
+        st->f[f] = n;
+    }
+}
+
+PyObject *new_step_state(PyObject *start, PyObject *epoch) {
+    State *st = (State *)StateType.tp_alloc(&StateType, 0);
+    if (st == NULL) return NULL;
+    state_fill(st, start, epoch);
+    return (PyObject *)st;
+}
+
+PyObject *new_step_state_py(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "new_step_state(start, epoch)");
+        return NULL;
+    }
+    return new_step_state(args[0], args[1]);
+}
+
+static int State_init(State *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"start", "epoch", NULL};
+    PyObject *start, *epoch;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:StepState", kwlist, &start, &epoch)) return -1;
+    state_fill(self, start, epoch);
+    return 0;
+}
+
+static PyObject *State_get(State *self, void *closure) { return num_obj(&self->f[(Py_ssize_t)closure]); }
+
+static int State_set(State *self, PyObject *v, void *closure) {
+    int f = (int)(Py_ssize_t)closure;
+    if (v == NULL) {
+        PyErr_Format(PyExc_AttributeError, "StepState.%s cannot be deleted", field_names[f]);
+        return -1;
+    }
+    Num n;
+    num_from(v, &n);
+    num_clear(&self->f[f]);
+    self->f[f] = n;
+    return 0;
+}
+
+#define FIELD(i, name, doc) {name, (getter)State_get, (setter)State_set, doc, (void *)(Py_ssize_t)(i)}
+static PyGetSetDef State_getset[] = {
+    FIELD(F_DATA_WAIT, "data_wait", "ns waiting for data (DataLoader fetches)"),
+    FIELD(F_FORWARD, "forward", "ns of the watched models' forward, own time"),
+    FIELD(F_BACKWARD, "backward", "ns of backward, own time"),
+    FIELD(F_OPTIMIZER, "optimizer", "ns of optimizer steps, own time"),
+    FIELD(F_COMM, "comm", "ns blocked in communication"),
+    FIELD(F_START, "start", "perf ns the step started (None: not yet)"),
+    FIELD(F_SAMPLES, "samples", "samples of the step"),
+    FIELD(F_FETCHED, "fetched", "a DataLoader batch came this step"),
+    FIELD(F_TOKENS, "tokens", "tokens of the step"),
+    FIELD(F_EPOCH, "epoch", "the epoch of the step's batches (-1: unknown)"),
+    {NULL, NULL, NULL, NULL, NULL},
+};
+#undef FIELD
+
+PyTypeObject StateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.StepState",
+    .tp_doc = "StepState(start, epoch): accumulators of the step in progress (perf-counter ns), compiled "
+              "(reference: pystate.PyStepState).",
+    .tp_basicsize = sizeof(State),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)State_init,
+    .tp_dealloc = (destructor)State_dealloc,
+    .tp_traverse = (traverseproc)State_traverse,
+    .tp_clear = (inquiry)State_clear,
+    .tp_getset = State_getset,
+};
+
+/* -- SessionCore ----------------------------------------------------------------------------------------- */
+static int Core_traverse(Core *self, visitproc visit, void *arg) {
+    for (int i = 0; i < NS; i++) Py_VISIT(self->slot[i]);
+    return 0;
+}
+
+static int Core_clear(Core *self) {
+    for (int i = 0; i < NS; i++) Py_CLEAR(self->slot[i]);
+    return 0;
+}
+
+static void Core_dealloc(Core *self) {
+    PyObject_GC_UnTrack(self);
+    Core_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define SLOT(i, name, doc) {name, T_OBJECT_EX, offsetof(Core, slot) + (i) * sizeof(PyObject *), 0, doc}
+static PyMemberDef Core_members[] = {
+    SLOT(S_STEP, "step", "the StepState of the step in progress"),
+    SLOT(S_ACTIVE, "active", "the rank stream is open"),
+    SLOT(S_DISABLED, "disabled", "recording is off (the store is unwritable)"),
+    SLOT(S_API_FETCH, "api_fetch", "stepscope.steps() is fetching: the DataLoader hook leaves that fetch to it"),
+    SLOT(S_STEP_SOURCE, "step_source", "what marks the steps (None: not yet known)"),
+    SLOT(S_EXTRAS, "extras", "per-step callbacks run at each step boundary"),
+    SLOT(S_STEP_INDEX, "step_index", "the index of the training step in progress"),
+    SLOT(S_EPOCH, "epoch", "the epoch of the training step in progress (-1: unknown)"),
+    SLOT(S_OPTIONS, "options", "the session's Options"),
+    SLOT(S_STEP_ROW, "step_row", "appends one step row (the buffers' step_rows.append)"),
+    {NULL, 0, 0, 0, NULL},
+};
+#undef SLOT
+
+PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.SessionCore",
+    .tp_doc = "Session's base class: the attributes the compiled hooks read, kept in a C struct "
+              "(reference: pystate.PySessionCore).",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_traverse = (traverseproc)Core_traverse,
+    .tp_clear = (inquiry)Core_clear,
+    .tp_members = Core_members,
+};
+
+/* -- the step row ----------------------------------------------------------------------------------------- */
+static void Row_dealloc(Row *self) {
+    for (int i = 0; i < 12; i++) num_clear(&self->c[i]);
+    PyObject_Free(self);
+}
+
+static Py_ssize_t Row_length(PyObject *Py_UNUSED(self)) { return 12; }
+
+static PyObject *Row_item(Row *self, Py_ssize_t i) {
+    if (i < 0 || i >= 12) {
+        PyErr_SetString(PyExc_IndexError, "step row index out of range");
+        return NULL;
+    }
+    return num_obj(&self->c[i]);
+}
+
+static PySequenceMethods Row_sequence = {
+    .sq_length = Row_length,
+    .sq_item = (ssizeargfunc)Row_item,
+};
+
+/* Not tracked by the garbage collector: a row holds numbers read from a StepState and the options, made before
+ * it; nothing it holds can reach it, so it is never part of a cycle. */
+PyTypeObject RowType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.StepRow",
+    .tp_doc = "A step row as the compiled step timer appends it: the 12 fields of Session.mark_step's tuple, as a "
+              "sequence (buffers.py reads it as it reads the tuple).",
+    .tp_basicsize = sizeof(Row),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Row_dealloc,
+    .tp_as_sequence = &Row_sequence,
+};

@@ -1,0 +1,67 @@
+"""The step in progress (:class:`StepState`) and :class:`Session`'s base class (:class:`SessionCore`): the compiled
+ones of ``stepscope.collect._hooks`` where that extension is built, else the Python ones here, their reference.
+
+The compiled ones keep the same attributes in C structs, so the compiled hook bodies read them without an
+attribute lookup and add to a phase time without making an int (issue 20: in a real step each lookup touched
+cold cache lines). Python reads and writes them as it does these: any value assigned is given back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stepscope.collect.options import Options
+
+
+class PyStepState:
+    """Accumulators of the step in progress (perf-counter ns)."""
+
+    __slots__ = (
+        "backward",
+        "comm",
+        "data_wait",
+        "epoch",
+        "fetched",
+        "forward",
+        "optimizer",
+        "samples",
+        "start",
+        "tokens",
+    )
+
+    def __init__(self, start: int | None, epoch: int) -> None:
+        self.start = start
+        self.epoch = epoch
+        self.data_wait: Any = 0
+        self.forward = 0
+        self.backward = 0
+        self.optimizer = 0
+        self.comm = 0
+        self.fetched = False
+        self.samples: float = 0.0
+        self.tokens: float = 0.0
+
+
+class PySessionCore:
+    """The attributes of a session that the step hooks read (plain instance attributes here)."""
+
+    step: Any
+    active: bool
+    disabled: bool
+    api_fetch: bool
+    step_source: str | None
+    extras: list[Callable[[], object]]
+    step_index: int
+    epoch: int
+    options: Options
+    step_row: Callable[[Any], None]
+
+
+try:
+    from stepscope.collect._hooks import SessionCore as SessionCore
+    from stepscope.collect._hooks import StepState as StepState
+except ImportError:  # the extension is optional: the Python references serve
+    StepState = PyStepState  # type: ignore[misc,assignment]
+    SessionCore = PySessionCore  # type: ignore[misc,assignment]

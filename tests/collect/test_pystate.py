@@ -1,0 +1,144 @@
+"""The compiled StepState and SessionCore (collect/_hooks_state.c) against their Python references (pystate.py):
+every value assigned is read back the same, of the same type, whatever the arithmetic done on it."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from typing import Any
+
+import pytest
+
+from stepscope.collect import pystate
+from stepscope.collect.options import Options
+from stepscope.collect.session import Session
+
+BUILT = importlib.util.find_spec("stepscope.collect._hooks") is not None
+FIELDS = pystate.PyStepState.__slots__
+needs_build = pytest.mark.skipif(not BUILT, reason="the compiled hooks are not built")
+
+# (field, operation, operand): exact ints in and beyond 64 bits, floats, NaN, None, bools, other objects
+OPS: list[tuple[str, str, Any]] = [
+    ("forward", "+=", 5), ("forward", "+=", 2**63 - 6), ("forward", "+=", 1), ("forward", "-=", 2**63),
+    ("backward", "+=", -7), ("backward", "-=", 2.5), ("optimizer", "=", True), ("optimizer", "+=", 1),
+    ("comm", "=", 2**80), ("comm", "-=", 2**80 - 3), ("data_wait", "=", float("nan")), ("data_wait", "+=", 1),
+    ("start", "=", 123), ("start", "=", None), ("samples", "+=", 48.0), ("samples", "+=", 2), ("samples", "-=", 50),
+    ("fetched", "=", True), ("fetched", "=", 1), ("tokens", "=", "x"), ("tokens", "+=", "y"), ("epoch", "=", 3),
+    ("epoch", "+=", -4), ("epoch", "=", 2**64),
+]
+
+
+def _seen(v: Any) -> tuple[type, str]:
+    return type(v), "nan" if isinstance(v, float) and math.isnan(v) else repr(v)
+
+
+def _apply(st: Any, field: str, op: str, x: Any) -> None:
+    if op == "=":
+        setattr(st, field, x)
+    elif op == "+=":
+        setattr(st, field, getattr(st, field) + x)
+    else:
+        setattr(st, field, getattr(st, field) - x)
+
+
+@needs_build
+@pytest.mark.parametrize(("start", "epoch"), [(123, 4), (None, -1), (2**70, 0)])
+def test_a_new_step_state_matches_the_reference(start: Any, epoch: int) -> None:
+    from stepscope.collect import _hooks
+
+    ref = pystate.PyStepState(start, epoch)
+    for made in (_hooks.StepState(start, epoch), _hooks.new_step_state(start, epoch)):
+        assert type(made) is pystate.StepState is _hooks.StepState
+        assert {f: _seen(getattr(made, f)) for f in FIELDS} == {f: _seen(getattr(ref, f)) for f in FIELDS}
+
+
+@needs_build
+def test_step_state_arithmetic_matches_the_reference() -> None:
+    from stepscope.collect import _hooks
+
+    c, ref = _hooks.StepState(None, -1), pystate.PyStepState(None, -1)
+    for field, op, x in OPS:
+        _apply(c, field, op, x)
+        _apply(ref, field, op, x)
+        assert _seen(getattr(c, field)) == _seen(getattr(ref, field)), (field, op, x)
+    for st in (c, ref):
+        with pytest.raises(AttributeError):
+            st.other = 1  # type: ignore[union-attr]
+
+
+@needs_build
+def test_session_attributes_live_in_the_core_and_read_back(tmp_path: Any) -> None:
+    """A Session is a SessionCore: what Python assigns is read back (and deleted) as from an instance dict."""
+    from stepscope.collect import _hooks
+
+    s = Session(tmp_path, "r", Options())
+    assert isinstance(s, _hooks.SessionCore)
+    assert "step" not in vars(s) and "active" not in vars(s)
+    assert (s.active, s.disabled, s.api_fetch, s.step_source, s.extras, s.step_index, s.epoch) == (
+        False, False, False, None, [], 0, -1)
+    assert type(s.step) is _hooks.StepState and s.step.start is None
+    marker = object()
+    for name in ("step", "active", "disabled", "api_fetch", "step_source", "extras", "step_index", "epoch"):
+        setattr(s, name, marker)
+        assert getattr(s, name) is marker
+        delattr(s, name)
+        with pytest.raises(AttributeError):
+            getattr(s, name)
+
+
+def test_the_references_are_what_an_unbuilt_install_uses() -> None:
+    """Without the extension, StepState and SessionCore are the Python references (the import's fallback)."""
+    import sys
+
+    saved = sys.modules.get("stepscope.collect._hooks")
+    sys.modules["stepscope.collect._hooks"] = None  # type: ignore[assignment]  # import fails as unbuilt
+    try:
+        fresh = importlib.reload(pystate)
+        assert fresh.StepState is fresh.PyStepState and fresh.SessionCore is fresh.PySessionCore
+    finally:
+        if saved is None:
+            del sys.modules["stepscope.collect._hooks"]
+        else:
+            sys.modules["stepscope.collect._hooks"] = saved
+        importlib.reload(pystate)
+
+
+UNBUILT_TRAINING = """
+import sys, time
+sys.modules["stepscope.collect._hooks"] = None  # as if the extension had not built
+import torch, stepscope
+from stepscope.collect import hooks, pystate, session
+assert session.StepState is pystate.PyStepState and session.Session.__mro__[1] is pystate.PySessionCore
+assert hooks.compiled_hooks() is None
+
+class Slow(torch.nn.Linear):
+    def forward(self, x):
+        time.sleep(0.005)
+        return super().forward(x)
+
+model = Slow(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(15, 3)), batch_size=5)
+with stepscope.session(name="unbuilt", store=sys.argv[1]):
+    for (x,) in data:
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+@pytest.mark.slow
+def test_a_session_records_without_the_extension(tmp_path: Any) -> None:
+    """A whole training session on the Python references alone (an install where the C extension did not
+    build): every step recorded with its samples, data wait and phases."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    from tests.conftest import PY, load
+
+    store = tmp_path / "s"
+    r = subprocess.run([PY, "-c", UNBUILT_TRAINING, str(store)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = load(store).ranks[0].steps
+    assert list(steps["samples"]) == [5.0, 5.0, 5.0] and list(steps["index"]) == [0, 1, 2]
+    assert (steps["forward_ns"] >= 5e6).all() and (steps["data_wait_ns"] > 0).all()
+    assert (steps["backward_ns"] > 0).all() and (steps["optimizer_ns"] > 0).all()
