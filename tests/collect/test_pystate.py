@@ -142,3 +142,34 @@ def test_a_session_records_without_the_extension(tmp_path: Any) -> None:
     assert list(steps["samples"]) == [5.0, 5.0, 5.0] and list(steps["index"]) == [0, 1, 2]
     assert (steps["forward_ns"] >= 5e6).all() and (steps["data_wait_ns"] > 0).all()
     assert (steps["backward_ns"] > 0).all() and (steps["optimizer_ns"] > 0).all()
+
+
+@needs_build
+def test_the_flush_reads_compiled_step_rows_as_it_reads_tuples(tmp_path: Any) -> None:
+    """buffers.py's compiled ``columns`` gives the columns zip(*rows) gives, for the compiled step timer's
+    StepRows and for tuples mixed in one drain, and refuses a row of the wrong width."""
+    torch = pytest.importorskip("torch")
+    import stepscope
+    from stepscope.collect import buffers
+    from stepscope.collect.session import current
+
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rows: list[Any] = []
+    with stepscope.session(name="rows", store=str(tmp_path)):
+        s = current()
+        assert s is not None
+        s.step_row, kept = rows.append, s.step_row  # the rows kept here, out of the flusher's reach
+        for _ in range(6):
+            model(torch.ones(4, 3)).sum().backward()
+            opt.step()
+        s.step_row = kept
+    kinds = [type(r).__name__ for r in rows]  # the first steps' marks (the FLOP count's) are Python's tuples
+    assert set(kinds) <= {"tuple", "StepRow"} and kinds[-2:] == ["StepRow"] * 2, kinds
+    mixed = [*rows, (7, 1, 2, 4.0, math.nan, math.nan, 5, 6, 7, math.nan, -1, 0)]
+    got, want = buffers._columns(mixed, 12), buffers._py_columns(mixed, 12)
+    assert [[_seen(v) for v in col] for col in got] == [[_seen(v) for v in col] for col in want]
+    assert got[0] == (0, 1, 2, 3, 4, 5, 7) and got[3] == (4.0,) * 7
+    assert buffers._columns([], 5) == buffers._py_columns([], 5) == [()] * 5
+    with pytest.raises(ValueError, match="row 1 has 2 fields, not 3"):
+        buffers._columns([(1, 2, 3), (1, 2)], 3)

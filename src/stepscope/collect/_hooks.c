@@ -33,6 +33,8 @@ static PyObject *clock_ns(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignor
 static PyMethodDef module_methods[] = {
     {"new_step_state", (PyCFunction)(void (*)(void))new_step_state_py, METH_FASTCALL,
      "new_step_state(start, epoch): a StepState made as the compiled step timer makes it (StepState(start, epoch))."},
+    {"columns", (PyCFunction)(void (*)(void))columns_py, METH_FASTCALL,
+     "columns(rows, width): the rows (StepRows or sequences of width fields) as width column tuples."},
     {"clock_ns", clock_ns, METH_NOARGS, "The hooks' clock now (ns): CLOCK_MONOTONIC, as time.perf_counter_ns."},
     {NULL, NULL, 0, NULL},
 };

@@ -29,6 +29,7 @@ extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, 
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state(PyObject *start, PyObject *epoch); /* StepState(start, epoch): a new reference */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
+PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */
 
 static inline long long now_ns(void) {
     struct timespec ts;

@@ -99,10 +99,16 @@ def _take(q: deque[Any]) -> list[Any]:
     return list(starmap(q.popleft, repeat((), len(q))))
 
 
-def _columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
+def _py_columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
     """Rows of ``width`` fields turned into ``width`` column tuples (in C, no Python code per row; the record
     encoder writes a tuple as it writes a list, so the columns are not copied into lists)."""
     return list(zip(*rows)) if rows else [() for _ in range(width)]
+
+
+try:  # the compiled hooks' rows (collect/_hooks_state.c's StepRow) are read without a tuple copy each
+    from stepscope.collect._hooks import columns as _columns
+except ImportError:  # the extension is optional
+    _columns = _py_columns
 
 
 def _region_cols(rows: list[tuple[str, int, int, int, int]], off: int) -> dict[str, Sequence[Any]]:
