@@ -123,6 +123,7 @@ with stepscope.session(name="unbuilt", store=sys.argv[1]):
     for (x,) in data:
         model(x).sum().backward()
         opt.step()
+    assert type(iter(data)._stepscope_pass) is pystate.PyPassState
 """
 
 
@@ -140,6 +141,7 @@ def test_a_session_records_without_the_extension(tmp_path: Any) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     steps = load(store).ranks[0].steps
     assert list(steps["samples"]) == [5.0, 5.0, 5.0] and list(steps["index"]) == [0, 1, 2]
+    assert list(steps["epoch"]) == [0, 0, 0]  # the pass counted by the Python PassState
     assert (steps["forward_ns"] >= 5e6).all() and (steps["data_wait_ns"] > 0).all()
     assert (steps["backward_ns"] > 0).all() and (steps["optimizer_ns"] > 0).all()
 
@@ -173,3 +175,18 @@ def test_the_flush_reads_compiled_step_rows_as_it_reads_tuples(tmp_path: Any) ->
     assert buffers._columns([], 5) == buffers._py_columns([], 5) == [()] * 5
     with pytest.raises(ValueError, match="row 1 has 2 fields, not 3"):
         buffers._columns([(1, 2, 3), (1, 2)], 3)
+
+
+@needs_build
+def test_a_pass_state_matches_the_reference() -> None:
+    """The compiled PassState reads back what its reference does, as the loader hooks use it."""
+    from stepscope.collect import _hooks
+
+    c, ref = _hooks.PassState(140000, 3), pystate.PyPassState(140000, 3)
+    for p in (c, ref):
+        p.batches = p.batches + 1
+        assert (p.key, p.token, p.batches, p.epoch) == (140000, 3, 1, None)
+        p.epoch = 2
+        assert p.epoch == 2
+    with pytest.raises(AttributeError):
+        c.key = 1  # type: ignore[misc]  # the pass's loader and token are fixed

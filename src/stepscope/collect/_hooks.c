@@ -73,7 +73,8 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_source, "source");
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
         PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0 ||
-        PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&RowType) < 0)
+        PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&RowType) < 0 ||
+        PyType_Ready(&PassType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
@@ -83,7 +84,8 @@ PyMODINIT_FUNC PyInit__hooks(void) {
         PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0 ||
         PyModule_AddObjectRef(m, "LoaderNext", (PyObject *)&LoaderType) < 0 ||
         PyModule_AddObjectRef(m, "StepState", (PyObject *)&StateType) < 0 ||
-        PyModule_AddObjectRef(m, "SessionCore", (PyObject *)&CoreType) < 0) {
+        PyModule_AddObjectRef(m, "SessionCore", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(m, "PassState", (PyObject *)&PassType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -25,7 +25,8 @@ extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, 
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
-extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType;
+extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType,
+    PassType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state(PyObject *start, PyObject *epoch); /* StepState(start, epoch): a new reference */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);

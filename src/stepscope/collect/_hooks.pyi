@@ -55,6 +55,13 @@ class SessionCore:
     options: Options
     step_row: Callable[[Any], None]
 
+class PassState:
+    key: int
+    token: int
+    batches: int
+    epoch: int | None
+    def __init__(self, key: int, token: int) -> None: ...
+
 def new_step_state(start: int | None, epoch: int, /) -> StepState: ...
 def columns(rows: list[Any], width: int, /) -> list[tuple[Any, ...]]: ...
 def clock_ns() -> int: ...

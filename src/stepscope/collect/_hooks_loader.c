@@ -11,7 +11,68 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Loader;
 
-static PyObject *s_loader_key, *s_batches, *s_epoch_attr, *s_loader_warn;
+static PyObject *s_pass_attr, *s_loader_warn;
+
+/* -- PassState: one pass of a DataLoader (one iterator), its attribute _stepscope_pass (loader.py's __iter__) -- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *key, *token, *epoch; /* the loader's id, the pass's number, its epoch once confirmed (None) */
+    Py_ssize_t batches;            /* batches it yielded so far */
+} Pass;
+
+static int Pass_traverse(Pass *self, visitproc visit, void *arg) {
+    Py_VISIT(self->key);
+    Py_VISIT(self->token);
+    Py_VISIT(self->epoch);
+    return 0;
+}
+
+static int Pass_clear(Pass *self) {
+    Py_CLEAR(self->key);
+    Py_CLEAR(self->token);
+    Py_CLEAR(self->epoch);
+    return 0;
+}
+
+static void Pass_dealloc(Pass *self) {
+    PyObject_GC_UnTrack(self);
+    Pass_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Pass_init(Pass *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"key", "token", NULL};
+    PyObject *key, *token;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:PassState", kwlist, &key, &token)) return -1;
+    Py_XSETREF(self->key, Py_NewRef(key));
+    Py_XSETREF(self->token, Py_NewRef(token));
+    Py_XSETREF(self->epoch, Py_NewRef(Py_None));
+    self->batches = 0;
+    return 0;
+}
+
+static PyMemberDef Pass_members[] = {
+    {"key", T_OBJECT_EX, offsetof(Pass, key), READONLY, "the loader's id"},
+    {"token", T_OBJECT_EX, offsetof(Pass, token), READONLY, "the pass's number in this process"},
+    {"epoch", T_OBJECT, offsetof(Pass, epoch), 0, "its epoch once confirmed (None: not yet)"},
+    {"batches", T_PYSSIZET, offsetof(Pass, batches), 0, "batches it yielded so far"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyTypeObject PassType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.PassState",
+    .tp_doc = "PassState(key, token): one DataLoader pass as the loader hooks count it, compiled "
+              "(reference: pystate.PyPassState).",
+    .tp_basicsize = sizeof(Pass),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Pass_init,
+    .tp_dealloc = (destructor)Pass_dealloc,
+    .tp_traverse = (traverseproc)Pass_traverse,
+    .tp_clear = (inquiry)Pass_clear,
+    .tp_members = Pass_members,
+};
 
 static int Loader_traverse(Loader *self, visitproc visit, void *arg) {
     Py_VISIT(self->session);
@@ -97,21 +158,23 @@ static PyObject *samples_of(Loader *self, PyObject *batch) {
 static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
     PyObject *s = self->session;
     int rc = -1;
-    PyObject *st = sget(s, S_STEP), *key = NULL, *nbo = NULL, *n = NULL;
+    PyObject *st = sget(s, S_STEP), *ps = NULL, *n = NULL;
+    Pass *p = NULL;
+    Py_ssize_t nb = 0;
     if (st == NULL) return -1;
-    if ((key = attr_or_none(it, s_loader_key)) == NULL) goto done;
-    if (key != Py_None) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
-        PyObject *b = PyObject_GetAttr(it, s_batches);
-        if (b == NULL) goto done;
-        nbo = PyNumber_Add(b, g_one);
-        Py_DECREF(b);
-        if (nbo == NULL || PyObject_SetAttr(it, s_batches, nbo) < 0) goto done;
-        PyObject *epoch = PyObject_GetAttr(it, s_epoch_attr);
-        if (epoch == NULL) goto done;
+    if ((ps = attr_or_none(it, s_pass_attr)) == NULL) goto done;
+    if (Py_IS_TYPE(ps, &PassType)) p = (Pass *)ps; /* else (None, or not ours): no pass counted */
+    if (p != NULL) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
+        nb = ++p->batches;
+        PyObject *epoch = Py_NewRef(p->epoch != NULL ? p->epoch : Py_None);
         if (epoch == Py_None) {
             Py_DECREF(epoch);
-            PyObject *a[3] = {it, key, nbo};
-            if ((epoch = PyObject_Vectorcall(self->open_epoch, a, 3, NULL)) == NULL) goto done;
+            PyObject *nbo = PyLong_FromSsize_t(nb);
+            if (nbo == NULL) goto done;
+            PyObject *a[3] = {it, p->key != NULL ? p->key : Py_None, nbo};
+            epoch = PyObject_Vectorcall(self->open_epoch, a, 3, NULL);
+            Py_DECREF(nbo);
+            if (epoch == NULL) goto done;
         }
         int e = set_field(st, F_EPOCH, epoch); /* the step in progress only: see Session.mark_step */
         Py_DECREF(epoch);
@@ -137,15 +200,11 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
     if ((n = samples_of(self, batch)) == NULL) goto done;
     int truth = PyObject_IsTrue(n);
     if (truth < 0) goto done;
-    if (key != Py_None) {
-        int first = PyObject_RichCompareBool(nbo, g_one, Py_EQ);
-        if (first < 0) goto done;
-        if (first) { /* first_of_pass(it, key, st, n or 0.0) */
-            PyObject *a[4] = {it, key, st, truth ? n : g_float_zero};
-            PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
-            if (r == NULL) goto done;
-            Py_DECREF(r);
-        }
+    if (p != NULL && nb == 1) { /* first_of_pass(it, p.key, st, n or 0.0) */
+        PyObject *a[4] = {it, p->key != NULL ? p->key : Py_None, st, truth ? n : g_float_zero};
+        PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
+        if (r == NULL) goto done;
+        Py_DECREF(r);
     }
     /* Session.add_fetch written out (the per-batch hot path) */
     int unset = field_none(st, F_START);
@@ -177,8 +236,7 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
     rc = 0;
 done:
     Py_XDECREF(n);
-    Py_XDECREF(nbo);
-    Py_XDECREF(key);
+    Py_XDECREF(ps);
     Py_DECREF(st);
     return rc;
 }
@@ -285,9 +343,7 @@ PyTypeObject LoaderType = {
 
 int loader_names(void) {
 #define NAME(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
-    NAME(s_loader_key, "_stepscope_loader");
-    NAME(s_batches, "_stepscope_batches");
-    NAME(s_epoch_attr, "_stepscope_epoch");
+    NAME(s_pass_attr, "_stepscope_pass");
     NAME(s_loader_warn, "loader");
 #undef NAME
     return 0;

@@ -9,6 +9,7 @@ from typing import Any
 
 from stepscope.collect.batch import batch_size, batch_tokens
 from stepscope.collect.hooks import use_compiled
+from stepscope.collect.pystate import PassState
 from stepscope.collect.session import Session
 
 
@@ -77,16 +78,17 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
     perf = time.perf_counter_ns
 
     def confirm(it: Any) -> None:
-        key = it._stepscope_loader
-        it._stepscope_epoch = passes.get(key, 0)
-        passes[key] = it._stepscope_epoch + 1
-        first_batch.pop(key, None)
+        p = it._stepscope_pass
+        p.epoch = passes.get(p.key, 0)
+        passes[p.key] = p.epoch + 1
+        first_batch.pop(p.key, None)
 
     # the branches taken once a pass, shared by both __next__ bodies (the Python one below, the compiled one)
     def pass_end(it: Any) -> None:
         """The pass ended (StopIteration): a pass that yielded one batch only is confirmed now."""
         try:
-            if getattr(it, "_stepscope_epoch", 0) is None and getattr(it, "_stepscope_batches", 0) >= 1:
+            p = getattr(it, "_stepscope_pass", None)
+            if p is not None and p.epoch is None and p.batches >= 1:
                 confirm(it)  # a one-batch pass
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
@@ -95,16 +97,17 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         """The epoch of a pass not yet confirmed, at its ``nb``-th batch (its second confirms it)."""
         if nb >= 2:
             confirm(it)
-            return it._stepscope_epoch
+            return it._stepscope_pass.epoch
         return passes.get(key, 0)
 
     def first_of_pass(it: Any, key: int, st: Any, n: float) -> None:
         """A pass's first batch (``n`` samples, counted on ``st``): an earlier pass of the same loader in the
         same step that yielded one batch only was a peek, not trained on."""
+        token = it._stepscope_pass.token
         prev = first_batch.get(key)
-        if prev is not None and prev[0] != it._stepscope_token and prev[1] is st and st.samples >= prev[2]:
+        if prev is not None and prev[0] != token and prev[1] is st and st.samples >= prev[2]:
             st.samples -= prev[2]
-        first_batch[key] = (it._stepscope_token, st, n)
+        first_batch[key] = (token, st, n)
 
     def __next__(self: Any) -> Any:
         t0 = perf()
@@ -119,12 +122,12 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             return batch
         try:
             st = s.step
-            key = getattr(self, "_stepscope_loader", None)
-            if key is not None:  # count the batch on its pass; the pass's epoch (provisional until confirmed)
-                nb = self._stepscope_batches = self._stepscope_batches + 1
-                epoch = self._stepscope_epoch
+            p = getattr(self, "_stepscope_pass", None)
+            if p is not None:  # count the batch on its pass; the pass's epoch (provisional until confirmed)
+                nb = p.batches = p.batches + 1
+                epoch = p.epoch
                 if epoch is None:
-                    epoch = open_epoch(self, key, nb)
+                    epoch = open_epoch(self, p.key, nb)
                 st.epoch = epoch  # the step in progress only: see Session.mark_step
             if s.api_fetch:  # stepscope.steps() times this fetch itself
                 return batch
@@ -133,8 +136,8 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
             # batch_size's common case written out: a tensor, or a list / tuple that starts with one
             t = batch[0] if (type(batch) is list or type(batch) is tuple) and batch else batch
             n = float(t.shape[0]) if type(t) is tensor and t.dim() else batch_size(batch)
-            if key is not None and nb == 1:
-                first_of_pass(self, key, st, n or 0.0)
+            if p is not None and nb == 1:
+                first_of_pass(self, p.key, st, n or 0.0)
             # Session.add_fetch written out (the per-batch hot path)
             if st.start is None:
                 st.start = t0
@@ -169,10 +172,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 if n:
                     _BATCHES.append(n)
             passes.setdefault(key, 0)
-            it._stepscope_loader = key
-            it._stepscope_batches = 0
-            it._stepscope_epoch = None
-            it._stepscope_token = next(tokens)  # not id(): a peeked iterator's id is reused at once
+            it._stepscope_pass = PassState(key, next(tokens))  # one attribute: one lookup a batch
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
         return it

@@ -1,5 +1,6 @@
-"""The step in progress (:class:`StepState`) and :class:`Session`'s base class (:class:`SessionCore`): the compiled
-ones of ``stepscope.collect._hooks`` where that extension is built, else the Python ones here, their reference.
+"""The step in progress (:class:`StepState`), :class:`Session`'s base class (:class:`SessionCore`) and a DataLoader
+pass (:class:`PassState`): the compiled ones of ``stepscope.collect._hooks`` where that extension is built, else the
+Python ones here, their reference.
 
 The compiled ones keep the same attributes in C structs, so the compiled hook bodies read them without an
 attribute lookup and add to a phase time without making an int (issue 20: in a real step each lookup touched
@@ -44,6 +45,22 @@ class PyStepState:
         self.tokens: float = 0.0
 
 
+class PyPassState:
+    """One pass of a DataLoader (one iterator) as the loader hooks count it (loader.py)."""
+
+    __slots__ = ("batches", "epoch", "key", "token")
+
+    def __init__(self, key: int, token: int) -> None:
+        self.key = key
+        """the loader's id"""
+        self.token = token
+        """the pass's number in this process (not id(): a peeked iterator's id is reused at once)"""
+        self.batches = 0
+        """batches it yielded so far"""
+        self.epoch: int | None = None
+        """its epoch, once confirmed (None: not yet)"""
+
+
 class PySessionCore:
     """The attributes of a session that the step hooks read (plain instance attributes here)."""
 
@@ -60,8 +77,10 @@ class PySessionCore:
 
 
 try:
+    from stepscope.collect._hooks import PassState as PassState
     from stepscope.collect._hooks import SessionCore as SessionCore
     from stepscope.collect._hooks import StepState as StepState
 except ImportError:  # the extension is optional: the Python references serve
     StepState = PyStepState  # type: ignore[misc,assignment]
     SessionCore = PySessionCore  # type: ignore[misc,assignment]
+    PassState = PyPassState  # type: ignore[misc,assignment]
