@@ -17,18 +17,25 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 STEPS = 4
 
 
+def _why(r: subprocess.CompletedProcess[str]) -> str:
+    """A failed torchrun's stderr: its head (what a rank printed as it died) and its tail (the launcher's
+    summary, which names only the signal)."""
+    err = r.stderr
+    return err if len(err) <= 6000 else f"{err[:4000]}\n[...]\n{err[-2000:]}"
+
+
 def test_known_calls_are_timed_and_ddp_numerics_unchanged(tmp_path: Path) -> None:
     script = str(SCRIPTS / "comm_counts.py")
     env = {**os.environ, "STEPS": str(STEPS), "OMP_NUM_THREADS": "1"}
     plain = subprocess.run([*TORCHRUN, script], env={**env, "OUT": str(tmp_path / "plain.pt")},
                            capture_output=True, text=True, timeout=300)
-    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert plain.returncode == 0, _why(plain)
     store = tmp_path / "store"
     observed = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet",
                                "--sample-interval", "0", "--", *TORCHRUN, script],
                               env={**env, "OUT": str(tmp_path / "observed.pt")}, capture_output=True, text=True,
                               timeout=300)
-    assert observed.returncode == 0, observed.stderr[-2000:]
+    assert observed.returncode == 0, _why(observed)
 
     import torch
 
