@@ -3,8 +3,9 @@
  * Python object otherwise), and SessionCore, Session's base class, whose attributes the hooks read are object
  * pointers in its struct. Python reads and writes both through descriptors, as it did the slots and the instance
  * dict before; the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
- * lookup touched cold cache lines, each add made an int). Their references: session.py's PyStepState and
- * PySessionCore (pystate.py), used where this extension is not built. */
+ * lookup touched cold cache lines, each add made an int). Their references: pystate.py's PyStepState and
+ * PySessionCore, used where this extension is not built. Also StepRow, the row the compiled step mark appends
+ * (12 Nums; ints made at the flush), and columns(), the flush's rows -> columns (buffers.py). */
 #include "_hooks.h"
 
 /* -- StepState -------------------------------------------------------------------------------------------- */

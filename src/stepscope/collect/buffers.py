@@ -14,7 +14,8 @@ STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns",
 StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int]
 """A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
 forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
-from ``step_device`` records at read time and are None here."""
+from ``step_device`` records at read time and are None here. The compiled step timer appends a
+``_hooks.StepRow`` instead, a sequence of the same fields whose numbers become ints at the flush."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")

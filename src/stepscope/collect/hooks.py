@@ -191,7 +191,8 @@ def _install_optimizer_hooks(session: Session) -> None:
                 if opt is marks.marker:
                     if session.step_source == "optimizer" and session.active and not session.extras:
                         # Session.mark_step's common case written out (a training step, no per-step
-                        # collector left): one row appended, one new StepState; keep the two in step
+                        # collector left): one row appended, one new StepState (the compiled timer refills the old
+                        # one in place where nothing else holds it: the same to anyone); keep the two in step
                         o = session.options
                         samples = o.samples_per_step if o.samples_per_step is not None else (
                             st.samples if st.fetched or st.samples else _NAN)
