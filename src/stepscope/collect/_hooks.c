@@ -20,10 +20,9 @@ PyObject *s_field[NF];
 const char *core_names[NS] = {"step", "active", "disabled", "api_fetch", "step_source", "extras", "step_index",
                               "epoch", "options", "step_row"};
 PyObject *s_core[NS];
-PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, *s_training,
-    *s_step_source, *s_optimizer, *s_active, *s_disabled, *s_activate, *s_warn_once, *s_module_samples,
-    *s_module_watch, *s_backward, *g_zero, *s_extras, *s_tokens_per_step, *s_append, *s_optimizer_key,
-    *g_float_zero, *g_one, *s_source;
+PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optimizer, *s_activate, *s_warn_once,
+    *s_module_samples, *s_module_watch, *s_backward, *g_zero, *s_tokens_per_step, *s_optimizer_key, *g_float_zero,
+    *g_one, *s_source;
 
 /* -- module ----------------------------------------------------------------------------------------------- */
 static PyObject *clock_ns(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
@@ -49,16 +48,10 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__hooks(void) {
     for (int f = 0; f < NF; f++) INTERN(s_field[f], field_names[f]);
     for (int i = 0; i < NS; i++) INTERN(s_core[i], core_names[i]);
-    s_step = s_core[S_STEP];
-    s_options = s_core[S_OPTIONS];
     INTERN(s_samples_per_step, "samples_per_step");
     INTERN(s_sampled, "sampled");
     INTERN(s_shape, "shape");
     INTERN(s_training, "training");
-    s_step_source = s_core[S_STEP_SOURCE];
-    s_active = s_core[S_ACTIVE];
-    s_disabled = s_core[S_DISABLED];
-    s_extras = s_core[S_EXTRAS];
     INTERN(s_optimizer, "optimizer");
     INTERN(s_activate, "activate");
     INTERN(s_warn_once, "warn_once");
@@ -68,7 +61,6 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     if ((g_zero = PyLong_FromLong(0)) == NULL || (g_one = PyLong_FromLong(1)) == NULL) return NULL;
     if ((g_float_zero = PyFloat_FromDouble(0.0)) == NULL) return NULL;
     INTERN(s_tokens_per_step, "tokens_per_step");
-    INTERN(s_append, "append");
     INTERN(s_optimizer_key, "optimizer");
     INTERN(s_source, "source");
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||

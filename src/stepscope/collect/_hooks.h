@@ -18,17 +18,15 @@ enum { S_STEP, S_ACTIVE, S_DISABLED, S_API_FETCH, S_STEP_SOURCE, S_EXTRAS, S_STE
        S_STEP_ROW, NS };
 extern const char *core_names[NS];
 extern PyObject *s_core[NS];
-extern PyObject *s_step, *s_options, *s_samples_per_step, *s_sampled, *s_shape, *s_training,
-    *s_step_source, *s_optimizer, *s_active, *s_disabled, *s_activate, *s_warn_once, *s_module_samples,
-    *s_module_watch, *s_backward, *g_zero, *s_extras, *s_tokens_per_step, *s_append, *s_optimizer_key,
-    *g_float_zero, *g_one, *s_source;
+extern PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optimizer, *s_activate, *s_warn_once,
+    *s_module_samples, *s_module_watch, *s_backward, *g_zero, *s_tokens_per_step, *s_optimizer_key, *g_float_zero,
+    *g_one, *s_source;
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
 extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType,
     PassType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
-PyObject *new_step_state(PyObject *start, PyObject *epoch); /* StepState(start, epoch): a new reference */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */
 
@@ -84,6 +82,13 @@ static inline int num_op(Num *a, Num *b, char op, Num *out) {
 
 static void num_clear(Num *n) { Py_CLEAR(n->o); }
 
+static inline void num_set(Num *n, PyObject *v) { /* *n = v (borrowed), the old value released */
+    Num x;
+    num_from(v, &x);
+    num_clear(n);
+    *n = x;
+}
+
 /* -- StepState fields: a StepState (_hooks_state.c) keeps each as a Num; any other object through getattr -- */
 typedef struct {
     PyObject_HEAD
@@ -114,18 +119,14 @@ static inline PyObject *get_field(PyObject *st, int f) { /* new reference; NULL 
 static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
     Num *F = state_fields(st);
     if (F == NULL) return PyObject_SetAttr(st, s_field[f], v);
-    Num n;
-    num_from(v, &n);
-    num_clear(&F[f]);
-    F[f] = n;
+    num_set(&F[f], v);
     return 0;
 }
 
 static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
     Num *F = state_fields(st);
     if (F != NULL) {
-        out->v = F[f].v;
-        out->o = F[f].o != NULL ? Py_NewRef(F[f].o) : NULL;
+        *out = num_copy(&F[f]);
         return 0;
     }
     PyObject *o = PyObject_GetAttr(st, s_field[f]);
@@ -135,14 +136,25 @@ static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
     return 0;
 }
 
-static inline int field_none(PyObject *st, int f) { /* st.<field> is None: 1, 0, or -1 with an exception */
+/* "if st.start is None: st.start = t" (every hook's first clock read of a step): 0, or -1 with an exception */
+static inline int start_if_unset(PyObject *st, long long t) {
     Num *F = state_fields(st);
-    if (F != NULL) return F[f].o == Py_None;
-    PyObject *v = PyObject_GetAttr(st, s_field[f]);
+    if (F != NULL) {
+        if (F[F_START].o == Py_None) {
+            num_clear(&F[F_START]);
+            F[F_START] = (Num){t, NULL};
+        }
+        return 0;
+    }
+    PyObject *v = PyObject_GetAttr(st, s_field[F_START]);
     if (v == NULL) return -1;
-    int r = v == Py_None;
+    int unset = v == Py_None;
     Py_DECREF(v);
-    return r;
+    if (!unset) return 0;
+    PyObject *to = PyLong_FromLongLong(t);
+    int e = to ? PyObject_SetAttr(st, s_field[F_START], to) : -1;
+    Py_XDECREF(to);
+    return e;
 }
 
 static inline int num_true(Num *n) { return n->o == NULL ? n->v != 0 : PyObject_IsTrue(n->o); }
@@ -297,20 +309,15 @@ static inline int warn_caught(PyObject *session, PyObject *key, const char *pref
 }
 
 /* float(t.shape[0]) for a tensor t that has a dimension (the hooks' samples; the shape read once, no method
- * called): a new reference; NULL without an exception for a 0-d tensor, NULL with one on error */
+ * called): a new reference; NULL without an exception for a 0-d tensor (or a shape that is not a tuple), NULL
+ * with one on error */
 static inline PyObject *rows_of(PyObject *t) {
-    PyObject *shape = PyObject_GetAttr(t, s_shape), *first;
+    PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return NULL;
-    if (PyTuple_Check(shape)) { /* torch.Size */
-        first = PyTuple_GET_SIZE(shape) > 0 ? Py_NewRef(PyTuple_GET_ITEM(shape, 0)) : NULL;
-    } else {
-        Py_ssize_t dims = PyObject_Length(shape);
-        first = dims > 0 ? PyObject_GetItem(shape, g_zero) : NULL;
-    }
+    /* a torch.Size (a tuple) for a torch.Tensor; anything else is left to batch_size, as a 0-d tensor is */
+    PyObject *n = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) > 0 ? PyNumber_Float(PyTuple_GET_ITEM(shape, 0))
+                                                                        : NULL;
     Py_DECREF(shape);
-    if (first == NULL) return NULL;
-    PyObject *n = PyNumber_Float(first);
-    Py_DECREF(first);
     return n;
 }
 

@@ -5,7 +5,13 @@ modules.py (ModuleWatch._model_hooks), hooks.py (_py_backward, _install_optimize
 from collections.abc import Callable
 from typing import Any
 
-from stepscope.collect.options import Options
+from stepscope.collect.pystate import PyPassState, PySessionCore, PyStepState
+
+# the compiled StepState, SessionCore and PassState (_hooks_state.c, _hooks_loader.c): the attributes of their
+# Python references
+StepState = PyStepState
+SessionCore = PySessionCore
+PassState = PyPassState
 
 class ForwardHooks:
     depth: int
@@ -29,38 +35,6 @@ class LoaderNext:
                  pass_end: Callable[[Any], None], open_epoch: Callable[[Any, int, int], Any],
                  first_of_pass: Callable[[Any, int, Any, float], None]) -> None: ...
     def __call__(self, it: Any, /) -> Any: ...
-
-class StepState:
-    data_wait: Any
-    forward: int
-    backward: int
-    optimizer: int
-    comm: int
-    start: int | None
-    samples: float
-    fetched: bool
-    tokens: float
-    epoch: int
-    def __init__(self, start: int | None, epoch: int) -> None: ...
-
-class SessionCore:
-    step: StepState
-    active: bool
-    disabled: bool
-    api_fetch: bool
-    step_source: str | None
-    extras: list[Callable[[], object]]
-    step_index: int
-    epoch: int
-    options: Options
-    step_row: Callable[[Any], None]
-
-class PassState:
-    key: int
-    token: int
-    batches: int
-    epoch: int | None
-    def __init__(self, key: int, token: int) -> None: ...
 
 def new_step_state(start: int | None, epoch: int, /) -> StepState: ...
 def columns(rows: list[Any], width: int, /) -> list[tuple[Any, ...]]: ...

@@ -207,14 +207,7 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
         Py_DECREF(r);
     }
     /* Session.add_fetch written out (the per-batch hot path) */
-    int unset = field_none(st, F_START);
-    if (unset < 0) goto done;
-    if (unset) {
-        PyObject *to = PyLong_FromLongLong(t0);
-        int e = to ? set_field(st, F_START, to) : -1;
-        Py_XDECREF(to);
-        if (e < 0) goto done;
-    }
+    if (start_if_unset(st, t0) < 0) goto done;
     PyObject *f = get_field(st, F_FETCHED);
     if (f == NULL) goto done;
     int was = PyObject_IsTrue(f);

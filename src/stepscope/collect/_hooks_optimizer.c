@@ -139,13 +139,10 @@ static int mark_common(Timer *self, long long t1) {
             Py_XDECREF(fresh);
             goto done;
         }
-        Py_SETREF(st, fresh);
-        Py_INCREF(st);
-        Py_DECREF(fresh);
+        Py_SETREF(st, fresh); /* st owns fresh's reference from here, as it owned the old one's */
     }
-    state_fill((State *)st, Py_None, core[S_EPOCH]);
-    num_clear(&((State *)st)->f[F_START]);
-    ((State *)st)->f[F_START] = (Num){t1, NULL};
+    state_fill((State *)st, Py_None, core[S_EPOCH]); /* StepState(t1, session.epoch) */
+    if (start_if_unset(st, t1) < 0) goto done;
     rc = 1;
 done:
     Py_XDECREF(next);

@@ -102,14 +102,7 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
         long long t = now_ns();
         PyObject *st = sget(self->session, S_STEP);
         if (st == NULL) return NULL;
-        int unset = field_none(st, F_START);
-        if (unset < 0) goto fail;
-        if (unset) {
-            PyObject *to = PyLong_FromLongLong(t);
-            int e = to ? set_field(st, F_START, to) : -1;
-            Py_XDECREF(to);
-            if (e < 0) goto fail;
-        }
+        if (start_if_unset(st, t) < 0) goto fail;
         PyObject *fetched = get_field(st, F_FETCHED);
         if (fetched == NULL) goto fail;
         int f = PyObject_IsTrue(fetched);
@@ -284,11 +277,7 @@ static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
         e = add_positive(st, F_BACKWARD, &d);
         num_clear(&d);
     }
-    if (e == 0 && (e = field_none(st, F_START)) > 0) {
-        PyObject *to = PyLong_FromLongLong(t0);
-        e = to ? set_field(st, F_START, to) : -1;
-        Py_XDECREF(to);
-    }
+    if (e == 0) e = start_if_unset(st, t0);
     Py_DECREF(st);
     if (e < 0) return -1;
     int active = strue(self->session, S_ACTIVE);

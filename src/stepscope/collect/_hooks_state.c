@@ -29,15 +29,10 @@ static void State_dealloc(State *self) {
 void state_fill(State *st, PyObject *start, PyObject *epoch) {
     PyObject *values[NF] = {g_zero, g_zero, g_zero, g_zero, g_zero, start, g_float_zero, Py_False,
                             g_float_zero, epoch};
-    for (int f = 0; f < NF; f++) {
-        Num n;
-        num_from(values[f], &n);
-        num_clear(&st->f[f]);
-        st->f[f] = n;
-    }
+    for (int f = 0; f < NF; f++) num_set(&st->f[f], values[f]);
 }
 
-PyObject *new_step_state(PyObject *start, PyObject *epoch) {
+static PyObject *new_step_state(PyObject *start, PyObject *epoch) { /* StepState(start, epoch) */
     State *st = (State *)StateType.tp_alloc(&StateType, 0);
     if (st == NULL) return NULL;
     state_fill(st, start, epoch);
@@ -68,10 +63,7 @@ static int State_set(State *self, PyObject *v, void *closure) {
         PyErr_Format(PyExc_AttributeError, "StepState.%s cannot be deleted", field_names[f]);
         return -1;
     }
-    Num n;
-    num_from(v, &n);
-    num_clear(&self->f[f]);
-    self->f[f] = n;
+    num_set(&self->f[f], v);
     return 0;
 }
 

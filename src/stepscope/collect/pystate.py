@@ -81,6 +81,6 @@ try:
     from stepscope.collect._hooks import SessionCore as SessionCore
     from stepscope.collect._hooks import StepState as StepState
 except ImportError:  # the extension is optional: the Python references serve
-    StepState = PyStepState  # type: ignore[misc,assignment]
-    SessionCore = PySessionCore  # type: ignore[misc,assignment]
-    PassState = PyPassState  # type: ignore[misc,assignment]
+    StepState = PyStepState  # type: ignore[misc]
+    SessionCore = PySessionCore  # type: ignore[misc]
+    PassState = PyPassState  # type: ignore[misc]
