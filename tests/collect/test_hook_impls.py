@@ -301,3 +301,71 @@ def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.Mo
         assert dl._BaseDataLoaderIter.__next__ is orig_next
         assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
     assert (hooks.compiled_hooks() is not None) == BUILT
+
+
+def _train_persistent(store: str) -> None:
+    """Three epochs of a DataLoader with a persistent worker: every pass after the first is the same iterator
+    object again (torch resets it), each with a new pass of its own."""
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(SlowItems(), batch_size=LOADER_BATCH, num_workers=1,
+                                         persistent_workers=True)
+    with stepscope.session(name="persistent", store=store):
+        its = []
+        for _ in range(3):
+            it = iter(loader)
+            its.append(it)
+            for batch in it:
+                model(batch["x"]).sum().backward()
+                opt.step()
+        assert its[0] is its[1] is its[2]  # what makes a kept iterator-to-pass link stale
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_loader_epochs_of_a_reused_iterator(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+    """A persistent-workers loader's passes, one iterator object: epochs 0, 1, 2 and every batch's samples."""
+    _impl(monkeypatch, impl)
+    _train_persistent(str(tmp_path / "s"))
+    steps = load(tmp_path / "s").ranks[0].steps
+    per_epoch = ITEMS // LOADER_BATCH
+    assert list(steps["epoch"]) == [0] * per_epoch + [1] * per_epoch + [2] * per_epoch
+    assert list(steps["samples"]) == [float(LOADER_BATCH)] * (3 * per_epoch)
+
+
+def test_compiled_loader_counts_each_iterator_on_its_own_pass(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled ``__next__`` keeps the last iterator's pass: a new iterator at a dead one's address (CPython
+    reuses it at once) is counted on its own pass, and after ``forget()`` a replaced pass is read again."""
+    if not BUILT:
+        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
+    monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
+    from torch.utils.data import dataloader as dl
+
+    from stepscope.collect.pystate import PassState
+
+    class It:
+        """Stands in for a DataLoader iterator (the wrapped ``__next__`` is swapped for one giving a batch)."""
+
+    batch = [torch.ones(LOADER_BATCH, 3)]
+    with stepscope.session(name="passes", store=str(tmp_path / "s")):
+        nxt = dl._BaseDataLoaderIter.__dict__["__next__"]
+        real, nxt.orig_next = nxt.orig_next, lambda it: batch
+        try:
+            addresses = set()
+            for token in range(40):
+                it = It()
+                addresses.add(id(it))
+                it._stepscope_pass = p = PassState(-1, token)  # type: ignore[attr-defined]
+                nxt(it)
+                nxt(it)
+                assert p.batches == 2, token
+                del it
+            assert len(addresses) < 40  # addresses were reused: the case a kept raw pointer would miscount
+            it = It()
+            it._stepscope_pass = first = PassState(-2, 0)  # type: ignore[attr-defined]
+            nxt(it)
+            it._stepscope_pass = second = PassState(-2, 1)  # type: ignore[attr-defined]
+            nxt.forget()
+            nxt(it)
+            assert (first.batches, second.batches) == (1, 1)
+        finally:
+            nxt.orig_next = real

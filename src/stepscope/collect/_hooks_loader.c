@@ -8,6 +8,11 @@
 typedef struct {
     PyObject_HEAD
     PyObject *session, *orig, *tensor, *batch_size, *batch_tokens, *pass_end, *open_epoch, *first_of_pass;
+    /* the last iterator's pass: a weak reference to the iterator (NULL: none) and its _stepscope_pass. Reading
+     * the attribute touches the iterator's type cache, dict keys and values, all cold after a step's work
+     * (~1 us of a real step); one pointer compare through the weak reference does not. forget() (called by
+     * loader.py's __iter__, which sets the attribute) drops it: a persistent-workers loader reuses its iterator. */
+    PyObject *last_it, *last_pass;
     vectorcallfunc vectorcall;
 } Loader;
 
@@ -83,6 +88,8 @@ static int Loader_traverse(Loader *self, visitproc visit, void *arg) {
     Py_VISIT(self->pass_end);
     Py_VISIT(self->open_epoch);
     Py_VISIT(self->first_of_pass);
+    Py_VISIT(self->last_it);
+    Py_VISIT(self->last_pass);
     return 0;
 }
 
@@ -95,6 +102,8 @@ static int Loader_clear(Loader *self) {
     Py_CLEAR(self->pass_end);
     Py_CLEAR(self->open_epoch);
     Py_CLEAR(self->first_of_pass);
+    Py_CLEAR(self->last_it);
+    Py_CLEAR(self->last_pass);
     return 0;
 }
 
@@ -113,6 +122,33 @@ static PyObject *attr_or_none(PyObject *o, PyObject *name) {
     if (_PyObject_LookupAttr(o, name, &v) < 0) return NULL;
 #endif
     return v != NULL ? v : Py_NewRef(Py_None);
+}
+
+/* the iterator's _stepscope_pass (a new reference, None where it has none): from the last iterator's, when
+ * this is that iterator still alive, else read and kept (an iterator without weak references: read each time) */
+static PyObject *pass_of(Loader *self, PyObject *it) {
+    if (self->last_it != NULL) {
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *alive;
+        if (PyWeakref_GetRef(self->last_it, &alive) < 0) return NULL;
+        Py_XDECREF(alive); /* compared by address only */
+#else
+        PyObject *alive = PyWeakref_GET_OBJECT(self->last_it);
+#endif
+        if (alive == it) return Py_NewRef(self->last_pass);
+    }
+    PyObject *ps = attr_or_none(it, s_pass_attr);
+    if (ps == NULL) return NULL;
+    PyObject *ref = PyWeakref_NewRef(it, NULL);
+    if (ref == NULL) {
+        PyErr_Clear(); /* no weak references to this iterator: nothing kept */
+        Py_CLEAR(self->last_it);
+        Py_CLEAR(self->last_pass);
+        return ps;
+    }
+    Py_XSETREF(self->last_it, ref);
+    Py_XSETREF(self->last_pass, Py_NewRef(ps));
+    return ps;
 }
 
 /* st.<field> += x (x borrowed), exact ints and floats summed directly, Python's number protocol otherwise */
@@ -162,7 +198,7 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
     Pass *p = NULL;
     Py_ssize_t nb = 0;
     if (st == NULL) return -1;
-    if ((ps = attr_or_none(it, s_pass_attr)) == NULL) goto done;
+    if ((ps = pass_of(self, it)) == NULL) goto done;
     if (Py_IS_TYPE(ps, &PassType)) p = (Pass *)ps; /* else (None, or not ours): no pass counted */
     if (p != NULL) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
         nb = ++p->batches;
@@ -305,6 +341,18 @@ static PyObject *Loader_get_wrapped(Loader *self, void *Py_UNUSED(closure)) {
     return Py_NewRef(self->orig);
 }
 
+static PyObject *Loader_forget(Loader *self, PyObject *Py_UNUSED(ignored)) {
+    Py_CLEAR(self->last_it);
+    Py_CLEAR(self->last_pass);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Loader_methods[] = {
+    {"forget", (PyCFunction)Loader_forget, METH_NOARGS,
+     "forget(): read the next iterator's _stepscope_pass again (loader.py's __iter__ has just set one)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef Loader_getset[] = {
     {"__wrapped__", (getter)Loader_get_wrapped, NULL, "the __next__ it wraps (torch's)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -331,6 +379,7 @@ PyTypeObject LoaderType = {
     .tp_vectorcall_offset = offsetof(Loader, vectorcall),
     .tp_descr_get = Loader_get,
     .tp_members = Loader_members,
+    .tp_methods = Loader_methods,
     .tp_getset = Loader_getset,
 };
 

@@ -157,9 +157,11 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
 
     compiled = use_compiled()
     next_fn: Any = __next__
+    forget: Callable[[], None] = lambda: None  # noqa: E731
     if compiled is not None:  # the same body in C (_hooks.LoaderNext): no Python frame a batch
         next_fn = compiled.LoaderNext(session, orig_next, tensor, batch_size, batch_tokens, pass_end,
                                        open_epoch, first_of_pass)
+        forget = next_fn.forget  # it keeps the last iterator's pass: read the attribute set below again
 
     def __iter__(self: Any) -> Any:
         it: Any = orig_iter(self)
@@ -173,6 +175,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                     _BATCHES.append(n)
             passes.setdefault(key, 0)
             it._stepscope_pass = PassState(key, next(tokens))  # one attribute: one lookup a batch
+            forget()  # a persistent-workers loader hands out the same iterator again
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
         return it
