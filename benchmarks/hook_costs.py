@@ -30,14 +30,15 @@ machine), the load average printed beside them:
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
-4. **Cold caches**: the hooks of one step (the same calls as table 1, back to back) timed warm (a tight loop,
-   as table 1), after a bare ``loader48`` step of another model (the caches a real step leaves them), and
-   after a 64 MiB write (every cache level evicted: what a process sharing a loaded machine sees). Table 1
-   is the warm figure; inside a real step each hook runs after torch's work has evicted its code and data,
-   which is why table 2's hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead").
+4. **Cold caches** (``--only-cold`` alone): each hook alone (the same calls as table 1) and the four back to
+   back, timed warm (a tight loop, as table 1), after a bare step of the ``many`` script (the caches a real
+   step leaves them) and after a 64 MiB write, beside two floors: the harness (a clock read and a lambda)
+   and a call of a small C function, both in the same cache state. Table 1 is the warm figure; inside a real
+   step each hook runs after torch's work has evicted its code and data, which is why table 2's
+   hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead", "Seventh pass").
 
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
-                                    [--only-hooks | --only-steps | --attribute [ARMS]]
+                                    [--only-hooks | --only-steps | --only-cold | --attribute [ARMS]]
     python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
     python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
 """
@@ -619,9 +620,20 @@ def print_whole_steps(res: dict[str, dict[str, Any]], *, toggle: bool = False) -
           f"  and sampler's CPU per hooked step. Target <= {STEP_TARGET_US:g} µs.")
 
 
-def cold_hook_costs(n: int = 400) -> dict[str, float]:
-    """Table 4: µs of thread CPU time for one step's hooks (table 1's calls, back to back), median over ``n``,
-    warm, after a bare step of another model, and after a 64 MiB write; the clock read subtracted."""
+COLD_FLOORS = ("clock read + a Python lambda", "+ a C function call")
+"""Table 4's floors: what the harness costs in the same cache state (``lambda: None``), and a call of a small C
+function (``math.floor``) in its place: what any hook, however little it does, pays for being called cold."""
+
+
+def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
+    """Table 4: µs of thread CPU time, median over ``n`` calls, of each hook alone (table 1's calls), of the four
+    back to back (one step of hooks) and of the floors (:data:`COLD_FLOORS`), in three cache states: warm (a tight
+    loop, as table 1), after a bare step of the ``many`` script (201 modules: what a real step leaves the caches)
+    and after a 64 MiB write (every cache level the write passes through evicted). The evicting step goes
+    through no hooked function (its model is not watched, its gradients come from ``torch.autograd.grad``, its
+    update is in place), so it evicts as a real step does instead of running the swapped no-ops."""
+    import math
+
     import torch
     from benchmarks._loop import Parts
     from torch.utils.data import dataloader as dl
@@ -641,12 +653,22 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
             ts.append(clock() - t0)
         return _median([t / 1e3 for t in ts])
 
-    out: dict[str, float] = {}
+    out: dict[str, dict[str, float]] = {}
     with recording("cold-hooks") as s:
         parts = Parts("loader48", batches=8)
         for _ in range(4):
             parts.step()
-        other = Parts("loader48")  # its model is not watched: its step only evicts
+        other = Parts("many")
+        x, y = torch.randn(32, 16), torch.randn(32, 1)
+        params = list(other.model.parameters())
+
+        def many_step() -> None:
+            loss = torch.nn.functional.mse_loss(other.model(x), y)
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for q, g in zip(params, grads, strict=True):
+                    q.sub_(g, alpha=1e-3)
+
         batch = parts.next_batch()
         nxt, it = dl._BaseDataLoaderIter.__next__, parts.it
         watch = hooks._WATCH["modules"]
@@ -662,20 +684,34 @@ def cold_hook_costs(n: int = 400) -> dict[str, float]:
             backward(None)
             step(marker)
 
+        calls: dict[str, Callable[[], Any]] = {
+            COLD_FLOORS[0]: lambda: None, COLD_FLOORS[1]: lambda: math.floor(1.5),
+            "data loader": lambda: nxt(it), "forward": lambda: slot(*args), "backward": lambda: backward(None),
+            "optimizer + step mark": lambda: step(marker), "one step of hooks": one_step_of_hooks}
+        states: dict[str, Callable[[], Any] | None] = {
+            "warm": None, "after a many step": many_step, "after a 64 MiB write": lambda: buf.fill_(1)}
         with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None), \
                 _swapped(step, "orig", lambda *a, **k: None):
-            read = median_us(lambda: None, None)
-            out["warm (tight loop, as table 1)"] = median_us(one_step_of_hooks, None) - read
-            out["after a bare loader48 step"] = median_us(one_step_of_hooks, other.step) - read
-            out["after a 64 MiB write (all caches cold)"] = median_us(one_step_of_hooks, lambda: buf.fill_(1)) - read
+            read = median_us(lambda: None, None)  # the clock read itself, warm
+            for state, evict in states.items():
+                out[state] = {name: median_us(fn, evict) - read for name, fn in calls.items()}
         s.buffers.drain()
     return out
 
 
-def print_cold_hook_costs(costs: dict[str, float]) -> None:
-    print(f"\n{'one step of hooks, by cache state':<48}{'µs':>8}")
-    for k, v in costs.items():
-        print(f"{k:<48}{v:>8.2f}")
+def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
+    """Table 4: a row per call, a column per cache state; then each hook above the C-call floor."""
+    states = list(costs)
+    print(f"\n{'cold caches: µs of one call (median)':<40}" + "".join(f"{s:>22}" for s in states))
+    for name in costs[states[0]]:
+        print(f"{name:<40}" + "".join(f"{costs[s][name]:>22.2f}" for s in states))
+    cold = costs[states[1]]
+    floor = cold[COLD_FLOORS[1]]
+    hooks_only = [k for k in cold if k not in COLD_FLOORS and k != "one step of hooks"]
+    above = ", ".join(f"{k} {cold[k] - floor:+.2f}" for k in hooks_only)
+    print(f"  {states[1]}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
+          f"  harness) {4 * (floor - cold[COLD_FLOORS[0]]):.2f} µs. What each hook costs in a real step is its cold "
+          "figure\n  less the harness (the first row): docs/metrics.md, 'Seventh pass'.")
 
 
 def print_call_counts() -> None:
@@ -710,6 +746,7 @@ def main() -> None:
     p.add_argument("--scripts", default=",".join(ISSUE_SCRIPTS), help="table 2's scripts (comma list)")
     p.add_argument("--only-hooks", action="store_true", help="tables 1, 3 and 4 only (no whole steps)")
     p.add_argument("--only-steps", action="store_true", help="table 2 only")
+    p.add_argument("--only-cold", action="store_true", help="table 4 only (each hook with cold caches)")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
@@ -719,6 +756,10 @@ def main() -> None:
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
     scripts = tuple(args.scripts.split(","))
+    if args.only_cold:
+        print_cold_hook_costs(cold_hook_costs())
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
     if args.attribute:
         print_attribution(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(","))))
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
