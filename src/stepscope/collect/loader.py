@@ -174,7 +174,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 if n:
                     _BATCHES.append(n)
             passes.setdefault(key, 0)
-            it._stepscope_pass = PassState(key, next(tokens))  # one attribute: one lookup a batch
+            it._stepscope_pass = PassState(key, next(tokens))  # read once a pass (compiled) or a batch (Python)
             forget()  # a persistent-workers loader hands out the same iterator again
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
