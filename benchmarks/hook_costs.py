@@ -26,7 +26,9 @@ machine), the load average printed beside them:
    compiled hook bodies, collect/_hooks.c), ``:c^PART`` the compiled ones but PART's Python body. Printed: each
    arm minus bare, what each left-out part costs (all minus the arm), for a ``:c`` arm beside its ``:py`` twin
    what the compiled bodies save, and for a ``:c^PART`` arm beside its ``:c`` twin what PART's compiled body
-   saves; paired by round, sign-test intervals.
+   saves; paired by round, sign-test intervals. ``--processes N`` runs it in N fresh processes and prints each arm
+   minus bare as the median over processes: one process's figure moves by about ±2 µs with where its code
+   and data happen to lie in the caches.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -41,12 +43,15 @@ machine), the load average printed beside them:
                                     [--only-hooks | --only-steps | --only-cold | --attribute [ARMS]]
     python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
     python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
+    python benchmarks/hook_costs.py --attribute bare,all:c --processes 6 --pairs 12 --scripts loader48
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -383,6 +388,48 @@ def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tup
             r["load"].append(os.getloadavg()[0])
             res[script] = r
     return res
+
+
+def attribution_processes(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tuple[str, ...],
+                          processes: int) -> dict[str, dict[str, list[float]]]:
+    """Table 2b in ``processes`` fresh processes, one after another: per script and arm (not bare), each process's
+    median over rounds of the arm minus bare (block means). Each process lays out its code and data anew (the
+    hooks' lines fall in other cache sets), which moves one process's figure by about ±2 µs: the median over
+    processes is the figure that survives that."""
+    out: dict[str, dict[str, list[float]]] = {sc: {a: [] for a in arms if a != "bare"} for sc in scripts}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--attribute", ",".join(arms), "--pairs", str(rounds),
+           "--block-s", str(block_s), "--scripts", ",".join(scripts), "--json"]
+    for i in range(processes):
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        for sc, figures in process_figures(json.loads(done.stdout.strip().splitlines()[-1])).items():
+            for arm, v in figures.items():
+                out[sc][arm].append(v)
+        print(f"  process {i + 1}/{processes}: " + "; ".join(
+            f"{sc} {arm} {v[-1]:+.1f}" for sc, arms_ in out.items() for arm, v in arms_.items()), flush=True)
+    return out
+
+
+def process_figures(res: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """One process's table 2b (``attribution``'s result) as its figure per script and arm: the median over rounds
+    of the arm's block mean minus bare's, paired by round."""
+    out: dict[str, dict[str, float]] = {}
+    for sc, r in res.items():
+        bare = r["mean"]["bare"]
+        out[sc] = {arm: _median([x - y for x, y in zip(v, bare, strict=True)])
+                   for arm, v in r["mean"].items() if arm != "bare"}
+    return out
+
+
+def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
+    print(f"\n{'attribution, over processes':<30}{'median':>9}  {'95% sign-test interval':<24}per process")
+    for sc, arms_ in res.items():
+        for arm, v in arms_.items():
+            lo, hi, cover = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
+            ci = f"{lo:+.1f} to {hi:+.1f}" + ("" if cover else " (range)")
+            print(f"{sc + ' ' + arm + ' - bare':<30}{_median(v):>+8.1f}µs  {ci:<24}"
+                  + " ".join(f"{x:+.1f}" for x in v))
+    print("  µs of training-thread CPU per step; each process: the median over its rounds of the paired\n"
+          "  difference of block means; the interval is over processes (>= 6 for 95%; fewer: their range).")
 
 
 @contextmanager
@@ -747,6 +794,9 @@ def main() -> None:
     p.add_argument("--only-hooks", action="store_true", help="tables 1, 3 and 4 only (no whole steps)")
     p.add_argument("--only-steps", action="store_true", help="table 2 only")
     p.add_argument("--only-cold", action="store_true", help="table 4 only (each hook with cold caches)")
+    p.add_argument("--processes", type=int, default=0, metavar="N",
+                   help="with --attribute: run it in N fresh processes and print the median over them")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child of --processes
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
@@ -759,6 +809,16 @@ def main() -> None:
     if args.only_cold:
         print_cold_hook_costs(cold_hook_costs())
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
+    if args.attribute and args.processes:
+        arms = tuple(args.attribute.split(","))
+        if "bare" not in arms:
+            raise SystemExit("--processes compares each arm with bare: add bare to --attribute")
+        print_attribution_processes(attribution_processes(scripts, args.pairs, args.block_s, arms, args.processes))
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
+    if args.attribute and args.json:
+        print(json.dumps(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(",")))))
         return
     if args.attribute:
         print_attribution(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(","))))

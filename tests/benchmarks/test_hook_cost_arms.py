@@ -21,3 +21,13 @@ def test_unknown_arms_are_refused_in_one_line(arm: str) -> None:
     with pytest.raises(SystemExit) as e:
         _arm_spec(arm)
     assert "\n" not in str(e.value) and arm in str(e.value)
+
+
+def test_a_process_figure_is_its_median_paired_difference() -> None:
+    """--processes: each child's figure per arm is the median over rounds of (arm - bare), paired by round."""
+    from benchmarks.hook_costs import process_figures
+
+    res = {"loader48": {"mean": {"bare": [300.0, 310.0, 290.0, 305.0, 295.0],
+                                 "all:c": [309.0, 322.0, 297.0, 313.0, 340.0],  # +9 +12 +7 +8 +45
+                                 "-loader:c": [301.0, 309.0, 293.0, 306.0, 296.0]}}}  # +1 -1 +3 +1 +1
+    assert process_figures(res) == {"loader48": {"all:c": 9.0, "-loader:c": 1.0}}
