@@ -86,6 +86,26 @@ def test_session_attributes_live_in_the_core_and_read_back(tmp_path: Any) -> Non
             getattr(s, name)
 
 
+@needs_build
+def test_hooks_read_sessions_of_any_class_after_a_session_core(tmp_path: Any) -> None:
+    """The compiled bodies keep the last SessionCore subclass they met for a one-compare check: a Session and an
+    object of another class (read by attribute) are each timed right, in turn and again."""
+    from types import SimpleNamespace
+
+    from stepscope.collect import _hooks
+
+    def failed(key: str, text: str) -> None:
+        raise AssertionError(text)
+
+    for _ in range(2):
+        for s in (Session(tmp_path, "r", Options()),
+                  SimpleNamespace(step=pystate.PyStepState(None, 0), active=True, disabled=False, warn_once=failed)):
+            wrapped = _hooks.Backward(s, lambda: None)
+            before = s.step.backward
+            wrapped()
+            assert s.step.backward > before, type(s)
+
+
 def test_the_references_are_what_an_unbuilt_install_uses() -> None:
     """Without the extension, StepState and SessionCore are the Python references (the import's fallback)."""
     import sys

@@ -165,8 +165,18 @@ typedef struct {
     PyObject *slot[NS];
 } Core;
 
+/* The last subclass of SessionCore a hook met (Session), held so that its address stays its own: the common
+ * case is one pointer compare, not PyType_IsSubtype walking the class's MRO tuple (two more cold lines and
+ * that function's code in each hook after a step: 0.5 us of the backward and of the optimizer's timer after
+ * a `many` step, docs/metrics.md "Seventh pass"). */
+extern PyTypeObject *g_core_subtype;
+
 static inline PyObject **core_slots(PyObject *s) {
-    return PyObject_TypeCheck(s, &CoreType) ? ((Core *)s)->slot : NULL;
+    PyTypeObject *t = Py_TYPE(s);
+    if (t == g_core_subtype || t == &CoreType) return ((Core *)s)->slot;
+    if (!PyType_IsSubtype(t, &CoreType)) return NULL;
+    Py_XSETREF(g_core_subtype, (PyTypeObject *)Py_NewRef(t));
+    return ((Core *)s)->slot;
 }
 
 static inline PyObject *sget(PyObject *s, int i) { /* s.<name>: a new reference; NULL with an exception */

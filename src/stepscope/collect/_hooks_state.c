@@ -8,6 +8,8 @@
  * (12 Nums; ints made at the flush), and columns(), the flush's rows -> columns (buffers.py). */
 #include "_hooks.h"
 
+PyTypeObject *g_core_subtype = NULL; /* see core_slots */
+
 /* -- StepState -------------------------------------------------------------------------------------------- */
 static int State_traverse(State *self, visitproc visit, void *arg) {
     for (int f = 0; f < NF; f++) Py_VISIT(self->f[f].o);
