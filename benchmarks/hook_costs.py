@@ -400,7 +400,10 @@ def attribution_processes(scripts: tuple[str, ...], rounds: int, block_s: float,
     cmd = [sys.executable, str(Path(__file__).resolve()), "--attribute", ",".join(arms), "--pairs", str(rounds),
            "--block-s", str(block_s), "--scripts", ",".join(scripts), "--json"]
     for i in range(processes):
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(f"process {i + 1} of --processes failed (exit {done.returncode}): {tail}")
         for sc, figures in process_figures(json.loads(done.stdout.strip().splitlines()[-1])).items():
             for arm, v in figures.items():
                 out[sc][arm].append(v)
@@ -411,13 +414,8 @@ def attribution_processes(scripts: tuple[str, ...], rounds: int, block_s: float,
 
 def process_figures(res: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
     """One process's table 2b (``attribution``'s result) as its figure per script and arm: the median over rounds
-    of the arm's block mean minus bare's, paired by round."""
-    out: dict[str, dict[str, float]] = {}
-    for sc, r in res.items():
-        bare = r["mean"]["bare"]
-        out[sc] = {arm: _median([x - y for x, y in zip(v, bare, strict=True)])
-                   for arm, v in r["mean"].items() if arm != "bare"}
-    return out
+    of the arm's block mean minus bare's, paired by round (``_paired``'s first figure)."""
+    return {sc: {arm: _paired(r, arm, "bare")[0] for arm in r["mean"] if arm != "bare"} for sc, r in res.items()}
 
 
 def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
@@ -668,6 +666,8 @@ def print_whole_steps(res: dict[str, dict[str, Any]], *, toggle: bool = False) -
 
 
 COLD_FLOORS = ("clock read + a Python lambda", "+ a C function call")
+COLD_STATE = "after a many step"
+"""Table 4's cache state of a real step, the one its summary line reads."""
 """Table 4's floors: what the harness costs in the same cache state (``lambda: None``), and a call of a small C
 function (``math.floor``) in its place: what any hook, however little it does, pays for being called cold."""
 
@@ -736,7 +736,7 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
             "data loader": lambda: nxt(it), "forward": lambda: slot(*args), "backward": lambda: backward(None),
             "optimizer + step mark": lambda: step(marker), "one step of hooks": one_step_of_hooks}
         states: dict[str, Callable[[], Any] | None] = {
-            "warm": None, "after a many step": many_step, "after a 64 MiB write": lambda: buf.fill_(1)}
+            "warm": None, COLD_STATE: many_step, "after a 64 MiB write": lambda: buf.fill_(1)}
         with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None), \
                 _swapped(step, "orig", lambda *a, **k: None):
             read = median_us(lambda: None, None)  # the clock read itself, warm
@@ -752,11 +752,11 @@ def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
     print(f"\n{'cold caches: µs of one call (median)':<40}" + "".join(f"{s:>22}" for s in states))
     for name in costs[states[0]]:
         print(f"{name:<40}" + "".join(f"{costs[s][name]:>22.2f}" for s in states))
-    cold = costs[states[1]]
+    cold = costs[COLD_STATE]
     floor = cold[COLD_FLOORS[1]]
     hooks_only = [k for k in cold if k not in COLD_FLOORS and k != "one step of hooks"]
     above = ", ".join(f"{k} {cold[k] - floor:+.2f}" for k in hooks_only)
-    print(f"  {states[1]}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
+    print(f"  {COLD_STATE}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
           f"  harness) {4 * (floor - cold[COLD_FLOORS[0]]):.2f} µs. What each hook costs in a real step is its cold "
           "figure\n  less the harness (the first row): docs/metrics.md, 'Seventh pass'.")
 
@@ -806,22 +806,25 @@ def main() -> None:
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
     scripts = tuple(args.scripts.split(","))
+    arms = tuple(args.attribute.split(",")) if args.attribute else ()
+    if args.processes and (not arms or "bare" not in arms or args.processes < 0):
+        raise SystemExit("--processes N (N >= 1) runs --attribute with bare among its arms: e.g. "
+                         "--attribute bare,all:c --processes 6")
+    for arm in arms:
+        _arm_spec(arm)  # an unknown arm refused here in one line, not in each child
     if args.only_cold:
         print_cold_hook_costs(cold_hook_costs())
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
-    if args.attribute and args.processes:
-        arms = tuple(args.attribute.split(","))
-        if "bare" not in arms:
-            raise SystemExit("--processes compares each arm with bare: add bare to --attribute")
+    if arms and args.processes:
         print_attribution_processes(attribution_processes(scripts, args.pairs, args.block_s, arms, args.processes))
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
-    if args.attribute and args.json:
-        print(json.dumps(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(",")))))
+    if arms and args.json:
+        print(json.dumps(attribution(scripts, args.pairs, args.block_s, arms)))
         return
-    if args.attribute:
-        print_attribution(attribution(scripts, args.pairs, args.block_s, tuple(args.attribute.split(","))))
+    if arms:
+        print_attribution(attribution(scripts, args.pairs, args.block_s, arms))
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
     if args.only_steps:

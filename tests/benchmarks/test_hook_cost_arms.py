@@ -27,7 +27,10 @@ def test_a_process_figure_is_its_median_paired_difference() -> None:
     """--processes: each child's figure per arm is the median over rounds of (arm - bare), paired by round."""
     from benchmarks.hook_costs import process_figures
 
-    res = {"loader48": {"mean": {"bare": [300.0, 310.0, 290.0, 305.0, 295.0],
-                                 "all:c": [309.0, 322.0, 297.0, 313.0, 340.0],  # +9 +12 +7 +8 +45
-                                 "-loader:c": [301.0, 309.0, 293.0, 306.0, 296.0]}}}  # +1 -1 +3 +1 +1
+    mean = {"bare": [300.0, 310.0, 290.0, 305.0, 295.0],
+            "all:c": [309.0, 322.0, 297.0, 313.0, 340.0],  # +9 +12 +7 +8 +45
+            "-loader:c": [301.0, 309.0, 293.0, 306.0, 296.0]}  # +1 -1 +3 +1 +1
+    med = {arm: [v - 50.0 for v in vs] for arm, vs in mean.items()}  # block medians: not what the figure reads
+    med["all:c"][0] += 100.0
+    res = {"loader48": {"mean": mean, "med": med}}
     assert process_figures(res) == {"loader48": {"all:c": 9.0, "-loader:c": 1.0}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import time
 from typing import Any
 
 import pytest
@@ -100,10 +101,10 @@ def test_hooks_read_sessions_of_any_class_after_a_session_core(tmp_path: Any) ->
     for _ in range(2):
         for s in (Session(tmp_path, "r", Options()),
                   SimpleNamespace(step=pystate.PyStepState(None, 0), active=True, disabled=False, warn_once=failed)):
-            wrapped = _hooks.Backward(s, lambda: None)
+            wrapped = _hooks.Backward(s, lambda: time.sleep(0.002))
             before = s.step.backward
             wrapped()
-            assert s.step.backward > before, type(s)
+            assert 2_000_000 <= s.step.backward - before < 1_000_000_000, type(s)  # the sleep, read from s
 
 
 def test_the_references_are_what_an_unbuilt_install_uses() -> None:
