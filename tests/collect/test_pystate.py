@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 import time
 from typing import Any
 
@@ -211,3 +212,76 @@ def test_a_pass_state_matches_the_reference() -> None:
         assert p.epoch == 2
     with pytest.raises(AttributeError):
         c.key = 1  # type: ignore[misc]  # the pass's loader and token are fixed
+
+
+@needs_build
+def test_a_step_log_gives_the_columns_zip_gives() -> None:
+    """The buffers' compiled StepLog: rows appended by calling it (tuples of any values, and StepRows) come back
+    from take() as the columns zip(*rows) makes, ints as ints and every other value the object appended; take()
+    leaves it empty, and a row of the wrong width or a non-sequence is refused without a row lost."""
+    import gc
+
+    from stepscope.collect import _hooks
+
+    class Obj:
+        pass
+
+    log = _hooks.StepLog()
+    marker = Obj()
+    rows: list[tuple[Any, ...]] = [
+        (i, 10**13 + i, 2**70 + i, 48.0, math.nan, i * 3, True, -5, 0, None, marker, 2**63 - 1) for i in range(200)]
+    for r in rows:  # 200 rows: the array grows past its first 64
+        log(r)
+    assert len(log) == 200
+    with pytest.raises(ValueError, match="a row has 2 fields, not 12"):
+        log((1, 2))
+    with pytest.raises(TypeError, match="a row is not a sequence"):
+        log(7)
+    got = log.take()
+    assert len(log) == 0 and log.take() == [()] * 12
+    want = list(zip(*rows, strict=True))
+    assert [[_seen(v) for v in col] for col in got] == [[_seen(v) for v in col] for col in want]
+    assert all(v is marker for v in got[10])
+    # a row that holds the log itself: a cycle the collector frees
+    ref = _hooks.StepLog()
+    ref((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ref, 11))
+    del ref
+    assert gc.collect() >= 1
+
+
+@needs_build
+def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> None:
+    """Inside a session the step hook is bound to the buffers' StepLog, the compiled step timer marks each step
+    (no Python mark_step) into it, and the rows read back whole: consecutive indices, each step starting where
+    the one before ended, the samples of the forward input."""
+    torch = pytest.importorskip("torch")
+    import stepscope
+    from stepscope.collect import _hooks
+    from stepscope.collect.session import current
+
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with stepscope.session(name="log", store=str(tmp_path)):
+        s = current()
+        assert s is not None and isinstance(s.buffers.step_rows, _hooks.StepLog)
+        assert s.step_row is s.buffers.step_rows
+        for _ in range(4):  # the first steps' marks (the model found, the FLOP count) are Python's
+            model(torch.ones(4, 3)).sum().backward()
+            opt.step()
+        before = len(s.buffers.step_rows)
+        py_frames: list[str] = []
+        sys.setprofile(lambda frame, event, arg: py_frames.append(frame.f_code.co_name) if event == "call" else None)
+        try:
+            for _ in range(5):
+                model(torch.ones(4, 3)).sum().backward()
+                opt.step()
+        finally:
+            sys.setprofile(None)
+        assert len(s.buffers.step_rows) == before + 5
+        assert "mark_step" not in py_frames  # marked by the compiled timer, which wrote into the log
+        cols = s.buffers.step_rows.take()
+    index, start, end = cols[0], cols[1], cols[2]
+    assert list(index[-5:]) == list(range(index[-5], index[-5] + 5))
+    assert all(type(v) is int for v in start + end) and all(b > a for a, b in zip(start, end, strict=True))
+    assert list(end[-5:-1]) == list(start[-4:])  # each step starts where the one before ended
+    assert all(v == 4.0 for v in cols[3][-5:])  # samples of the first forward input

@@ -66,7 +66,7 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
         PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0 ||
         PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&RowType) < 0 ||
-        PyType_Ready(&PassType) < 0)
+        PyType_Ready(&PassType) < 0 || PyType_Ready(&StepLogType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
@@ -77,7 +77,8 @@ PyMODINIT_FUNC PyInit__hooks(void) {
         PyModule_AddObjectRef(m, "LoaderNext", (PyObject *)&LoaderType) < 0 ||
         PyModule_AddObjectRef(m, "StepState", (PyObject *)&StateType) < 0 ||
         PyModule_AddObjectRef(m, "SessionCore", (PyObject *)&CoreType) < 0 ||
-        PyModule_AddObjectRef(m, "PassState", (PyObject *)&PassType) < 0) {
+        PyModule_AddObjectRef(m, "PassState", (PyObject *)&PassType) < 0 ||
+        PyModule_AddObjectRef(m, "StepLog", (PyObject *)&StepLogType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

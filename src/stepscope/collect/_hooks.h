@@ -25,7 +25,7 @@ extern PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optim
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
 extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType,
-    PassType;
+    PassType, StepLogType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */
@@ -102,12 +102,31 @@ typedef struct {
     Num c[12];
 } Row;
 
+/* the step rows of a session's buffers, in place (_hooks_steplog.c) */
+typedef struct {
+    Num c[12];
+} StepRowData;
+
+typedef struct {
+    PyObject_HEAD
+    StepRowData *rows;
+    Py_ssize_t n, cap;
+    vectorcallfunc vectorcall;
+} StepLog;
+
+StepRowData *steplog_grow(StepLog *log); /* the next row after doubling the array; NULL with MemoryError */
+
+static inline StepRowData *steplog_next(StepLog *log) { /* the next row, counted: the caller fills its 12 Nums */
+    return log->n < log->cap ? &log->rows[log->n++] : steplog_grow(log);
+}
+
 static inline Num num_copy(Num *n) { /* a new Num of n's value */
     Num r = {n->v, n->o != NULL ? Py_NewRef(n->o) : NULL};
     return r;
 }
 
 void state_fill(State *st, PyObject *start, PyObject *epoch); /* every field as StepState(start, epoch) sets it */
+void state_reset(State *st, long long t, PyObject *epoch); /* state_fill(st, None, epoch), then start = t */
 
 static inline Num *state_fields(PyObject *st) { return Py_IS_TYPE(st, &StateType) ? ((State *)st)->f : NULL; }
 

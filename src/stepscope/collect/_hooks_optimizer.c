@@ -107,9 +107,17 @@ static int mark_common(Timer *self, long long t1) {
     for (int i = 0; i < 4; i++) {
         if ((phase[i] = num_true(&F[F_FORWARD + i])) < 0) return -1;
     }
-    Row *row = PyObject_New(Row, &RowType);
-    if (row == NULL) return -1;
-    Num nan = {0, self->nan}, *col = row->c;
+    /* the row: in place in the buffers' StepLog, else a StepRow passed to session.step_row (a test's list) */
+    PyObject *log = core[S_STEP_ROW], *row = NULL;
+    Num nan = {0, self->nan}, *col;
+    if (Py_IS_TYPE(log, &StepLogType)) {
+        StepRowData *slot = steplog_next((StepLog *)log);
+        if (slot == NULL) return -1;
+        col = slot->c;
+    } else {
+        if ((row = (PyObject *)PyObject_New(Row, &RowType)) == NULL) return -1;
+        col = ((Row *)row)->c;
+    }
     num_from(core[S_STEP_INDEX], &col[0]);
     col[1] = F[F_START].o == Py_None ? (Num){t1, NULL} : num_copy(&F[F_START]);
     col[2] = (Num){t1, NULL};
@@ -122,14 +130,19 @@ static int mark_common(Timer *self, long long t1) {
     for (int i = 0; i < 4; i++) col[6 + i] = num_copy(phase[i] ? &F[F_FORWARD + i] : &nan); /* st.forward or nan */
     col[10] = num_copy(&F[F_EPOCH]);
     col[11] = (Num){0, NULL};
-    int rc = -1;
-    PyObject *r = PyObject_CallOneArg(core[S_STEP_ROW], (PyObject *)row), *next = NULL, *epoch = NULL;
-    Py_DECREF(row);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
+    int rc = -1, index_c = col[0].o == NULL && col[0].v < LLONG_MAX; /* read before col's row can be freed */
+    long long index = col[0].v;
+    if (row != NULL) {
+        PyObject *r = PyObject_CallOneArg(log, row);
+        Py_DECREF(row);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+    }
+    PyObject *next = NULL, *epoch = NULL;
     Py_INCREF(st);
-    if ((next = PyNumber_Add(core[S_STEP_INDEX], g_one)) == NULL || sset(self->session, S_STEP_INDEX, next) < 0)
-        goto done;
+    /* session.step_index + 1: the index the row holds, as a C number while it is one */
+    next = index_c ? PyLong_FromLongLong(index + 1) : PyNumber_Add(core[S_STEP_INDEX], g_one);
+    if (next == NULL || sset(self->session, S_STEP_INDEX, next) < 0) goto done;
     int known = F[F_EPOCH].o == NULL ? F[F_EPOCH].v >= 0 : PyObject_RichCompareBool(F[F_EPOCH].o, g_zero, Py_GE);
     if (known < 0 || (known && ((epoch = num_obj(&F[F_EPOCH])) == NULL || sset(self->session, S_EPOCH, epoch) < 0)))
         goto done;
@@ -141,8 +154,7 @@ static int mark_common(Timer *self, long long t1) {
         }
         Py_SETREF(st, fresh); /* st owns fresh's reference from here, as it owned the old one's */
     }
-    state_fill((State *)st, Py_None, core[S_EPOCH]); /* StepState(t1, session.epoch) */
-    if (start_if_unset(st, t1) < 0) goto done;
+    state_reset((State *)st, t1, core[S_EPOCH]); /* StepState(t1, session.epoch) */
     rc = 1;
 done:
     Py_XDECREF(next);

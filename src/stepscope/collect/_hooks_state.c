@@ -34,6 +34,21 @@ void state_fill(State *st, PyObject *start, PyObject *epoch) {
     for (int f = 0; f < NF; f++) num_set(&st->f[f], values[f]);
 }
 
+/* state_fill(st, None, epoch) then start = t (the step mark's new step), without converting the constants */
+void state_reset(State *st, long long t, PyObject *epoch) {
+    Num *F = st->f;
+    for (int f = F_DATA_WAIT; f <= F_COMM; f++) {
+        num_clear(&F[f]);
+        F[f] = (Num){0, NULL};
+    }
+    num_clear(&F[F_START]);
+    F[F_START] = (Num){t, NULL};
+    if (F[F_SAMPLES].o != g_float_zero) Py_XSETREF(F[F_SAMPLES].o, Py_NewRef(g_float_zero));
+    if (F[F_TOKENS].o != g_float_zero) Py_XSETREF(F[F_TOKENS].o, Py_NewRef(g_float_zero));
+    if (F[F_FETCHED].o != Py_False) Py_XSETREF(F[F_FETCHED].o, Py_NewRef(Py_False));
+    num_set(&F[F_EPOCH], epoch);
+}
+
 static PyObject *new_step_state(PyObject *start, PyObject *epoch) { /* StepState(start, epoch) */
     State *st = (State *)StateType.tp_alloc(&StateType, 0);
     if (st == NULL) return NULL;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat, starmap
 from typing import Any
 
@@ -15,7 +15,8 @@ StepRow = tuple[int, int, int, float, float, float, float, float, float, float, 
 """A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
 forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
 from ``step_device`` records at read time and are None here. The compiled step timer appends a
-``_hooks.StepRow`` instead, a sequence of the same fields whose numbers become ints at the flush."""
+``_hooks.StepRow`` instead, a sequence of the same fields whose numbers become ints at the flush, or, into the
+buffers' compiled ``StepLog``, writes the fields in place."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
@@ -25,18 +26,26 @@ class Buffers:
     """Lists per column per record kind. Appends are plain list appends (the GIL keeps them whole);
     ``drain`` swaps every list under a lock so a flush never sees half a row.
 
-    Steps and regions, the records written on the training thread's hot path, take no lock: ``step_rows``
-    and ``region_rows`` are deques (appends and pops are atomic, so a flush takes whole rows only and
-    leaves rows appended meanwhile for the next one), their rows are tuples holding raw perf-counter times,
-    and ``drain`` turns them into columns, converting times to wall clock with ``wall_offset_ns`` (the
-    session clock's fixed perf -> epoch offset)."""
+    Steps and regions, the records written on the training thread's hot path, take no lock: ``region_rows``
+    is a deque (appends and pops are atomic, so a flush takes whole rows only and leaves rows appended
+    meanwhile for the next one) and ``step_rows`` the compiled ``StepLog`` (one C array, detached whole by
+    the flush under the GIL) or, without the extension, a deque too. Rows hold raw perf-counter times, and
+    ``drain`` turns them into columns, converting times to wall clock with ``wall_offset_ns`` (the session
+    clock's fixed perf -> epoch offset). ``add_step(row)`` appends a step row to either."""
 
     def __init__(self, wall_offset_ns: int = 0) -> None:
         self.lock = threading.Lock()
         self.wall_offset_ns = wall_offset_ns
         self.region_rows: deque[tuple[str, int, int, int, int]] = deque()
         """(path, step, perf start ns, perf end ns, depth)"""
-        self.step_rows: deque[StepRow] = deque()
+        if _StepLog is not None:
+            log = _StepLog()
+            self.step_rows: Any = log
+            self.add_step: Callable[[StepRow], None] = log
+        else:
+            rows: deque[StepRow] = deque()
+            self.step_rows = rows
+            self.add_step = rows.append
         self._reset()
 
     def _reset(self) -> None:
@@ -44,9 +53,6 @@ class Buffers:
         self.comm: dict[str, list[Any]] = {c: [] for c in COMM_COLS}
         self.samples: list[dict[str, Any]] = []
         self.other: list[dict[str, Any]] = []
-
-    def add_step(self, row: StepRow) -> None:
-        self.step_rows.append(row)
 
     def add_region(self, path: str, step: int, t0_perf: int, t1_perf: int, depth: int) -> None:
         self.region_rows.append((path, step, t0_perf, t1_perf, depth))
@@ -79,7 +85,7 @@ class Buffers:
             samples, other = self.samples, self.other
             self._reset()
         off = self.wall_offset_ns
-        steps = _step_cols(_take(self.step_rows), off)
+        steps = _step_cols(_step_columns(self.step_rows), off)
         regions = _region_cols(_take(self.region_rows), off)
         out: list[dict[str, Any]] = []
         for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
@@ -106,10 +112,19 @@ def _py_columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
     return list(zip(*rows)) if rows else [() for _ in range(width)]
 
 
+_StepLog: type[Any] | None
 try:  # the compiled hooks' rows (collect/_hooks_state.c's StepRow) are read without a tuple copy each
+    from stepscope.collect._hooks import StepLog as _CompiledStepLog
     from stepscope.collect._hooks import columns as _columns
+    _StepLog = _CompiledStepLog
 except ImportError:  # the extension is optional
     _columns = _py_columns
+    _StepLog = None
+
+
+def _step_columns(rows: Any) -> list[tuple[Any, ...]]:
+    """The step rows buffered so far as 12 columns, taken out of ``rows`` (a StepLog, or a deque of rows)."""
+    return rows.take() if _StepLog is not None and isinstance(rows, _StepLog) else _columns(_take(rows), 12)
 
 
 def _region_cols(rows: list[tuple[str, int, int, int, int]], off: int) -> dict[str, Sequence[Any]]:
@@ -118,9 +133,9 @@ def _region_cols(rows: list[tuple[str, int, int, int, int]], off: int) -> dict[s
             "duration_ns": [b - a for a, b in zip(start, end, strict=True)], "depth": depth}
 
 
-def _step_cols(rows: list[StepRow], off: int) -> dict[str, Sequence[Any]]:
-    none = (None,) * len(rows)
-    index, start, end, samples, tokens, wait, fwd, bwd, opt, comm, epoch, phase = _columns(rows, 12)
+def _step_cols(cols: list[tuple[Any, ...]], off: int) -> dict[str, Sequence[Any]]:
+    index, start, end, samples, tokens, wait, fwd, bwd, opt, comm, epoch, phase = cols
+    none = (None,) * len(index)
     return {"index": index, "start_ns": [t + off for t in start], "end_ns": [t + off for t in end],
             "samples": samples, "tokens": tokens, "data_wait_ns": wait, "forward_ns": fwd, "backward_ns": bwd,
             "optimizer_ns": opt, "comm_ns": comm, "device_ns": none, "mem_allocated_peak_bytes": none,

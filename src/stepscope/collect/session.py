@@ -261,7 +261,7 @@ class Session(SessionCore):
         ``region_row``, mark_step and the optimizer's step timer through ``step_row``)."""
         self.buffers = Buffers(self.clock.offset_ns)
         self.region_row = self.buffers.region_rows.append
-        self.step_row = self.buffers.step_rows.append
+        self.step_row = self.buffers.add_step
 
     def after_fork_in_child(self) -> None:
         """A forked child starts as a fresh dormant session of its own: it never writes into the parent's
