@@ -169,12 +169,13 @@ def test_a_session_records_without_the_extension(tmp_path: Any) -> None:
 
 
 @needs_build
-def test_the_flush_reads_compiled_step_rows_as_it_reads_tuples(tmp_path: Any) -> None:
-    """buffers.py's compiled ``columns`` gives the columns zip(*rows) gives, for the compiled step timer's
-    StepRows and for tuples mixed in one drain, and refuses a row of the wrong width."""
+def test_a_step_row_hook_other_than_the_log_gets_python_s_rows(tmp_path: Any) -> None:
+    """Where ``session.step_row`` is not the buffers' StepLog, the compiled timer leaves every mark to Python's
+    mark_step (tuples); buffers.py's compiled ``columns`` and a StepLog give those rows the columns zip(*rows)
+    gives, and ``columns`` refuses a row of the wrong width."""
     torch = pytest.importorskip("torch")
     import stepscope
-    from stepscope.collect import buffers
+    from stepscope.collect import _hooks, buffers
     from stepscope.collect.session import current
 
     model = torch.nn.Linear(3, 1)
@@ -188,11 +189,15 @@ def test_the_flush_reads_compiled_step_rows_as_it_reads_tuples(tmp_path: Any) ->
             model(torch.ones(4, 3)).sum().backward()
             opt.step()
         s.step_row = kept
-    kinds = [type(r).__name__ for r in rows]  # the first steps' marks (the FLOP count's) are Python's tuples
-    assert set(kinds) <= {"tuple", "StepRow"} and kinds[-2:] == ["StepRow"] * 2, kinds
+    kinds = [type(r).__name__ for r in rows]
+    assert kinds == ["tuple"] * 6, kinds
     mixed = [*rows, (7, 1, 2, 4.0, math.nan, math.nan, 5, 6, 7, math.nan, -1, 0)]
     got, want = buffers._columns(mixed, 12), buffers._py_columns(mixed, 12)
     assert [[_seen(v) for v in col] for col in got] == [[_seen(v) for v in col] for col in want]
+    log = _hooks.StepLog()
+    for r in mixed:
+        log(r)
+    assert [[_seen(v) for v in col] for col in log.take()] == [[_seen(v) for v in col] for col in want]
     assert got[0] == (0, 1, 2, 3, 4, 5, 7) and got[3] == (4.0,) * 7
     assert buffers._columns([], 5) == buffers._py_columns([], 5) == [()] * 5
     with pytest.raises(ValueError, match="row 1 has 2 fields, not 3"):

@@ -24,8 +24,8 @@ extern PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optim
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
-extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, RowType,
-    PassType, StepLogType;
+extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, PassType,
+    StepLogType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */
@@ -95,14 +95,8 @@ typedef struct {
     Num f[NF];
 } State;
 
-/* a step row as the optimizer's step timer appends it (Session.mark_step's 12 fields): a sequence whose items are
- * made when the flush reads them, off the training thread (_hooks_state.c) */
-typedef struct {
-    PyObject_HEAD
-    Num c[12];
-} Row;
-
-/* the step rows of a session's buffers, in place (_hooks_steplog.c) */
+/* a step row (Session.mark_step's 12 fields) in a session's StepLog, in place (_hooks_steplog.c): ints are made
+ * when the flush takes the rows, off the training thread */
 typedef struct {
     Num c[12];
 } StepRowData;
@@ -126,7 +120,7 @@ static inline Num num_copy(Num *n) { /* a new Num of n's value */
 }
 
 void state_fill(State *st, PyObject *start, PyObject *epoch); /* every field as StepState(start, epoch) sets it */
-void state_reset(State *st, long long t, PyObject *epoch); /* state_fill(st, None, epoch), then start = t */
+void state_reset(State *st, long long t, PyObject *epoch); /* the step mark's new step: state_fill(st, t, epoch) */
 
 static inline Num *state_fields(PyObject *st) { return Py_IS_TYPE(st, &StateType) ? ((State *)st)->f : NULL; }
 

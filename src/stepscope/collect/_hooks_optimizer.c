@@ -98,6 +98,8 @@ static int mark_common(Timer *self, long long t1) {
     PyObject *extras = core[S_EXTRAS];
     c = PyList_CheckExact(extras) ? PyList_GET_SIZE(extras) > 0 : PyObject_IsTrue(extras);
     if (c != 0) return c < 0 ? -1 : 0;
+    PyObject *log = core[S_STEP_ROW];
+    if (!Py_IS_TYPE(log, &StepLogType)) return 0; /* step_row is not the buffers' log (a test's list) */
     PyObject *sps, *tps;
     if (per_step_options(self, core[S_OPTIONS], &sps, &tps) < 0) return -1;
     int fetched = num_true(&F[F_FETCHED]), any_samples = 0, any_tokens = 0, phase[4];
@@ -107,17 +109,9 @@ static int mark_common(Timer *self, long long t1) {
     for (int i = 0; i < 4; i++) {
         if ((phase[i] = num_true(&F[F_FORWARD + i])) < 0) return -1;
     }
-    /* the row: in place in the buffers' StepLog, else a StepRow passed to session.step_row (a test's list) */
-    PyObject *log = core[S_STEP_ROW], *row = NULL;
-    Num nan = {0, self->nan}, *col;
-    if (Py_IS_TYPE(log, &StepLogType)) {
-        StepRowData *slot = steplog_next((StepLog *)log);
-        if (slot == NULL) return -1;
-        col = slot->c;
-    } else {
-        if ((row = (PyObject *)PyObject_New(Row, &RowType)) == NULL) return -1;
-        col = ((Row *)row)->c;
-    }
+    StepRowData *row = steplog_next((StepLog *)log); /* the row, written in place */
+    if (row == NULL) return -1;
+    Num nan = {0, self->nan}, *col = row->c;
     num_from(core[S_STEP_INDEX], &col[0]);
     col[1] = F[F_START].o == Py_None ? (Num){t1, NULL} : num_copy(&F[F_START]);
     col[2] = (Num){t1, NULL};
@@ -130,18 +124,12 @@ static int mark_common(Timer *self, long long t1) {
     for (int i = 0; i < 4; i++) col[6 + i] = num_copy(phase[i] ? &F[F_FORWARD + i] : &nan); /* st.forward or nan */
     col[10] = num_copy(&F[F_EPOCH]);
     col[11] = (Num){0, NULL};
-    int rc = -1, index_c = col[0].o == NULL && col[0].v < LLONG_MAX; /* read before col's row can be freed */
-    long long index = col[0].v;
-    if (row != NULL) {
-        PyObject *r = PyObject_CallOneArg(log, row);
-        Py_DECREF(row);
-        if (r == NULL) return -1;
-        Py_DECREF(r);
-    }
-    PyObject *next = NULL, *epoch = NULL;
+    int rc = -1;
+    PyObject *epoch = NULL;
     Py_INCREF(st);
-    /* session.step_index + 1: the index the row holds, as a C number while it is one */
-    next = index_c ? PyLong_FromLongLong(index + 1) : PyNumber_Add(core[S_STEP_INDEX], g_one);
+    /* session.step_index + 1: from the index the row holds, as a C number while it is one */
+    PyObject *next = col[0].o == NULL && col[0].v < LLONG_MAX ? PyLong_FromLongLong(col[0].v + 1)
+                                                               : PyNumber_Add(core[S_STEP_INDEX], g_one);
     if (next == NULL || sset(self->session, S_STEP_INDEX, next) < 0) goto done;
     int known = F[F_EPOCH].o == NULL ? F[F_EPOCH].v >= 0 : PyObject_RichCompareBool(F[F_EPOCH].o, g_zero, Py_GE);
     if (known < 0 || (known && ((epoch = num_obj(&F[F_EPOCH])) == NULL || sset(self->session, S_EPOCH, epoch) < 0)))

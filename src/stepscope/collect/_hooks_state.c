@@ -4,8 +4,7 @@
  * pointers in its struct. Python reads and writes both through descriptors, as it did the slots and the instance
  * dict before; the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
  * lookup touched cold cache lines, each add made an int). Their references: pystate.py's PyStepState and
- * PySessionCore, used where this extension is not built. Also StepRow, the row the compiled step mark appends
- * (12 Nums; ints made at the flush), and columns(), the flush's rows -> columns (buffers.py). */
+ * PySessionCore, used where this extension is not built. Also columns(), the flush's rows -> columns (buffers.py). */
 #include "_hooks.h"
 
 PyTypeObject *g_core_subtype = NULL; /* see core_slots */
@@ -28,13 +27,8 @@ static void State_dealloc(State *self) {
 }
 
 /* every field as StepState.__init__ sets it: the phase times 0, samples and tokens 0.0, fetched False */
-void state_fill(State *st, PyObject *start, PyObject *epoch) {
-    PyObject *values[NF] = {g_zero, g_zero, g_zero, g_zero, g_zero, start, g_float_zero, Py_False,
-                            g_float_zero, epoch};
-    for (int f = 0; f < NF; f++) num_set(&st->f[f], values[f]);
-}
-
-/* state_fill(st, None, epoch) then start = t (the step mark's new step), without converting the constants */
+/* StepState(t, epoch) with t a C number (the step mark's new step): the one place the fields' first values are
+ * written, assigned without converting the constants */
 void state_reset(State *st, long long t, PyObject *epoch) {
     Num *F = st->f;
     for (int f = F_DATA_WAIT; f <= F_COMM; f++) {
@@ -47,6 +41,11 @@ void state_reset(State *st, long long t, PyObject *epoch) {
     if (F[F_TOKENS].o != g_float_zero) Py_XSETREF(F[F_TOKENS].o, Py_NewRef(g_float_zero));
     if (F[F_FETCHED].o != Py_False) Py_XSETREF(F[F_FETCHED].o, Py_NewRef(Py_False));
     num_set(&F[F_EPOCH], epoch);
+}
+
+void state_fill(State *st, PyObject *start, PyObject *epoch) {
+    state_reset(st, 0, epoch);
+    num_set(&st->f[F_START], start);
 }
 
 static PyObject *new_step_state(PyObject *start, PyObject *epoch) { /* StepState(start, epoch) */
@@ -162,43 +161,9 @@ PyTypeObject CoreType = {
     .tp_members = Core_members,
 };
 
-/* -- the step row ----------------------------------------------------------------------------------------- */
-static void Row_dealloc(Row *self) {
-    for (int i = 0; i < 12; i++) num_clear(&self->c[i]);
-    PyObject_Free(self);
-}
-
-static Py_ssize_t Row_length(PyObject *Py_UNUSED(self)) { return 12; }
-
-static PyObject *Row_item(Row *self, Py_ssize_t i) {
-    if (i < 0 || i >= 12) {
-        PyErr_SetString(PyExc_IndexError, "step row index out of range");
-        return NULL;
-    }
-    return num_obj(&self->c[i]);
-}
-
-static PySequenceMethods Row_sequence = {
-    .sq_length = Row_length,
-    .sq_item = (ssizeargfunc)Row_item,
-};
-
-/* Not tracked by the garbage collector: a row holds numbers read from a StepState and the options, made before
- * it; nothing it holds can reach it, so it is never part of a cycle. */
-PyTypeObject RowType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "stepscope.collect._hooks.StepRow",
-    .tp_doc = "A step row as the compiled step timer appends it: the 12 fields of Session.mark_step's tuple, as a "
-              "sequence (buffers.py reads it as it reads the tuple).",
-    .tp_basicsize = sizeof(Row),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Row_dealloc,
-    .tp_as_sequence = &Row_sequence,
-};
-
-/* columns(rows, width): rows (a list of StepRows or sequences of width fields) as width column tuples, the list
- * buffers.py's flush encodes. A StepRow's numbers become ints here, on the flush thread; a tuple's items are
- * taken as they are. Without it (zip(*rows)) each StepRow would first be copied into a tuple. */
+/* columns(rows, width): rows (a list of sequences of width fields: the region rows, and the step rows where no
+ * StepLog is used) as width column tuples, the list buffers.py's flush encodes; a row of another width is refused
+ * (zip(*rows) would cut every column to the shortest row). */
 PyObject *columns_py(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyList_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "columns(rows: list, width: int)");
@@ -218,16 +183,7 @@ PyObject *columns_py(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t n
         PyList_SET_ITEM(out, c, col);
     }
     for (Py_ssize_t r = 0; r < n; r++) {
-        PyObject *row = PyList_GET_ITEM(rows, r);
-        if (Py_IS_TYPE(row, &RowType) && width == 12) {
-            for (Py_ssize_t c = 0; c < 12; c++) {
-                PyObject *v = num_obj(&((Row *)row)->c[c]);
-                if (v == NULL) goto fail;
-                PyTuple_SET_ITEM(PyList_GET_ITEM(out, c), r, v);
-            }
-            continue;
-        }
-        PyObject *seq = PySequence_Fast(row, "columns: a row is not a sequence");
+        PyObject *seq = PySequence_Fast(PyList_GET_ITEM(rows, r), "columns: a row is not a sequence");
         if (seq == NULL) goto fail;
         if (PySequence_Fast_GET_SIZE(seq) != width) {
             PyErr_Format(PyExc_ValueError, "columns: row %zd has %zd fields, not %zd", r,

@@ -49,27 +49,22 @@ StepRowData *steplog_grow(StepLog *log) {
     return &log->rows[log->n++];
 }
 
-/* log(row): a row of 12 fields (a tuple from Session.mark_step, or a StepRow) appended */
+/* log(row): a row of 12 fields (Session.mark_step's tuple) appended */
 static PyObject *StepLog_call(StepLog *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "StepLog(row): one row of 12 fields");
         return NULL;
     }
-    PyObject *row = args[0];
-    Num got[STEP_WIDTH];
-    if (Py_IS_TYPE(row, &RowType)) {
-        for (int c = 0; c < STEP_WIDTH; c++) got[c] = num_copy(&((Row *)row)->c[c]);
-    } else {
-        PyObject *seq = PySequence_Fast(row, "StepLog: a row is not a sequence");
-        if (seq == NULL) return NULL;
-        if (PySequence_Fast_GET_SIZE(seq) != STEP_WIDTH) {
-            PyErr_Format(PyExc_ValueError, "StepLog: a row has %zd fields, not 12", PySequence_Fast_GET_SIZE(seq));
-            Py_DECREF(seq);
-            return NULL;
-        }
-        for (int c = 0; c < STEP_WIDTH; c++) num_from(PySequence_Fast_ITEMS(seq)[c], &got[c]);
+    PyObject *seq = PySequence_Fast(args[0], "StepLog: a row is not a sequence");
+    if (seq == NULL) return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != STEP_WIDTH) {
+        PyErr_Format(PyExc_ValueError, "StepLog: a row has %zd fields, not 12", PySequence_Fast_GET_SIZE(seq));
         Py_DECREF(seq);
+        return NULL;
     }
+    Num got[STEP_WIDTH];
+    for (int c = 0; c < STEP_WIDTH; c++) num_from(PySequence_Fast_ITEMS(seq)[c], &got[c]);
+    Py_DECREF(seq);
     StepRowData *slot = steplog_next(self);
     if (slot == NULL) {
         for (int c = 0; c < STEP_WIDTH; c++) num_clear(&got[c]);

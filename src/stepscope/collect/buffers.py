@@ -14,9 +14,8 @@ STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns",
 StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int]
 """A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
 forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
-from ``step_device`` records at read time and are None here. The compiled step timer appends a
-``_hooks.StepRow`` instead, a sequence of the same fields whose numbers become ints at the flush, or, into the
-buffers' compiled ``StepLog``, writes the fields in place."""
+from ``step_device`` records at read time and are None here. The compiled step timer writes the same fields
+into the buffers' compiled ``StepLog`` in place (C numbers, made ints when the flush takes them)."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
@@ -113,7 +112,7 @@ def _py_columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
 
 
 _StepLog: type[Any] | None
-try:  # the compiled hooks' rows (collect/_hooks_state.c's StepRow) are read without a tuple copy each
+try:  # the compiled step log, and columns(): zip(*rows) in C that refuses a row of the wrong width
     from stepscope.collect._hooks import StepLog as _CompiledStepLog
     from stepscope.collect._hooks import columns as _columns
     _StepLog = _CompiledStepLog
