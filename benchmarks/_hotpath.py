@@ -173,10 +173,11 @@ def count_all_calls(fn: Callable[[], Any], n: int) -> tuple[float, float]:
     return py / n, c / n
 
 
-def process_calls(script: str, steps: int = 64) -> tuple[float, float]:
+def process_calls(script: str, steps: int = 64) -> tuple[float, float, float]:
     """Whole-process (Python calls, C calls) per step of a benchmarks/_loop.py script, hooked minus bare:
-    stepscope's own calls plus those torch makes because a module has hooks (its slow ``_call_impl`` path).
-    ``steps`` is one pass of the loader, so both sides start a pass equally often."""
+    stepscope's own calls plus those torch makes because a module has hooks (its slow ``_call_impl`` path);
+    and the steps the session marked per counted step (1.0: the hooks ran, the compiled ones included, which
+    no profile function sees). ``steps`` is one pass of the loader, so both sides start a pass equally often."""
     from benchmarks._loop import Parts
 
     import stepscope
@@ -187,11 +188,13 @@ def process_calls(script: str, steps: int = 64) -> tuple[float, float]:
     bare = count_all_calls(parts.step, steps)
     with tempfile.TemporaryDirectory() as store:
         os.environ.pop("STEPSCOPE_RUN_DIR", None)
-        with stepscope.session(name="process-calls", store=store):
+        with stepscope.session(name="process-calls", store=store) as s:
             for _ in range(steps):  # discovery and the FLOP meter's measured step are over
                 parts.step()
+            first = s.step_index
             hooked = count_all_calls(parts.step, steps)
-    return hooked[0] - bare[0], hooked[1] - bare[1]
+            marked = (s.step_index - first) / steps
+    return hooked[0] - bare[0], hooked[1] - bare[1], marked
 
 
 def main() -> None:
@@ -206,10 +209,6 @@ def main() -> None:
           f"{m['region_blocks']:.1f} blocks kept until the flush")
 
 
-if __name__ == "__main__":
-    main()
-
-
 def _profiled(prof: Any, fn: Callable[[], Any], n: int) -> None:
     """``fn()`` ``n`` times with ``prof`` as the profile function (removed after, also on error)."""
     sys.setprofile(prof)
@@ -218,3 +217,7 @@ def _profiled(prof: Any, fn: Callable[[], Any], n: int) -> None:
             fn()
     finally:
         sys.setprofile(None)
+
+
+if __name__ == "__main__":
+    main()

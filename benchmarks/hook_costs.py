@@ -175,9 +175,9 @@ def _direct_hook_costs() -> dict[str, float]:
         bare_call = cpu_cost_us(lambda: ident(x))
         for label, impl in body_impls():
             watch.compiled = impl  # hooks of this implementation, their own state (nothing else changes)
-            call = watch._model_hooks()[2]
+            make = watch._model_hooks()[2]
             watch.compiled = in_use
-            slots = CallSlots(call)
+            slots = CallSlots(make)
             slots.install(ident)
             out[f"forward: the model's timed call slot [{label}]"] = max(
                 0.0, cpu_cost_us(lambda: ident(x)) - bare_call)
@@ -686,7 +686,6 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
     from torch.utils.data import dataloader as dl
 
     from stepscope.collect import hooks
-    from stepscope.collect.modelcall import timed_slot
 
     clock = time.thread_time_ns
 
@@ -720,7 +719,7 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
         nxt, it = dl._BaseDataLoaderIter.__next__, parts.it
         watch = hooks._WATCH["modules"]
         model, args = watch.models[0], (batch[0],)
-        slot = timed_slot(watch._hooks[2], model, _noop)  # the slot function as installed, around a no-op
+        slot = watch._hooks[2](model, _noop)  # what the model's slot gets, as installed, around a no-op
         backward = torch.autograd.backward
         step, marker = optimizer_step(parts.opt)
         buf = torch.empty(64 << 20, dtype=torch.uint8)
@@ -781,7 +780,7 @@ def print_call_counts() -> None:
           + (" (the compiled region's work is C called from C: neither counter sees it)" if compiled else ""))
     print("\nwhole process, hooked minus bare (torch's own extra calls for hooked modules included):")
     for script in ISSUE_SCRIPTS:
-        py, c = process_calls(script)
+        py, c, _ = process_calls(script)
         print(f"  {script:<10}{py:>6.1f} Python calls, {c:>6.1f} C calls per step")
 
 

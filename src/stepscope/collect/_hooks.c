@@ -63,7 +63,7 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_tokens_per_step, "tokens_per_step");
     INTERN(s_optimizer_key, "optimizer");
     INTERN(s_source, "source");
-    if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
+    if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&TimedCallType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
         PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0 ||
         PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&PassType) < 0 ||
         PyType_Ready(&StepLogType) < 0)
@@ -71,6 +71,7 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "ForwardHooks", (PyObject *)&ForwardType) < 0 ||
+        PyModule_AddObjectRef(m, "TimedCall", (PyObject *)&TimedCallType) < 0 ||
         PyModule_AddObjectRef(m, "Backward", (PyObject *)&BackwardType) < 0 ||
         PyModule_AddObjectRef(m, "OptimizerTimer", (PyObject *)&TimerType) < 0 ||
         PyModule_AddObjectRef(m, "OptimizerStep", (PyObject *)&StepType) < 0 ||

@@ -24,7 +24,7 @@ extern PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optim
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
-extern PyTypeObject ForwardType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, PassType,
+extern PyTypeObject ForwardType, TimedCallType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, PassType,
     StepLogType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
@@ -331,17 +331,27 @@ static inline int warn_caught(PyObject *session, PyObject *key, const char *pref
     return 0;
 }
 
-/* float(t.shape[0]) for a tensor t that has a dimension (the hooks' samples; the shape read once, no method
- * called): a new reference; NULL without an exception for a 0-d tensor (or a shape that is not a tuple), NULL
- * with one on error */
+/* float(t.shape[0]) for a torch.Tensor t that has a dimension (the hooks' samples): a new reference; NULL without
+ * an exception for a 0-d tensor (or a shape that is not a tuple), NULL with one on error. The first dimension is
+ * read by torch's C length of a tensor (TensorBase's mp_length, what len() of a TensorBase gives: shape[0], 0 for a
+ * 0-d tensor, or a torch function's __len__ where one applies), which makes no object; the shape getter makes a
+ * torch.Size, 1.2 us of a cold step (issue 20). 0 (a 0-d tensor or an empty first dimension) and an error are
+ * left to the shape, which tells them apart as the Python hooks do. */
 static inline PyObject *rows_of(PyObject *t) {
+    PyTypeObject *base = Py_TYPE(t)->tp_base;
+    lenfunc len = base != NULL && base->tp_as_mapping != NULL ? base->tp_as_mapping->mp_length : NULL;
+    if (len != NULL) {
+        Py_ssize_t n = len(t);
+        if (n > 0) return PyFloat_FromDouble((double)n);
+        if (n < 0) PyErr_Clear();
+    }
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return NULL;
     /* a torch.Size (a tuple) for a torch.Tensor; anything else is left to batch_size, as a 0-d tensor is */
-    PyObject *n = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) > 0 ? PyNumber_Float(PyTuple_GET_ITEM(shape, 0))
+    PyObject *r = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) > 0 ? PyNumber_Float(PyTuple_GET_ITEM(shape, 0))
                                                                         : NULL;
     Py_DECREF(shape);
-    return n;
+    return r;
 }
 
 static inline int is_none_attr(PyObject *o, PyObject *name) { /* o.name is None: 1, 0 or -1 */

@@ -63,8 +63,18 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
-/* The samples of the step from the first forward argument (the try block of the Python pre-hook). */
-static int read_samples(Forward *self, PyObject *st, PyObject *args) {
+/* args[:n] as a new tuple (what the Python pre-hook is given as args) */
+static PyObject *tuple_of(PyObject *const *args, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
+    return t;
+}
+
+/* The samples of the step from the first forward argument (the try block of the Python pre-hook). The arguments
+ * are the hook's args object, or (args NULL) the call slot's argv[:n], made a tuple only when batch_size is
+ * called with them. */
+static int read_samples(Forward *self, PyObject *st, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     PyObject *opts = sget(self->session, S_OPTIONS);
     if (opts == NULL) return -1;
     int none = is_none_attr(opts, s_samples_per_step);
@@ -72,36 +82,40 @@ static int read_samples(Forward *self, PyObject *st, PyObject *args) {
     if (none <= 0) return none;
     if (PyObject_SetAttr(self->watch, s_sampled, st) < 0) return -1;
     PyObject *x;
-    int nonempty = PyTuple_CheckExact(args) ? PyTuple_GET_SIZE(args) > 0 : PyObject_IsTrue(args);
-    if (nonempty < 0) return -1;
-    if (!nonempty) {
-        x = Py_NewRef(Py_None);
-    } else if (PyTuple_CheckExact(args)) {
-        x = Py_NewRef(PyTuple_GET_ITEM(args, 0));
-    } else if ((x = PyObject_GetItem(args, g_zero)) == NULL) {
-        return -1;
+    if (args != NULL && PyTuple_CheckExact(args)) {
+        argv = &PyTuple_GET_ITEM(args, 0);
+        n = PyTuple_GET_SIZE(args);
     }
-    PyObject *n = NULL;
+    if (args == NULL || PyTuple_CheckExact(args)) {
+        x = Py_NewRef(n > 0 ? argv[0] : Py_None);
+    } else {
+        int nonempty = PyObject_IsTrue(args);
+        if (nonempty < 0) return -1;
+        if (!nonempty) x = Py_NewRef(Py_None);
+        else if ((x = PyObject_GetItem(args, g_zero)) == NULL) return -1;
+    }
+    PyObject *rows = NULL;
     int tensor = (PyObject *)Py_TYPE(x) == self->tensor;
-    if (tensor && (n = rows_of(x)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
-    if (tensor == 0) n = PyObject_CallOneArg(self->batch_size, args);
+    if (tensor && (rows = rows_of(x)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
+    if (tensor == 0) {
+        PyObject *a = args != NULL ? Py_NewRef(args) : tuple_of(argv, n);
+        rows = a != NULL ? PyObject_CallOneArg(self->batch_size, a) : NULL;
+        Py_XDECREF(a);
+    }
     Py_DECREF(x);
-    if (n == NULL) return -1;
-    int truth = PyObject_IsTrue(n);
-    int e = truth > 0 ? set_field(st, F_SAMPLES, n) : truth;
-    Py_DECREF(n);
+    if (rows == NULL) return -1;
+    int truth = PyObject_IsTrue(rows);
+    int e = truth > 0 ? set_field(st, F_SAMPLES, rows) : truth;
+    Py_DECREF(rows);
     return e;
 }
 
-static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "pre() takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
+/* The Python pre-hook's body, its arguments as read_samples takes them: 0, or -1 with an exception. */
+static int pre_enter(Forward *self, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     if (self->depth == 0) {
         long long t = now_ns();
         PyObject *st = sget(self->session, S_STEP);
-        if (st == NULL) return NULL;
+        if (st == NULL) return -1;
         if (start_if_unset(st, t) < 0) goto fail;
         PyObject *fetched = get_field(st, F_FETCHED);
         if (fetched == NULL) goto fail;
@@ -113,7 +127,7 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
             if (sampled == NULL) goto fail;
             int other = sampled != st;
             Py_DECREF(sampled);
-            if (other && read_samples(self, st, args[1]) < 0 &&
+            if (other && read_samples(self, st, args, argv, n) < 0 &&
                 warn_caught(self->session, s_module_samples, "reading the batch size from the forward input failed") < 0)
                 goto fail;
         }
@@ -126,10 +140,19 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
         goto entered;
     fail:
         Py_DECREF(st);
-        return NULL;
+        return -1;
     }
 entered:
     self->depth += 1;
+    return 0;
+}
+
+static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "pre() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (pre_enter(self, args[1], NULL, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -182,37 +205,11 @@ static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* call(module, impl, args, kwargs): the hooks around impl(*args, **kwargs), the watched model's call made from its
- * _compiled_call_impl (modelcall.py, timed_slot): pre, the call, then post also when the call raises (the hooks'
- * always_call), the call's exception kept. No module hook is registered, so torch takes its fast path. */
-static PyObject *Forward_call(Forward *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyTuple_Check(a[2]) || !PyDict_Check(a[3])) {
-        PyErr_SetString(PyExc_TypeError, "call(module, impl, args: tuple, kwargs: dict)");
-        return NULL;
-    }
-    PyObject *pre_args[2] = {a[0], a[2]};
-    PyObject *r = Forward_pre(self, pre_args, 2);
-    if (r == NULL) return NULL;
-    Py_DECREF(r);
-    PyObject *out = PyObject_Call(a[1], a[2], PyDict_GET_SIZE(a[3]) ? a[3] : NULL);
-    if (out == NULL) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (post_body(self, a[0]) < 0) PyErr_Clear(); /* the call's own error is the one to raise */
-        PyErr_Restore(et, ev, tb);
-        return NULL;
-    }
-    if (post_body(self, a[0]) < 0 &&
-        warn_caught(self->session, s_module_watch, "model forward timing failed") < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return out;
-}
+static PyObject *Forward_slot(Forward *self, PyObject *const *args, Py_ssize_t nargs); /* with TimedCall, below */
 
 static PyMethodDef Forward_methods[] = {
-    {"call", (PyCFunction)(void (*)(void))Forward_call, METH_FASTCALL,
-     "call(module, impl, args, kwargs): pre, impl(*args, **kwargs), post (also when it raises); its result."},
+    {"slot", (PyCFunction)(void (*)(void))Forward_slot, METH_FASTCALL,
+     "slot(model, impl): the TimedCall to put in the model's call slot (modelcall.py): these hooks around impl."},
     {"pre", (PyCFunction)(void (*)(void))Forward_pre, METH_FASTCALL,
      "pre(module, args): the forward pre-hook (modules.py, ModuleWatch._model_hooks: pre)."},
     {"post", (PyCFunction)(void (*)(void))Forward_post, METH_FASTCALL,
@@ -239,6 +236,106 @@ PyTypeObject ForwardType = {
     .tp_clear = (inquiry)Forward_clear,
     .tp_methods = Forward_methods,
     .tp_members = Forward_members,
+};
+
+/* -- the object in a watched model's call slot ---------------------------------------------------------------
+ * TimedCall(hooks, model, impl)(*args, **kwargs): the hooks' pre, impl(*args, **kwargs), then the post also when
+ * impl raises (the hooks' always_call), impl's exception kept. Module._wrapped_call_impl calls it in place of
+ * _call_impl (modelcall.py), so no module hook is registered and torch runs its fast path; a C object with a
+ * vectorcall, so the arguments are passed on as torch gave them, with no Python frame and no tuple made. */
+typedef struct {
+    PyObject_HEAD
+    Forward *hooks;
+    PyObject *model, *impl;
+    vectorcallfunc vectorcall;
+} TimedCall;
+
+static PyObject *TimedCall_call(TimedCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Forward *h = self->hooks;
+    if (pre_enter(h, NULL, args, PyVectorcall_NARGS(nargsf)) < 0) return NULL;
+    PyObject *out = PyObject_Vectorcall(self->impl, args, nargsf, kwnames);
+    if (out == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (post_body(h, self->model) < 0) PyErr_Clear(); /* the call's own error is the one to raise */
+        PyErr_Restore(et, ev, tb);
+        return NULL;
+    }
+    if (post_body(h, self->model) < 0 && warn_caught(h->session, s_module_watch, "model forward timing failed") < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static int TimedCall_traverse(TimedCall *self, visitproc visit, void *arg) {
+    Py_VISIT(self->hooks);
+    Py_VISIT(self->model);
+    Py_VISIT(self->impl);
+    return 0;
+}
+
+static int TimedCall_clear(TimedCall *self) {
+    Py_CLEAR(self->hooks);
+    Py_CLEAR(self->model);
+    Py_CLEAR(self->impl);
+    return 0;
+}
+
+static void TimedCall_dealloc(TimedCall *self) {
+    PyObject_GC_UnTrack(self);
+    TimedCall_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *timed_call_new(PyTypeObject *type, Forward *hooks, PyObject *model, PyObject *impl) {
+    TimedCall *self = (TimedCall *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->hooks = (Forward *)Py_NewRef(hooks);
+    self->model = Py_NewRef(model);
+    self->impl = Py_NewRef(impl);
+    self->vectorcall = (vectorcallfunc)TimedCall_call;
+    return (PyObject *)self;
+}
+
+static PyObject *TimedCall_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"hooks", "model", "impl", NULL};
+    PyObject *hooks, *model, *impl;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO:TimedCall", kwlist, &ForwardType, &hooks, &model, &impl))
+        return NULL;
+    return timed_call_new(type, (Forward *)hooks, model, impl);
+}
+
+static PyObject *Forward_slot(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "slot() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    return timed_call_new(&TimedCallType, self, args[0], args[1]);
+}
+
+static PyMemberDef TimedCall_members[] = {
+    {"hooks", T_OBJECT_EX, offsetof(TimedCall, hooks), READONLY, "the ForwardHooks it runs"},
+    {"model", T_OBJECT_EX, offsetof(TimedCall, model), READONLY, "the watched model"},
+    {"impl", T_OBJECT_EX, offsetof(TimedCall, impl), READONLY, "what it calls (_call_impl, or the slot's previous value)"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(TimedCall, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyTypeObject TimedCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stepscope.collect._hooks.TimedCall",
+    .tp_doc = "TimedCall(hooks, model, impl): a watched model's call slot, the ForwardHooks' pre and post around "
+              "impl(*args, **kwargs) (modelcall.py).",
+    .tp_basicsize = sizeof(TimedCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = TimedCall_new,
+    .tp_dealloc = (destructor)TimedCall_dealloc,
+    .tp_traverse = (traverseproc)TimedCall_traverse,
+    .tp_clear = (inquiry)TimedCall_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(TimedCall, vectorcall),
+    .tp_members = TimedCall_members,
 };
 
 /* -- the torch.autograd.backward wrapper ------------------------------------------------------------------ */

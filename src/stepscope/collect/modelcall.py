@@ -5,12 +5,14 @@ the hook dictionaries and a try block, on every call (issue 20: +9 to +15 us of 
 stepscope's cost). ``Module.__call__`` first reads ``self._compiled_call_impl`` (where ``module.compile()``
 puts its compiled call) and calls it in place of ``_call_impl``. A watched model gets a function there
 that times the call and calls the real one (``_call_impl``, or what ``module.compile()`` had put there);
-torch then runs the model's forward on its fast path, inside stepscope's timing.
+torch then runs the model's forward on its fast path, inside stepscope's timing. Where the hook bodies are
+compiled, what goes there is a ``_hooks.TimedCall`` (no Python frame, the arguments passed on as torch gave
+them); else the Python function ``timed_slot`` makes.
 
 Nothing of it travels with the model: torch's ``Module.__getstate__`` leaves ``_compiled_call_impl`` out
-of pickles, ``torch.save`` and deep copies; TorchScript records the function as an attribute it could
-not compile, used by no scripted method; DataParallel's replicas (``__dict__`` copies) are given the
-slot's previous value back. A model whose class changes any of these (its own ``__getstate__``,
+of pickles, ``torch.save`` and deep copies; TorchScript records it as an attribute it could not compile (a
+function) or type (a ``TimedCall``), used by no scripted method; DataParallel's replicas (``__dict__``
+copies) are given the slot's previous value back. A model whose class changes any of these (its own ``__getstate__``,
 ``__deepcopy__``, ``__reduce__``, ``__call__``: DDP, a parametrized root, ``torch.compile``'s wrapper)
 keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched model replaces the slot;
 ``recheck`` (run on the flush thread) wraps the new value.
@@ -25,12 +27,15 @@ from typing import Any
 SLOT = "_compiled_call_impl"
 
 Call = Callable[[Any, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
-"""``call(model, impl, args, kwargs)``: the hooks around ``impl(*args, **kwargs)`` (``_hooks.ForwardHooks.call``
-or ``python_call``)."""
+"""``call(model, impl, args, kwargs)``: the hooks around ``impl(*args, **kwargs)`` (``python_call``)."""
+
+SlotMaker = Callable[[Any, Callable[..., Any]], Callable[..., Any]]
+"""``make(model, impl)``: what goes in the model's call slot, the hooks around ``impl``
+(``_hooks.ForwardHooks.slot``, a ``TimedCall``; or ``python_slots``)."""
 
 
 def python_call(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> Call:
-    """The Python reference of ``_hooks.ForwardHooks.call``: the pre-hook, the call, and the post-hook also
+    """The Python reference of ``_hooks.TimedCall``'s call: the pre-hook, the call, and the post-hook also
     when the call raises (the hooks' ``always_call``)."""
 
     def call(model: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -58,6 +63,16 @@ def wrappable(model: Any) -> bool:
         return False
 
 
+def python_slots(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> SlotMaker:
+    """The slot maker of the Python hook bodies: ``timed_slot`` of ``python_call(pre, post)``."""
+    call = python_call(pre, post)
+
+    def make(model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
+        return timed_slot(call, model, impl)
+
+    return make
+
+
 def timed_slot(call: Call, model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
     """The function put in the model's call slot. A plain function: TorchScript, finding one among a module's
     attributes, tries to compile it and, failing, leaves it out (any other object would fail the script)."""
@@ -72,8 +87,8 @@ class CallSlots:
     """The watched models timed from their call slot: install, recheck, remove. The flush thread's recheck and the
     training thread's install and remove hold one lock, so a recheck never wraps a slot the session gave back."""
 
-    def __init__(self, call: Call) -> None:
-        self.call = call
+    def __init__(self, make: SlotMaker) -> None:
+        self.make = make
         self.slots: list[tuple[Any, Callable[..., Any], bool, Any]] = []
         """(model, our function, whether the slot had a value of the model's own, that value)"""
         self._replicate: Any = None
@@ -112,7 +127,7 @@ class CallSlots:
                 self._replicate = None
 
     def _wrap(self, model: Any, had: bool, prev: Any, impl: Callable[..., Any]) -> None:
-        fn = timed_slot(self.call, model, impl)
+        fn = self.make(model, impl)
         vars(model)[SLOT] = fn
         self.slots.append((model, fn, had, prev))
 

@@ -33,7 +33,7 @@ from typing import Any
 from stepscope.collect import nesting
 from stepscope.collect.batch import batch_size
 from stepscope.collect.hooks import use_compiled
-from stepscope.collect.modelcall import Call, CallSlots, python_call, wrappable
+from stepscope.collect.modelcall import CallSlots, SlotMaker, python_slots, wrappable
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 
@@ -111,7 +111,7 @@ class ModuleWatch:
         self._global = [m.register_module_forward_pre_hook(self._pre),
                         m.register_module_forward_hook(self._post, always_call=True)]
         self._model_handles: list[tuple[Any, list[Any]]] = []
-        self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], Call] | None = None
+        self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], SlotMaker] | None = None
         """The watched models' pre- and post-hook and the call timed by both (one set for all of them: their
         nesting depth is shared)."""
         self._slots: CallSlots | None = None
@@ -168,15 +168,15 @@ class ModuleWatch:
         except Exception as e:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")
 
-    def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], Call]:
+    def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], SlotMaker]:
         """The watched models' own forward pre- and post-hook: ``_pre`` and ``_post`` without the discovery
-        branches, their state in closure cells (no attribute chain, no span tuple a step), and the call that
-        runs both around the model's (modelcall.py). Compiled (``_hooks.ForwardHooks``, the same semantics)
-        where built, else the Python closures below."""
+        branches, their state in closure cells (no attribute chain, no span tuple a step), and the maker of
+        what goes in a model's call slot to run both around its call (modelcall.py). Compiled
+        (``_hooks.ForwardHooks``, the same semantics) where built, else the Python closures below."""
         if self.compiled is not None:
             c = self.compiled.ForwardHooks(self.session, self, self.tensor_type, self.torch.is_grad_enabled,
                                            batch_size, self._mark_validation)
-            return c.pre, c.post, c.call
+            return c.pre, c.post, c.slot
         session = self.session
         tensor = self.tensor_type
         is_grad_enabled = self.torch.is_grad_enabled
@@ -228,7 +228,7 @@ class ModuleWatch:
             except Exception as e:
                 session.warn_once("module-watch", f"model forward timing failed ({e})")
 
-        return pre, post, python_call(pre, post)
+        return pre, post, python_slots(pre, post)
 
     def _mark_validation(self, t1: int) -> None:
         """An eval-mode forward with gradients off ended at ``t1``: a validation step."""
@@ -281,10 +281,10 @@ class ModuleWatch:
         self.session.record("model", summary=summarize_model(model, self.shapes))
         if self._hooks is None:
             self._hooks = self._model_hooks()
-        pre, post, call = self._hooks
+        pre, post, make = self._hooks
         if wrappable(model):
             if self._slots is None:
-                self._slots = CallSlots(call)
+                self._slots = CallSlots(make)
                 self.session.on_flush.append(self._slots.recheck)
             self._slots.install(model)
             return
