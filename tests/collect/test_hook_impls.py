@@ -370,3 +370,60 @@ def test_compiled_loader_counts_each_iterator_on_its_own_pass(tmp_path: Any, mon
             assert (first.batches, second.batches) == (1, 1)
         finally:
             nxt.orig_next = real
+
+
+class ReadyBatches(torch.utils.data.Dataset):  # type: ignore[misc]
+    """Batches made ahead (a loader with ``batch_size=None`` yields each as it is): rows 4, 2 and 0, then one whose
+    first tensor has no dimension; the compiled loader reads the first dimension by torch's C length, 0 and a 0-d
+    tensor through the shape, as the Python one does."""
+
+    BATCHES = ((torch.ones(4, 3),), (torch.ones(2, 3),), (torch.ones(0, 3),), (torch.tensor(5.0), torch.ones(3, 3)))
+
+    def __len__(self) -> int:
+        return len(self.BATCHES)
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        return self.BATCHES[i]
+
+
+class ListIn(torch.nn.Module):  # type: ignore[misc]
+    """A model whose first forward argument is a list of tensors: its samples come from batch_size(args)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, xs: list[Any], scale: float = 1.0) -> Any:
+        return self.lin(xs[0]) * scale
+
+
+def _train_shapes(store: str) -> None:
+    """A pass of ReadyBatches, then (a session of its own) steps of a model given a list and a keyword."""
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with stepscope.session(name="shapes", store=store):
+        for batch in torch.utils.data.DataLoader(ReadyBatches(), batch_size=None):
+            model(batch[-1]).sum().backward()
+            opt.step()
+    listed = ListIn()
+    opt = torch.optim.SGD(listed.parameters(), lr=0.01)
+    with stepscope.session(name="listed", store=store + "-listed"):
+        for _ in range(3):
+            out = listed([torch.ones(BATCH, 3)], scale=2.0)
+            assert torch.equal(out, listed.lin(torch.ones(BATCH, 3)) * 2.0)  # the keyword reached forward
+            out.sum().backward()
+            opt.step()
+
+
+def test_samples_of_every_batch_shape_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tensor batch's rows (4, 2), an empty one and a 0-d first tensor (no samples: 0.0), and a forward input
+    that is a list (batch_size of the arguments): the same under both bodies, and what the Python reference says."""
+    got = {}
+    for impl in IMPLS:
+        _impl(monkeypatch, impl)
+        _train_shapes(str(tmp_path / impl))
+        got[impl] = (list(load(tmp_path / impl).ranks[0].steps["samples"]),
+                     list(load(tmp_path / f"{impl}-listed").ranks[0].steps["samples"]))
+    for impl, (loader, listed) in got.items():
+        assert loader == [4.0, 2.0, 0.0, 0.0], impl
+        assert listed == [float(BATCH)] * 3, impl

@@ -164,6 +164,63 @@ def test_copies_and_replicas_carry_nothing(tmp_path: Any) -> None:
     assert SLOT not in vars(model._replicate_for_data_parallel())
 
 
+class Scaled(torch.nn.Module):  # type: ignore[misc]
+    """A scriptable model with a keyword argument."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return self.lin(x) * scale
+
+
+def test_a_watched_model_is_called_as_before_and_scripts(tmp_path: Any, bodies: str) -> None:
+    """The slot passes positional and keyword arguments on and gives the result back; TorchScript scripts the
+    watched model (the slot's value is an attribute it leaves out) and the script computes what the model does."""
+    model = Scaled()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.ones(2, 3)
+    with stepscope.session(name="scripts", store=str(tmp_path / "s")):
+        for _ in range(STEPS):
+            opt.zero_grad()
+            out = model(x, scale=2.0)
+            assert torch.equal(out, model._call_impl(x, scale=2.0))
+            assert torch.equal(model(x, 3.0), model._call_impl(x, 3.0))
+            out.sum().backward()
+            opt.step()
+        assert _timed(vars(model)[SLOT], bodies)
+        scripted = torch.jit.script(model)  # a class without annotations of its own: nn.Module's type the slot
+        assert torch.equal(scripted(x, 2.0), model(x, scale=2.0))
+    steps = load(tmp_path / "s").ranks[0].steps
+    assert len(steps) == STEPS and (steps["forward_ns"] > 0).all()
+    assert SLOT not in torch.jit._recursive.ignored_attributes  # TorchScript's list as it was
+
+
+def test_without_torchscript_s_list_the_slot_is_a_python_function(tmp_path: Any, bodies: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where TorchScript has no list of skipped attributes to put the slot on, the compiled bodies' slot is the
+    Python function around them, which TorchScript leaves out by itself; the watched model still scripts."""
+    from torch.jit import _recursive
+
+    monkeypatch.setattr(_recursive, "ignored_attributes", tuple(_recursive.ignored_attributes))
+    model = Scaled()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with stepscope.session(name="no-list", store=str(tmp_path / "s")):
+        _train_scaled(model, opt)
+        assert _timed(vars(model)[SLOT], "python")
+        assert torch.equal(torch.jit.script(model)(torch.ones(2, 3), 2.0), model(torch.ones(2, 3), scale=2.0))
+    steps = load(tmp_path / "s").ranks[0].steps
+    assert len(steps) == STEPS and (steps["forward_ns"] > 0).all()
+
+
+def _train_scaled(model: Any, opt: Any) -> None:
+    for _ in range(STEPS):
+        opt.zero_grad()
+        model(torch.ones(2, 3), scale=2.0).sum().backward()
+        opt.step()
+
+
 def test_forward_that_raises_closes_its_span(tmp_path: Any, bodies: str) -> None:
     """The error (any, KeyboardInterrupt too) reaches the caller unchanged, and the next steps are timed as
     before: the post-hook ran."""

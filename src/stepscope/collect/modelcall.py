@@ -10,9 +10,13 @@ compiled, what goes there is a ``_hooks.TimedCall`` (no Python frame, the argume
 them); else the Python function ``timed_slot`` makes.
 
 Nothing of it travels with the model: torch's ``Module.__getstate__`` leaves ``_compiled_call_impl`` out
-of pickles, ``torch.save`` and deep copies; TorchScript records it as an attribute it could not compile (a
-function) or type (a ``TimedCall``), used by no scripted method; DataParallel's replicas (``__dict__``
-copies) are given the slot's previous value back. A model whose class changes any of these (its own ``__getstate__``,
+of pickles, ``torch.save`` and deep copies; TorchScript records a function there as an attribute it could
+not compile, used by no scripted method. Any other object there would fail the script of a model class
+without annotations of its own (TorchScript types it by ``nn.Module``'s annotation of the slot), so while a
+``TimedCall`` is in use the slot's name is on TorchScript's list of the module attributes it skips
+(``hide_slot_from_script``; where this torch has no such list, the slot holds the Python function, around
+the compiled pre and post). DataParallel's replicas (``__dict__`` copies) are given the slot's previous value
+back. A model whose class changes any of these (its own ``__getstate__``,
 ``__deepcopy__``, ``__reduce__``, ``__call__``: DDP, a parametrized root, ``torch.compile``'s wrapper)
 keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched model replaces the slot;
 ``recheck`` (run on the flush thread) wraps the new value.
@@ -73,9 +77,45 @@ def python_slots(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any]
     return make
 
 
+_HIDDEN: list[Any] = [0, False, threading.Lock()]
+"""[sessions hiding the slot from TorchScript, whether the name was put on its list by us, the lock]"""
+
+
+def hide_slot_from_script() -> bool:
+    """Put the slot's name on TorchScript's list of module attributes it skips (``torch.jit._recursive
+    .ignored_attributes``, where torch lists its own hook dictionaries), counted per caller; False where this
+    torch has no such list. Scripting then leaves the slot out as it leaves a function there out."""
+    try:
+        from torch.jit import _recursive
+    except ImportError:
+        return False
+    names = getattr(_recursive, "ignored_attributes", None)
+    if not isinstance(names, list):
+        return False
+    with _HIDDEN[2]:
+        if _HIDDEN[0] == 0 and SLOT not in names:
+            names.append(SLOT)
+            _HIDDEN[1] = True
+        _HIDDEN[0] += 1
+    return True
+
+
+def unhide_slot_from_script() -> None:
+    """Undo one ``hide_slot_from_script``; the last takes the name off the list if it put it there."""
+    from torch.jit import _recursive
+
+    names: list[str] = _recursive.ignored_attributes
+    with _HIDDEN[2]:
+        _HIDDEN[0] -= 1
+        if _HIDDEN[0] == 0 and _HIDDEN[1]:
+            _HIDDEN[1] = False
+            if SLOT in names:
+                names.remove(SLOT)
+
+
 def timed_slot(call: Call, model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
-    """The function put in the model's call slot. A plain function: TorchScript, finding one among a module's
-    attributes, tries to compile it and, failing, leaves it out (any other object would fail the script)."""
+    """The Python function put in the model's call slot. TorchScript, finding a function among a module's
+    attributes, tries to compile it and, failing, leaves it out."""
 
     def _compiled_call_impl(*args: Any, **kwargs: Any) -> Any:
         return call(model, impl, args, kwargs)
@@ -87,8 +127,11 @@ class CallSlots:
     """The watched models timed from their call slot: install, recheck, remove. The flush thread's recheck and the
     training thread's install and remove hold one lock, so a recheck never wraps a slot the session gave back."""
 
-    def __init__(self, make: SlotMaker) -> None:
+    def __init__(self, make: SlotMaker, fallback: SlotMaker | None = None) -> None:
         self.make = make
+        """what goes in each slot; with ``fallback``, an object TorchScript skips only by hide_slot_from_script"""
+        self.fallback = fallback
+        self._hiding = False
         self.slots: list[tuple[Any, Callable[..., Any], bool, Any]] = []
         """(model, our function, whether the slot had a value of the model's own, that value)"""
         self._replicate: Any = None
@@ -98,6 +141,10 @@ class CallSlots:
         own = vars(model)
         prev = own.get(SLOT)
         with self._lock:
+            if self.fallback is not None and not self._hiding:
+                self._hiding = hide_slot_from_script()
+                if not self._hiding:
+                    self.make, self.fallback = self.fallback, None
             self._wrap(model, SLOT in own, prev, prev if prev is not None else model._call_impl)
             if self._replicate is None:
                 self._patch_replicate()
@@ -120,6 +167,9 @@ class CallSlots:
             for model, fn, had, prev in self.slots:
                 _give_back(vars(model), fn, had, prev)
             self.slots = []
+            if self._hiding:
+                unhide_slot_from_script()
+                self._hiding = False
             if self._replicate is not None:
                 from torch import nn
 

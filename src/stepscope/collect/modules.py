@@ -283,8 +283,9 @@ class ModuleWatch:
             self._hooks = self._model_hooks()
         pre, post, make = self._hooks
         if wrappable(model):
-            if self._slots is None:
-                self._slots = CallSlots(make)
+            if self._slots is None:  # the compiled slot needs TorchScript to skip it, else the Python one
+                fallback = python_slots(pre, post) if self.compiled is not None else None
+                self._slots = CallSlots(make, fallback)
                 self.session.on_flush.append(self._slots.recheck)
             self._slots.install(model)
             return
