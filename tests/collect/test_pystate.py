@@ -255,6 +255,21 @@ def test_a_step_log_gives_the_columns_zip_gives() -> None:
 
 
 @needs_build
+def test_a_step_log_out_of_memory_keeps_every_row() -> None:
+    """take() failing for memory at any one of its allocations (tests/scripts/steplog_nomemory.py, in a process of
+    its own) raises MemoryError with every row back in the log, and the next take() gives them all, in order."""
+    import subprocess
+
+    from tests.conftest import PY, SCRIPTS
+
+    pytest.importorskip("_testcapi")  # CPython's test module, in every CPython build this project uses
+    done = subprocess.run([PY, str(SCRIPTS / "steplog_nomemory.py")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    failed, ok = map(int, done.stdout.split())
+    assert failed >= 50 and ok >= 1, (failed, ok)  # the failures fell inside take(), and past its last allocation
+
+
+@needs_build
 def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> None:
     """Inside a session the step hook is bound to the buffers' StepLog, the compiled step timer marks each step
     (no Python mark_step) into it, and the rows read back whole: consecutive indices, each step starting where
