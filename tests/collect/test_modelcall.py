@@ -266,3 +266,21 @@ def test_torch_compile_trains_and_times_forward(tmp_path: Any) -> None:
         _train(compiled, opt, 4)
     fwd = _forward_s(tmp_path / "s")
     assert len(fwd) == 3 and (fwd >= FORWARD_S).all(), fwd
+
+
+def test_a_watched_model_exports_and_compiles_whole(tmp_path: Any, bodies: str) -> None:
+    """While watched (its slot holding stepscope's call), the model exports with ``torch.export`` and compiles as
+    one graph (``fullgraph=True``), and both compute what the model does: dynamo traces the model's forward,
+    not the slot."""
+    model = Scaled()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.ones(2, 3)
+    with stepscope.session(name="exports", store=str(tmp_path / "s")):
+        _train_scaled(model, opt)
+        assert _timed(vars(model)[SLOT], bodies)
+        with torch.no_grad():
+            want = model._call_impl(x)
+            exported = torch.export.export(model, (x,))
+            assert torch.equal(exported.module()(x), want)
+            whole = torch.compile(model, backend="eager", fullgraph=True)
+            assert torch.equal(whole(x), want)

@@ -70,11 +70,22 @@ def wrappable(model: Any) -> bool:
 def python_slots(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> SlotMaker:
     """The slot maker of the Python hook bodies: ``timed_slot`` of ``python_call(pre, post)``."""
     call = python_call(pre, post)
+    tracing = _dynamo_tracing()
 
     def make(model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
-        return timed_slot(call, model, impl)
+        return timed_slot(call, model, impl, tracing)
 
     return make
+
+
+def _dynamo_tracing() -> Callable[[], bool]:
+    """``torch.compiler.is_dynamo_compiling``: False when run, True to dynamo tracing the call (a constant in its
+    graph); where this torch has none, never."""
+    try:
+        from torch.compiler import is_dynamo_compiling
+    except ImportError:
+        return lambda: False
+    return is_dynamo_compiling
 
 
 _HIDDEN: list[Any] = [0, False, threading.Lock()]
@@ -113,11 +124,17 @@ def unhide_slot_from_script() -> None:
                 names.remove(SLOT)
 
 
-def timed_slot(call: Call, model: Any, impl: Callable[..., Any]) -> Callable[..., Any]:
+def timed_slot(call: Call, model: Any, impl: Callable[..., Any],
+               tracing: Callable[[], bool] = lambda: False) -> Callable[..., Any]:
     """The Python function put in the model's call slot. TorchScript, finding a function among a module's
-    attributes, tries to compile it and, failing, leaves it out."""
+    attributes, tries to compile it and, failing, leaves it out. Dynamo tracing the model's call (``torch.compile``
+    of a module holding the watched model, ``fullgraph=True`` included) traces through this function: ``tracing()``
+    is True there, and the model's call goes into the graph without the hooks (which read clocks dynamo cannot
+    trace), as it does past the compiled ``TimedCall``, which dynamo does not enter."""
 
     def _compiled_call_impl(*args: Any, **kwargs: Any) -> Any:
+        if tracing():
+            return impl(*args, **kwargs)
         return call(model, impl, args, kwargs)
 
     return _compiled_call_impl
