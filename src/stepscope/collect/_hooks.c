@@ -63,10 +63,10 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_tokens_per_step, "tokens_per_step");
     INTERN(s_optimizer_key, "optimizer");
     INTERN(s_source, "source");
-    if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&TimedCallType) < 0 || PyType_Ready(&BackwardType) < 0 || PyType_Ready(&TimerType) < 0 ||
-        PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 || loader_names() < 0 ||
-        PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&PassType) < 0 ||
-        PyType_Ready(&StepLogType) < 0)
+    if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&TimedCallType) < 0 || PyType_Ready(&BackwardType) < 0 ||
+        PyType_Ready(&TimerType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 ||
+        loader_names() < 0 || PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 ||
+        PyType_Ready(&PassType) < 0 || PyType_Ready(&StepLogType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;

@@ -24,8 +24,8 @@ extern PyObject *s_samples_per_step, *s_sampled, *s_shape, *s_training, *s_optim
 
 /* the types and the function each part defines (_hooks_phases.c, _hooks_optimizer.c, _hooks_state.c) for the module
  * (_hooks.c) */
-extern PyTypeObject ForwardType, TimedCallType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType, PassType,
-    StepLogType;
+extern PyTypeObject ForwardType, TimedCallType, BackwardType, TimerType, StepType, LoaderType, StateType, CoreType,
+    PassType, StepLogType;
 int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an exception */
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */

@@ -25,7 +25,6 @@ class TimedCall:
     hooks: ForwardHooks
     model: Any
     impl: Callable[..., Any]
-    def __init__(self, hooks: ForwardHooks, model: Any, impl: Callable[..., Any]) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 class Backward:

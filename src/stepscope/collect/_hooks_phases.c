@@ -128,7 +128,8 @@ static int pre_enter(Forward *self, PyObject *args, PyObject *const *argv, Py_ss
             int other = sampled != st;
             Py_DECREF(sampled);
             if (other && read_samples(self, st, args, argv, n) < 0 &&
-                warn_caught(self->session, s_module_samples, "reading the batch size from the forward input failed") < 0)
+                warn_caught(self->session, s_module_samples,
+                            "reading the batch size from the forward input failed") < 0)
                 goto fail;
         }
         Num a0;
@@ -239,7 +240,7 @@ PyTypeObject ForwardType = {
 };
 
 /* -- the object in a watched model's call slot ---------------------------------------------------------------
- * TimedCall(hooks, model, impl)(*args, **kwargs): the hooks' pre, impl(*args, **kwargs), then the post also when
+ * ForwardHooks.slot(model, impl)(*args, **kwargs): the hooks' pre, impl(*args, **kwargs), then the post also when
  * impl raises (the hooks' always_call), impl's exception kept. Module._wrapped_call_impl calls it in place of
  * _call_impl (modelcall.py), so no module hook is registered and torch runs its fast path; a C object with a
  * vectorcall, so the arguments are passed on as torch gave them, with no Python frame and no tuple made. */
@@ -288,22 +289,15 @@ static void TimedCall_dealloc(TimedCall *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *timed_call_new(PyTypeObject *type, Forward *hooks, PyObject *model, PyObject *impl) {
-    TimedCall *self = (TimedCall *)type->tp_alloc(type, 0);
+static PyObject *timed_call_new(Forward *hooks, PyObject *model, PyObject *impl) {
+    TimedCall *self = PyObject_GC_New(TimedCall, &TimedCallType);
     if (self == NULL) return NULL;
     self->hooks = (Forward *)Py_NewRef(hooks);
     self->model = Py_NewRef(model);
     self->impl = Py_NewRef(impl);
     self->vectorcall = (vectorcallfunc)TimedCall_call;
+    PyObject_GC_Track(self);
     return (PyObject *)self;
-}
-
-static PyObject *TimedCall_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"hooks", "model", "impl", NULL};
-    PyObject *hooks, *model, *impl;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO:TimedCall", kwlist, &ForwardType, &hooks, &model, &impl))
-        return NULL;
-    return timed_call_new(type, (Forward *)hooks, model, impl);
 }
 
 static PyObject *Forward_slot(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -311,13 +305,14 @@ static PyObject *Forward_slot(Forward *self, PyObject *const *args, Py_ssize_t n
         PyErr_Format(PyExc_TypeError, "slot() takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    return timed_call_new(&TimedCallType, self, args[0], args[1]);
+    return timed_call_new(self, args[0], args[1]);
 }
 
 static PyMemberDef TimedCall_members[] = {
     {"hooks", T_OBJECT_EX, offsetof(TimedCall, hooks), READONLY, "the ForwardHooks it runs"},
     {"model", T_OBJECT_EX, offsetof(TimedCall, model), READONLY, "the watched model"},
-    {"impl", T_OBJECT_EX, offsetof(TimedCall, impl), READONLY, "what it calls (_call_impl, or the slot's previous value)"},
+    {"impl", T_OBJECT_EX, offsetof(TimedCall, impl), READONLY,
+     "what it calls (_call_impl, or the slot's previous value)"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(TimedCall, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -325,11 +320,10 @@ static PyMemberDef TimedCall_members[] = {
 PyTypeObject TimedCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "stepscope.collect._hooks.TimedCall",
-    .tp_doc = "TimedCall(hooks, model, impl): a watched model's call slot, the ForwardHooks' pre and post around "
-              "impl(*args, **kwargs) (modelcall.py).",
+    .tp_doc = "A watched model's call slot (ForwardHooks.slot(model, impl) makes it): the ForwardHooks' pre and "
+              "post around impl(*args, **kwargs) (modelcall.py).",
     .tp_basicsize = sizeof(TimedCall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = TimedCall_new,
     .tp_dealloc = (destructor)TimedCall_dealloc,
     .tp_traverse = (traverseproc)TimedCall_traverse,
     .tp_clear = (inquiry)TimedCall_clear,

@@ -26,9 +26,8 @@ static void State_dealloc(State *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* every field as StepState.__init__ sets it: the phase times 0, samples and tokens 0.0, fetched False */
 /* StepState(t, epoch) with t a C number (the step mark's new step): the one place the fields' first values are
- * written, assigned without converting the constants */
+ * written (the phase times 0, samples and tokens 0.0, fetched False), assigned without converting the constants */
 void state_reset(State *st, long long t, PyObject *epoch) {
     Num *F = st->f;
     for (int f = F_DATA_WAIT; f <= F_COMM; f++) {
@@ -43,6 +42,7 @@ void state_reset(State *st, long long t, PyObject *epoch) {
     num_set(&F[F_EPOCH], epoch);
 }
 
+/* every field as StepState.__init__ sets it, start any object */
 void state_fill(State *st, PyObject *start, PyObject *epoch) {
     state_reset(st, 0, epoch);
     num_set(&st->f[F_START], start);

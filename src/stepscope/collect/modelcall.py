@@ -88,8 +88,17 @@ def _dynamo_tracing() -> Callable[[], bool]:
     return is_dynamo_compiling
 
 
-_HIDDEN: list[Any] = [0, False, threading.Lock()]
-"""[sessions hiding the slot from TorchScript, whether the name was put on its list by us, the lock]"""
+class _ScriptSkip:
+    """Who has the slot's name on TorchScript's skip list: the sessions using it, and the list it was put on
+    (None: not put there by us)."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.added_to: list[str] | None = None
+        self.lock = threading.Lock()
+
+
+_SKIP = _ScriptSkip()
 
 
 def hide_slot_from_script() -> bool:
@@ -103,29 +112,25 @@ def hide_slot_from_script() -> bool:
     names = getattr(_recursive, "ignored_attributes", None)
     if not isinstance(names, list):
         return False
-    with _HIDDEN[2]:
-        if _HIDDEN[0] == 0 and SLOT not in names:
+    with _SKIP.lock:
+        if _SKIP.users == 0 and SLOT not in names:
             names.append(SLOT)
-            _HIDDEN[1] = True
-        _HIDDEN[0] += 1
+            _SKIP.added_to = names
+        _SKIP.users += 1
     return True
 
 
 def unhide_slot_from_script() -> None:
-    """Undo one ``hide_slot_from_script``; the last takes the name off the list if it put it there."""
-    from torch.jit import _recursive
-
-    names: list[str] = _recursive.ignored_attributes
-    with _HIDDEN[2]:
-        _HIDDEN[0] -= 1
-        if _HIDDEN[0] == 0 and _HIDDEN[1]:
-            _HIDDEN[1] = False
-            if SLOT in names:
-                names.remove(SLOT)
+    """Undo one ``hide_slot_from_script``; the last takes the name off the list it put it on."""
+    with _SKIP.lock:
+        _SKIP.users -= 1
+        if _SKIP.users == 0 and _SKIP.added_to is not None:
+            if SLOT in _SKIP.added_to:
+                _SKIP.added_to.remove(SLOT)
+            _SKIP.added_to = None
 
 
-def timed_slot(call: Call, model: Any, impl: Callable[..., Any],
-               tracing: Callable[[], bool] = lambda: False) -> Callable[..., Any]:
+def timed_slot(call: Call, model: Any, impl: Callable[..., Any], tracing: Callable[[], bool]) -> Callable[..., Any]:
     """The Python function put in the model's call slot. TorchScript, finding a function among a module's
     attributes, tries to compile it and, failing, leaves it out. Dynamo tracing the model's call (``torch.compile``
     of a module holding the watched model, ``fullgraph=True`` included) traces through this function: ``tracing()``
