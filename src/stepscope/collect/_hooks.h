@@ -9,6 +9,20 @@
 #include <structmember.h>
 #include <time.h>
 
+/* Hot and cold paths (issue 20): each hook's common case is a few dozen instructions, but the error and slow
+ * paths inlined into it spread it over several times as many cache lines, all cold after a long step. Slow
+ * paths live in COLD functions (out of line, in .text.unlikely with GCC) and error branches are UNLIKELY, so
+ * the common case lies in few lines (docs/metrics.md, "Tenth pass"). */
+#if defined(__GNUC__) || defined(__clang__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define COLD __attribute__((cold, noinline, unused))
+#else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
+#define COLD
+#endif
+
 enum { F_DATA_WAIT, F_FORWARD, F_BACKWARD, F_OPTIMIZER, F_COMM, F_START, F_SAMPLES, F_FETCHED, F_TOKENS,
        F_EPOCH, NF };
 extern const char *field_names[NF];
@@ -60,17 +74,8 @@ static inline int num_from(PyObject *o, Num *out) { /* o borrowed */
     return 0;
 }
 
-/* a + b (op '+') or a - b (op '-'), each borrowed; *out a new Num */
-static inline int num_op(Num *a, Num *b, char op, Num *out) {
-    if (a->o == NULL && b->o == NULL) {
-        long long r;
-        int overflow = op == '+' ? __builtin_add_overflow(a->v, b->v, &r) : __builtin_sub_overflow(a->v, b->v, &r);
-        if (!overflow) {
-            out->v = r;
-            out->o = NULL;
-            return 0;
-        }
-    }
+/* num_op's Python arithmetic: an operand is not a C number, or the result overflows */
+COLD static int num_op_obj(Num *a, Num *b, char op, Num *out) {
     PyObject *x = num_obj(a), *y = x ? num_obj(b) : NULL, *r = NULL;
     if (y != NULL) r = op == '+' ? PyNumber_Add(x, y) : PyNumber_Subtract(x, y);
     Py_XDECREF(x);
@@ -78,6 +83,20 @@ static inline int num_op(Num *a, Num *b, char op, Num *out) {
     if (r == NULL) return -1;
     out->o = r;
     return 0;
+}
+
+/* a + b (op '+') or a - b (op '-'), each borrowed; *out a new Num */
+static inline int num_op(Num *a, Num *b, char op, Num *out) {
+    if (LIKELY(a->o == NULL && b->o == NULL)) {
+        long long r;
+        int overflow = op == '+' ? __builtin_add_overflow(a->v, b->v, &r) : __builtin_sub_overflow(a->v, b->v, &r);
+        if (LIKELY(!overflow)) {
+            out->v = r;
+            out->o = NULL;
+            return 0;
+        }
+    }
+    return num_op_obj(a, b, op, out);
 }
 
 static void num_clear(Num *n) { Py_CLEAR(n->o); }
@@ -136,12 +155,7 @@ static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
     return 0;
 }
 
-static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
-    Num *F = state_fields(st);
-    if (F != NULL) {
-        *out = num_copy(&F[f]);
-        return 0;
-    }
+COLD static int field_num_attr(PyObject *st, int f, Num *out) { /* field_num of a step state of another type */
     PyObject *o = PyObject_GetAttr(st, s_field[f]);
     if (o == NULL) return -1;
     num_from(o, out);
@@ -149,16 +163,17 @@ static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
     return 0;
 }
 
-/* "if st.start is None: st.start = t" (every hook's first clock read of a step): 0, or -1 with an exception */
-static inline int start_if_unset(PyObject *st, long long t) {
+static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
     Num *F = state_fields(st);
-    if (F != NULL) {
-        if (F[F_START].o == Py_None) {
-            num_clear(&F[F_START]);
-            F[F_START] = (Num){t, NULL};
-        }
+    if (LIKELY(F != NULL)) {
+        *out = num_copy(&F[f]);
         return 0;
     }
+    return field_num_attr(st, f, out);
+}
+
+/* "if st.start is None: st.start = t" (every hook's first clock read of a step): 0, or -1 with an exception */
+COLD static int start_if_unset_attr(PyObject *st, long long t) { /* a step state of another type */
     PyObject *v = PyObject_GetAttr(st, s_field[F_START]);
     if (v == NULL) return -1;
     int unset = v == Py_None;
@@ -168,6 +183,16 @@ static inline int start_if_unset(PyObject *st, long long t) {
     int e = to ? PyObject_SetAttr(st, s_field[F_START], to) : -1;
     Py_XDECREF(to);
     return e;
+}
+
+static inline int start_if_unset(PyObject *st, long long t) {
+    Num *F = state_fields(st);
+    if (UNLIKELY(F == NULL)) return start_if_unset_attr(st, t);
+    if (F[F_START].o == Py_None) {
+        num_clear(&F[F_START]);
+        F[F_START] = (Num){t, NULL};
+    }
+    return 0;
 }
 
 static inline int num_true(Num *n) { return n->o == NULL ? n->v != 0 : PyObject_IsTrue(n->o); }
@@ -184,17 +209,22 @@ typedef struct {
  * a `many` step, docs/metrics.md "Seventh pass"). */
 extern PyTypeObject *g_core_subtype;
 
-static inline PyObject **core_slots(PyObject *s) {
+COLD static PyObject **core_slots_subtype(PyObject *s) { /* core_slots of a class met for the first time */
     PyTypeObject *t = Py_TYPE(s);
-    if (t == g_core_subtype || t == &CoreType) return ((Core *)s)->slot;
     if (!PyType_IsSubtype(t, &CoreType)) return NULL;
     Py_XSETREF(g_core_subtype, (PyTypeObject *)Py_NewRef(t));
     return ((Core *)s)->slot;
 }
 
+static inline PyObject **core_slots(PyObject *s) {
+    PyTypeObject *t = Py_TYPE(s);
+    if (LIKELY(t == g_core_subtype || t == &CoreType)) return ((Core *)s)->slot;
+    return core_slots_subtype(s);
+}
+
 static inline PyObject *sget(PyObject *s, int i) { /* s.<name>: a new reference; NULL with an exception */
     PyObject **slot = core_slots(s);
-    if (slot != NULL && slot[i] != NULL) return Py_NewRef(slot[i]);
+    if (LIKELY(slot != NULL && slot[i] != NULL)) return Py_NewRef(slot[i]);
     return PyObject_GetAttr(s, s_core[i]);
 }
 
@@ -205,21 +235,24 @@ static inline int sset(PyObject *s, int i, PyObject *v) { /* s.<name> = v (borro
     return 0;
 }
 
-static inline int strue(PyObject *s, int i) { /* truth of s.<name>; -1 on error */
-    PyObject **slot = core_slots(s);
-    PyObject *v = slot != NULL ? slot[i] : NULL;
-    if (v == Py_True) return 1;
-    if (v == Py_False) return 0;
-    if (v != NULL) return PyObject_IsTrue(v);
-    if ((v = PyObject_GetAttr(s, s_core[i])) == NULL) return -1;
+COLD static int strue_attr(PyObject *s, int i) { /* strue of a session of another type, or a deleted slot */
+    PyObject *v = PyObject_GetAttr(s, s_core[i]);
+    if (v == NULL) return -1;
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
 }
 
-/* a > b as Python compares them: 1, 0 or -1 */
-static inline int num_gt(Num *a, Num *b) {
-    if (a->o == NULL && b->o == NULL) return a->v > b->v;
+static inline int strue(PyObject *s, int i) { /* truth of s.<name>; -1 on error */
+    PyObject **slot = core_slots(s);
+    PyObject *v = slot != NULL ? slot[i] : NULL;
+    if (LIKELY(v == Py_True)) return 1;
+    if (LIKELY(v == Py_False)) return 0;
+    if (v != NULL) return PyObject_IsTrue(v);
+    return strue_attr(s, i);
+}
+
+COLD static int num_gt_obj(Num *a, Num *b) { /* num_gt with an operand not a C number */
     PyObject *x = num_obj(a), *y = x ? num_obj(b) : NULL;
     int r = y != NULL ? PyObject_RichCompareBool(x, y, Py_GT) : -1;
     Py_XDECREF(x);
@@ -227,8 +260,14 @@ static inline int num_gt(Num *a, Num *b) {
     return r;
 }
 
-/* st.data_wait + st.forward + st.backward + st.optimizer + st.comm, in that order */
-static inline int attributed(PyObject *st, Num *out) {
+/* a > b as Python compares them: 1, 0 or -1 */
+static inline int num_gt(Num *a, Num *b) {
+    if (LIKELY(a->o == NULL && b->o == NULL)) return a->v > b->v;
+    return num_gt_obj(a, b);
+}
+
+/* attributed's general case: Python's number protocol, in the Python hooks' order */
+COLD static int attributed_obj(PyObject *st, Num *out) {
     Num acc;
     if (field_num(st, F_DATA_WAIT, &acc) < 0) return -1;
     for (int i = 1; i < 5; i++) {
@@ -245,6 +284,21 @@ static inline int attributed(PyObject *st, Num *out) {
     }
     *out = acc;
     return 0;
+}
+
+/* st.data_wait + st.forward + st.backward + st.optimizer + st.comm, in that order */
+static inline int attributed(PyObject *st, Num *out) {
+    Num *F = state_fields(st);
+    if (LIKELY(F != NULL)) {
+        long long acc = F[F_DATA_WAIT].v;
+        int c = F[F_DATA_WAIT].o == NULL;
+        for (int i = 1; i < 5; i++) c &= F[F_DATA_WAIT + i].o == NULL && !__builtin_add_overflow(acc, F[F_DATA_WAIT + i].v, &acc);
+        if (LIKELY(c)) {
+            *out = (Num){acc, NULL};
+            return 0;
+        }
+    }
+    return attributed_obj(st, out);
 }
 
 /* t1 - t0 - nested, where nested = attributed(st0) - a0 (+ attributed(st) when the step changed); *d new */
@@ -271,14 +325,7 @@ static inline int own_time(PyObject *st0, Num *a0, PyObject *st, long long t0, l
     return e;
 }
 
-/* st.<field> += d: exact ints summed as C numbers, Python's number protocol otherwise */
-static inline int add_num(PyObject *st, int f, Num *d) {
-    Num *F = state_fields(st);
-    long long sum;
-    if (F != NULL && F[f].o == NULL && d->o == NULL && !__builtin_add_overflow(F[f].v, d->v, &sum)) {
-        F[f].v = sum;
-        return 0;
-    }
+COLD static int add_num_obj(PyObject *st, int f, Num *d) { /* add_num past C numbers */
     PyObject *cur = get_field(st, f);
     if (cur == NULL) return -1;
     PyObject *r;
@@ -305,6 +352,17 @@ static inline int add_num(PyObject *st, int f, Num *d) {
     return e;
 }
 
+/* st.<field> += d: exact ints summed as C numbers, Python's number protocol otherwise */
+static inline int add_num(PyObject *st, int f, Num *d) {
+    Num *F = state_fields(st);
+    long long sum;
+    if (LIKELY(F != NULL && F[f].o == NULL && d->o == NULL && !__builtin_add_overflow(F[f].v, d->v, &sum))) {
+        F[f].v = sum;
+        return 0;
+    }
+    return add_num_obj(st, f, d);
+}
+
 /* st.<field> += d when d > 0 (the Python hooks' "if t1 - t0 > nested: st.f += t1 - t0 - nested") */
 static inline int add_positive(PyObject *st, int f, Num *d) {
     Num zero = {0, NULL};
@@ -314,7 +372,7 @@ static inline int add_positive(PyObject *st, int f, Num *d) {
 
 /* The pending exception, if an Exception, reported through session.warn_once(key, f"{prefix} ({e})") and
  * cleared: 0. Anything else (a BaseException, or warn_once failing): -1 with it set. */
-static inline int warn_caught(PyObject *session, PyObject *key, const char *prefix) {
+COLD static int warn_caught(PyObject *session, PyObject *key, const char *prefix) {
     if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -337,14 +395,7 @@ static inline int warn_caught(PyObject *session, PyObject *key, const char *pref
  * 0-d tensor, or a torch function's __len__ where one applies), which makes no object; the shape getter makes a
  * torch.Size, 1.2 us of a cold step (issue 20). 0 (a 0-d tensor or an empty first dimension) and an error are
  * left to the shape, which tells them apart as the Python hooks do. */
-static inline PyObject *rows_of(PyObject *t) {
-    PyTypeObject *base = Py_TYPE(t)->tp_base;
-    lenfunc len = base != NULL && base->tp_as_mapping != NULL ? base->tp_as_mapping->mp_length : NULL;
-    if (len != NULL) {
-        Py_ssize_t n = len(t);
-        if (n > 0) return PyFloat_FromDouble((double)n);
-        if (n < 0) PyErr_Clear();
-    }
+COLD static PyObject *rows_of_shape(PyObject *t) { /* rows_of by the shape */
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return NULL;
     /* a torch.Size (a tuple) for a torch.Tensor; anything else is left to batch_size, as a 0-d tensor is */
@@ -352,6 +403,17 @@ static inline PyObject *rows_of(PyObject *t) {
                                                                         : NULL;
     Py_DECREF(shape);
     return r;
+}
+
+static inline PyObject *rows_of(PyObject *t) {
+    PyTypeObject *base = Py_TYPE(t)->tp_base;
+    lenfunc len = base != NULL && base->tp_as_mapping != NULL ? base->tp_as_mapping->mp_length : NULL;
+    if (LIKELY(len != NULL)) {
+        Py_ssize_t n = len(t);
+        if (LIKELY(n > 0)) return PyFloat_FromDouble((double)n);
+        if (n < 0) PyErr_Clear();
+    }
+    return rows_of_shape(t);
 }
 
 static inline int is_none_attr(PyObject *o, PyObject *name) { /* o.name is None: 1, 0 or -1 */

@@ -117,30 +117,20 @@ static void Loader_dealloc(Loader *self) {
 static PyObject *attr_or_none(PyObject *o, PyObject *name) {
     PyObject *v;
 #if PY_VERSION_HEX >= 0x030D0000
-    if (PyObject_GetOptionalAttr(o, name, &v) < 0) return NULL;
+    if (UNLIKELY(PyObject_GetOptionalAttr(o, name, &v) < 0)) return NULL;
 #else
-    if (_PyObject_LookupAttr(o, name, &v) < 0) return NULL;
+    if (UNLIKELY(_PyObject_LookupAttr(o, name, &v) < 0)) return NULL;
 #endif
     return v != NULL ? v : Py_NewRef(Py_None);
 }
 
 /* the iterator's _stepscope_pass (a new reference, None where it has none): from the last iterator's, when
  * this is that iterator still alive, else read and kept (an iterator without weak references: read each time) */
-static PyObject *pass_of(Loader *self, PyObject *it) {
-    if (self->last_it != NULL) {
-#if PY_VERSION_HEX >= 0x030D0000
-        PyObject *alive;
-        if (PyWeakref_GetRef(self->last_it, &alive) < 0) return NULL;
-        Py_XDECREF(alive); /* compared by address only */
-#else
-        PyObject *alive = PyWeakref_GET_OBJECT(self->last_it);
-#endif
-        if (alive == it) return Py_NewRef(self->last_pass);
-    }
+COLD static PyObject *pass_read(Loader *self, PyObject *it) { /* pass_of of an iterator met for the first time */
     PyObject *ps = attr_or_none(it, s_pass_attr);
-    if (ps == NULL) return NULL;
+    if (UNLIKELY(ps == NULL)) return NULL;
     PyObject *ref = PyWeakref_NewRef(it, NULL);
-    if (ref == NULL) {
+    if (UNLIKELY(ref == NULL)) {
         PyErr_Clear(); /* no weak references to this iterator: nothing kept */
         Py_CLEAR(self->last_it);
         Py_CLEAR(self->last_pass);
@@ -151,10 +141,24 @@ static PyObject *pass_of(Loader *self, PyObject *it) {
     return ps;
 }
 
+static PyObject *pass_of(Loader *self, PyObject *it) {
+    if (LIKELY(self->last_it != NULL)) {
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *alive;
+        if (UNLIKELY(PyWeakref_GetRef(self->last_it, &alive) < 0)) return NULL;
+        Py_XDECREF(alive); /* compared by address only */
+#else
+        PyObject *alive = PyWeakref_GET_OBJECT(self->last_it);
+#endif
+        if (LIKELY(alive == it)) return Py_NewRef(self->last_pass);
+    }
+    return pass_read(self, it);
+}
+
 /* st.<field> += x (x borrowed), exact ints and floats summed directly, Python's number protocol otherwise */
 static int add_to(PyObject *st, int f, PyObject *x) {
     PyObject *cur = get_field(st, f);
-    if (cur == NULL) return -1;
+    if (UNLIKELY(cur == NULL)) return -1;
     PyObject *r;
     if (PyFloat_CheckExact(cur) && PyFloat_CheckExact(x)) {
         r = PyFloat_FromDouble(PyFloat_AS_DOUBLE(cur) + PyFloat_AS_DOUBLE(x));
@@ -162,7 +166,7 @@ static int add_to(PyObject *st, int f, PyObject *x) {
         r = PyNumber_InPlaceAdd(cur, x);
     }
     Py_DECREF(cur);
-    if (r == NULL) return -1;
+    if (UNLIKELY(r == NULL)) return -1;
     int e = set_field(st, f, r);
     Py_DECREF(r);
     return e;
@@ -176,6 +180,8 @@ static int add_ns(PyObject *st, int f, long long d) {
 
 /* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
  * one; batch_size() otherwise): a new reference (a float, or None) */
+COLD static PyObject *call_one(PyObject *f, PyObject *x) { return PyObject_CallOneArg(f, x); } /* a rare call */
+
 static PyObject *samples_of(Loader *self, PyObject *batch) {
     PyObject *t = batch;
     if ((PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0)) t = PyList_GET_ITEM(batch, 0);
@@ -184,9 +190,34 @@ static PyObject *samples_of(Loader *self, PyObject *batch) {
     PyObject *n = NULL;
     int tensor = (PyObject *)Py_TYPE(t) == self->tensor;
     if (tensor && (n = rows_of(t)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
-    if (tensor == 0) n = PyObject_CallOneArg(self->batch_size, batch);
+    if (tensor == 0) n = call_one(self->batch_size, batch);
     Py_DECREF(t);
     return n;
+}
+
+COLD static PyObject *open_epoch(Loader *self, PyObject *it, Pass *p, Py_ssize_t nb) { /* open_epoch(it, key, nb) */
+    PyObject *nbo = PyLong_FromSsize_t(nb);
+    if (nbo == NULL) return NULL;
+    PyObject *a[3] = {it, p->key != NULL ? p->key : Py_None, nbo};
+    PyObject *epoch = PyObject_Vectorcall(self->open_epoch, a, 3, NULL);
+    Py_DECREF(nbo);
+    return epoch;
+}
+
+COLD static int activate(PyObject *s) { /* session.activate() (a session not yet active): its truth, or -1 */
+    PyObject *r = PyObject_CallMethodNoArgs(s, s_activate);
+    if (r == NULL) return -1;
+    int on = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return on;
+}
+
+COLD static int first_of_pass(Loader *self, PyObject *it, Pass *p, PyObject *st, PyObject *n) {
+    PyObject *a[4] = {it, p->key != NULL ? p->key : Py_None, st, n};
+    PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* The Python __next__'s try block after the batch came (t0, t1 its clock reads): 0, or -1 with the
@@ -197,37 +228,29 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
     PyObject *st = sget(s, S_STEP), *ps = NULL, *n = NULL;
     Pass *p = NULL;
     Py_ssize_t nb = 0;
-    if (st == NULL) return -1;
+    if (UNLIKELY(st == NULL)) return -1;
     if ((ps = pass_of(self, it)) == NULL) goto done;
     if (Py_IS_TYPE(ps, &PassType)) p = (Pass *)ps; /* else (None, or not ours): no pass counted */
     if (p != NULL) { /* count the batch on its pass; the pass's epoch (provisional until confirmed) */
         nb = ++p->batches;
         PyObject *epoch = Py_NewRef(p->epoch != NULL ? p->epoch : Py_None);
-        if (epoch == Py_None) {
+        if (UNLIKELY(epoch == Py_None)) {
             Py_DECREF(epoch);
-            PyObject *nbo = PyLong_FromSsize_t(nb);
-            if (nbo == NULL) goto done;
-            PyObject *a[3] = {it, p->key != NULL ? p->key : Py_None, nbo};
-            epoch = PyObject_Vectorcall(self->open_epoch, a, 3, NULL);
-            Py_DECREF(nbo);
-            if (epoch == NULL) goto done;
+            if ((epoch = open_epoch(self, it, p, nb)) == NULL) goto done;
         }
         int e = set_field(st, F_EPOCH, epoch); /* the step in progress only: see Session.mark_step */
         Py_DECREF(epoch);
-        if (e < 0) goto done;
+        if (UNLIKELY(e < 0)) goto done;
     }
     int api = strue(s, S_API_FETCH); /* stepscope.steps() times this fetch itself */
-    if (api != 0) {
+    if (UNLIKELY(api != 0)) {
         rc = api < 0 ? -1 : 0;
         goto done;
     }
     int active = strue(s, S_ACTIVE);
-    if (active < 0) goto done;
-    if (!active) {
-        PyObject *r = PyObject_CallMethodNoArgs(s, s_activate);
-        if (r == NULL) goto done;
-        int on = PyObject_IsTrue(r);
-        Py_DECREF(r);
+    if (UNLIKELY(active < 0)) goto done;
+    if (UNLIKELY(!active)) {
+        int on = activate(s);
         if (on <= 0) {
             rc = on;
             goto done;
@@ -235,32 +258,27 @@ static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, lo
     }
     if ((n = samples_of(self, batch)) == NULL) goto done;
     int truth = PyObject_IsTrue(n);
-    if (truth < 0) goto done;
-    if (p != NULL && nb == 1) { /* first_of_pass(it, p.key, st, n or 0.0) */
-        PyObject *a[4] = {it, p->key != NULL ? p->key : Py_None, st, truth ? n : g_float_zero};
-        PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
-        if (r == NULL) goto done;
-        Py_DECREF(r);
-    }
+    if (UNLIKELY(truth < 0)) goto done;
+    if (UNLIKELY(p != NULL && nb == 1) && first_of_pass(self, it, p, st, truth ? n : g_float_zero) < 0) goto done;
     /* Session.add_fetch written out (the per-batch hot path) */
-    if (start_if_unset(st, t0) < 0) goto done;
+    if (UNLIKELY(start_if_unset(st, t0) < 0)) goto done;
     PyObject *f = get_field(st, F_FETCHED);
-    if (f == NULL) goto done;
+    if (UNLIKELY(f == NULL)) goto done;
     int was = PyObject_IsTrue(f);
     Py_DECREF(f);
-    if (was < 0) goto done;
+    if (UNLIKELY(was < 0)) goto done;
     if (!was) { /* samples read from a forward input before this batch came: the batches count */
         if (set_field(st, F_FETCHED, Py_True) < 0 || set_field(st, F_SAMPLES, g_float_zero) < 0) goto done;
     }
-    if (add_ns(st, F_DATA_WAIT, t1 - t0) < 0) goto done;
+    if (UNLIKELY(add_ns(st, F_DATA_WAIT, t1 - t0) < 0)) goto done;
     if (truth && add_to(st, F_SAMPLES, n) < 0) goto done;
     if (PyDict_Check(batch)) {
         PyObject *tokens = PyObject_CallOneArg(self->batch_tokens, batch);
-        if (tokens == NULL) goto done;
+        if (UNLIKELY(tokens == NULL)) goto done;
         int any = PyObject_IsTrue(tokens);
         int e = any > 0 ? add_to(st, F_TOKENS, tokens) : any;
         Py_DECREF(tokens);
-        if (e < 0) goto done;
+        if (UNLIKELY(e < 0)) goto done;
     }
     rc = 0;
 done:
@@ -270,40 +288,42 @@ done:
     return rc;
 }
 
+COLD static PyObject *pass_ended(Loader *self, PyObject *it) { /* __next__ raised: NULL, its exception set */
+    if (PyErr_ExceptionMatches(PyExc_StopIteration)) { /* the pass ended: pass_end(it), then raise again */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *r = PyObject_CallOneArg(self->pass_end, it);
+        if (r == NULL) { /* pass_end catches Exception: what got through replaces StopIteration */
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            return NULL;
+        }
+        Py_DECREF(r);
+        PyErr_Restore(et, ev, tb);
+    }
+    return NULL;
+}
+
 static PyObject *Loader_call(Loader *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+    if (UNLIKELY(nargs != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames)))) {
         PyErr_Format(PyExc_TypeError, "__next__() takes 1 argument (%zd given)", nargs);
         return NULL;
     }
     PyObject *it = args[0];
     long long t0 = now_ns();
     PyObject *batch = PyObject_CallOneArg(self->orig, it);
-    if (batch == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_StopIteration)) { /* the pass ended: pass_end(it), then raise again */
-            PyObject *et, *ev, *tb;
-            PyErr_Fetch(&et, &ev, &tb);
-            PyObject *r = PyObject_CallOneArg(self->pass_end, it);
-            if (r == NULL) { /* pass_end catches Exception: what got through replaces StopIteration */
-                Py_XDECREF(et);
-                Py_XDECREF(ev);
-                Py_XDECREF(tb);
-                return NULL;
-            }
-            Py_DECREF(r);
-            PyErr_Restore(et, ev, tb);
-        }
-        return NULL;
-    }
+    if (UNLIKELY(batch == NULL)) return pass_ended(self, it);
     long long t1 = now_ns();
     int disabled = strue(self->session, S_DISABLED); /* outside the Python body's try, as there */
-    if (disabled != 0) {
+    if (UNLIKELY(disabled != 0)) {
         if (disabled > 0) return batch;
         Py_DECREF(batch);
         return NULL;
     }
     if (fetched(self, it, batch, t0, t1) == 0) return batch;
-    if (warn_caught(self->session, s_loader_warn, "DataLoader timing failed") < 0) {
+    if (UNLIKELY(warn_caught(self->session, s_loader_warn, "DataLoader timing failed") < 0)) {
         Py_DECREF(batch);
         return NULL;
     }
@@ -318,7 +338,7 @@ static PyObject *Loader_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
                                      &o[4], &o[5], &o[6], &o[7]))
         return NULL;
     Loader *self = (Loader *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
+    if (UNLIKELY(self == NULL)) return NULL;
     self->session = Py_NewRef(o[0]);
     self->orig = Py_NewRef(o[1]);
     self->tensor = Py_NewRef(o[2]);

@@ -61,21 +61,36 @@ static int Timer_init(Timer *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+COLD static int options_read(Timer *self, PyObject *o) { /* session.options is another object: read it */
+    PyObject *a = PyObject_GetAttr(o, s_samples_per_step), *b = a ? PyObject_GetAttr(o, s_tokens_per_step) : NULL;
+    if (b == NULL) {
+        Py_XDECREF(a);
+        return -1;
+    }
+    Py_XSETREF(self->opts, Py_NewRef(o));
+    Py_XSETREF(self->sps, a);
+    Py_XSETREF(self->tps, b);
+    return 0;
+}
+
 /* options.samples_per_step and options.tokens_per_step (borrowed), read again when session.options is another
  * object (Options is frozen; lightning.py replaces it): 0, or -1 with an exception */
 static int per_step_options(Timer *self, PyObject *o, PyObject **sps, PyObject **tps) {
-    if (o != self->opts) {
-        PyObject *a = PyObject_GetAttr(o, s_samples_per_step), *b = a ? PyObject_GetAttr(o, s_tokens_per_step) : NULL;
-        if (b == NULL) {
-            Py_XDECREF(a);
-            return -1;
-        }
-        Py_XSETREF(self->opts, Py_NewRef(o));
-        Py_XSETREF(self->sps, a);
-        Py_XSETREF(self->tps, b);
-    }
+    if (UNLIKELY(o != self->opts) && options_read(self, o) < 0) return -1;
     *sps = self->sps;
     *tps = self->tps;
+    return 0;
+}
+
+/* The step state *st is held elsewhere too: the session gets a new one, *st (a reference) becomes it (else nobody
+ * can tell the reused one from a new one) */
+COLD static int fresh_state(PyObject *session, PyObject **st) {
+    PyObject *fresh = PyType_GenericAlloc(&StateType, 0);
+    if (fresh == NULL || sset(session, S_STEP, fresh) < 0) {
+        Py_XDECREF(fresh);
+        return -1;
+    }
+    Py_SETREF(*st, fresh); /* *st owns fresh's reference from here, as it owned the old one's */
     return 0;
 }
 
@@ -84,13 +99,13 @@ static int per_step_options(Timer *self, PyObject *o, PyObject **sps, PyObject *
  * type than SessionCore and StepState: the Python mark_step does it), -1 error. */
 static int mark_common(Timer *self, long long t1) {
     PyObject **core = core_slots(self->session);
-    if (core == NULL) return 0;
+    if (UNLIKELY(core == NULL)) return 0;
     for (int i = 0; i < NS; i++) {
-        if (core[i] == NULL) return 0; /* an attribute deleted: the Python path raises as it would */
+        if (UNLIKELY(core[i] == NULL)) return 0; /* an attribute deleted: the Python path raises as it would */
     }
     PyObject *st = core[S_STEP];
     Num *F = state_fields(st);
-    if (F == NULL) return 0;
+    if (UNLIKELY(F == NULL)) return 0;
     PyObject *source = core[S_STEP_SOURCE];
     int c = source == s_optimizer ? 1 : PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
     if (c <= 0) return c;
@@ -101,16 +116,16 @@ static int mark_common(Timer *self, long long t1) {
     PyObject *log = core[S_STEP_ROW];
     if (!Py_IS_TYPE(log, &StepLogType)) return 0; /* step_row is not the buffers' log (a test's list) */
     PyObject *sps, *tps;
-    if (per_step_options(self, core[S_OPTIONS], &sps, &tps) < 0) return -1;
+    if (UNLIKELY(per_step_options(self, core[S_OPTIONS], &sps, &tps) < 0)) return -1;
     int fetched = num_true(&F[F_FETCHED]), any_samples = 0, any_tokens = 0, phase[4];
-    if (fetched < 0) return -1;
+    if (UNLIKELY(fetched < 0)) return -1;
     if (sps == Py_None && (any_samples = fetched ? 1 : num_true(&F[F_SAMPLES])) < 0) return -1;
     if (tps == Py_None && (any_tokens = num_true(&F[F_TOKENS])) < 0) return -1;
     for (int i = 0; i < 4; i++) {
         if ((phase[i] = num_true(&F[F_FORWARD + i])) < 0) return -1;
     }
     StepRowData *row = steplog_next((StepLog *)log); /* the row, written in place */
-    if (row == NULL) return -1;
+    if (UNLIKELY(row == NULL)) return -1;
     Num nan = {0, self->nan}, *col = row->c;
     num_from(core[S_STEP_INDEX], &col[0]);
     col[1] = F[F_START].o == Py_None ? (Num){t1, NULL} : num_copy(&F[F_START]);
@@ -134,14 +149,7 @@ static int mark_common(Timer *self, long long t1) {
     int known = F[F_EPOCH].o == NULL ? F[F_EPOCH].v >= 0 : PyObject_RichCompareBool(F[F_EPOCH].o, g_zero, Py_GE);
     if (known < 0 || (known && ((epoch = num_obj(&F[F_EPOCH])) == NULL || sset(self->session, S_EPOCH, epoch) < 0)))
         goto done;
-    if (Py_REFCNT(st) != 2) { /* held elsewhere too: a new one (else nobody can tell it from a new one) */
-        PyObject *fresh = PyType_GenericAlloc(&StateType, 0);
-        if (fresh == NULL || sset(self->session, S_STEP, fresh) < 0) {
-            Py_XDECREF(fresh);
-            goto done;
-        }
-        Py_SETREF(st, fresh); /* st owns fresh's reference from here, as it owned the old one's */
-    }
+    if (UNLIKELY(Py_REFCNT(st) != 2) && fresh_state(self->session, &st) < 0) goto done;
     state_reset((State *)st, t1, core[S_EPOCH]); /* StepState(t1, session.epoch) */
     rc = 1;
 done:
@@ -151,16 +159,42 @@ done:
     return rc;
 }
 
+COLD static int injected_fault(void) {
+    PyErr_SetString(PyExc_RuntimeError, "injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)");
+    return -1;
+}
+
+COLD static int mark_step_py(Timer *self, long long t1) { /* session.mark_step(t1, source="optimizer") */
+    PyObject *meth = PyObject_GetAttrString(self->session, "mark_step");
+    PyObject *t1o = meth ? PyLong_FromLongLong(t1) : NULL, *r = NULL;
+    if (t1o != NULL) {
+        PyObject *kw[2] = {t1o, s_optimizer}, *names = PyTuple_Pack(1, s_source);
+        if (names != NULL) r = PyObject_Vectorcall(meth, kw, 1, names);
+        Py_XDECREF(names);
+    }
+    Py_XDECREF(t1o);
+    Py_XDECREF(meth);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+COLD static int rest_call(Timer *self, PyObject *opt, long long t1) { /* rest(opt, t1): another optimizer's step */
+    PyObject *t1o = PyLong_FromLongLong(t1);
+    PyObject *r = t1o ? PyObject_CallFunctionObjArgs(self->rest, opt, t1o, NULL) : NULL;
+    Py_XDECREF(t1o);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* The body of the Python timer's try block, after the step ran; *st0 is released once read (so that the mark
  * can reuse a step state nobody else holds). */
 static int timer_body(Timer *self, PyObject **st0, Num *a0, long long t0, long long t1, PyObject *const *args,
                       Py_ssize_t nargs) {
-    if (self->fault) {
-        PyErr_SetString(PyExc_RuntimeError, "injected fault (STEPSCOPE_DEBUG_FAULT=optimizer)");
-        return -1;
-    }
+    if (UNLIKELY(self->fault)) return injected_fault();
     PyObject *st = sget(self->session, S_STEP);
-    if (st == NULL) return -1;
+    if (UNLIKELY(st == NULL)) return -1;
     Num d = {0, NULL};
     int e = own_time(*st0, a0, st, t0, t1, &d);
     Py_CLEAR(*st0);
@@ -172,42 +206,23 @@ static int timer_body(Timer *self, PyObject **st0, Num *a0, long long t0, long l
         PyErr_SetString(PyExc_IndexError, "tuple index out of range");
         e = -1;
     }
-    if (e < 0) {
+    if (UNLIKELY(e < 0)) {
         Py_DECREF(st);
         return -1;
     }
     PyObject *opt = args[0];
-    if (opt == self->marker) {
-        Py_DECREF(st);
-        int c = mark_common(self, t1);
-        if (c != 0) return c < 0 ? -1 : 0;
-        /* session.mark_step(t1, source="optimizer") */
-        PyObject *meth = PyObject_GetAttrString(self->session, "mark_step");
-        PyObject *t1o = meth ? PyLong_FromLongLong(t1) : NULL, *r = NULL;
-        if (t1o != NULL) {
-            PyObject *kw[2] = {t1o, s_optimizer}, *names = PyTuple_Pack(1, s_source);
-            if (names != NULL) r = PyObject_Vectorcall(meth, kw, 1, names);
-            Py_XDECREF(names);
-        }
-        Py_XDECREF(t1o);
-        Py_XDECREF(meth);
-        if (r == NULL) return -1;
-        Py_DECREF(r);
-        return 0;
-    }
     Py_DECREF(st);
-    PyObject *t1o = PyLong_FromLongLong(t1);
-    PyObject *r = t1o ? PyObject_CallFunctionObjArgs(self->rest, opt, t1o, NULL) : NULL;
-    Py_XDECREF(t1o);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
-    return 0;
+    if (LIKELY(opt == self->marker)) {
+        int c = mark_common(self, t1);
+        return LIKELY(c != 0) ? (c < 0 ? -1 : 0) : mark_step_py(self, t1);
+    }
+    return rest_call(self, opt, t1);
 }
 
 static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Timer *tm = self->timer;
     PyObject *orig = Py_NewRef(self->orig);
-    if (tm->depth) { /* a step inside a step (a subclass's super().step()): timed once */
+    if (UNLIKELY(tm->depth)) { /* a step inside a step (a subclass's super().step()): timed once */
         tm->depth += 1;
         PyObject *r = PyObject_Vectorcall(orig, args, nargsf, kwnames);
         tm->depth -= 1;
@@ -221,14 +236,14 @@ static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyO
     tm->depth = 1;
     long long t0 = now_ns();
     out = PyObject_Vectorcall(orig, args, nargsf, kwnames);
-    if (out == NULL) { /* a step that raises marks no step */
+    if (UNLIKELY(out == NULL)) { /* a step that raises marks no step */
         tm->depth = 0;
         goto done;
     }
     long long t1 = now_ns();
     tm->depth = 0;
     int disabled = strue(tm->session, S_DISABLED);
-    if (disabled != 0) {
+    if (UNLIKELY(disabled != 0)) {
         if (disabled < 0) Py_CLEAR(out);
         goto done;
     }
@@ -246,7 +261,7 @@ done:
 
 static PyObject *Timer_wrap(Timer *self, PyObject *orig) {
     Step *step = (Step *)StepType.tp_alloc(&StepType, 0);
-    if (step == NULL) return NULL;
+    if (UNLIKELY(step == NULL)) return NULL;
     step->timer = (Timer *)Py_NewRef(self);
     step->orig = Py_NewRef(orig);
     step->vectorcall = (vectorcallfunc)Step_call;

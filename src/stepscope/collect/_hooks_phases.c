@@ -66,9 +66,23 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
 /* args[:n] as a new tuple (what the Python pre-hook is given as args) */
 static PyObject *tuple_of(PyObject *const *args, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
-    if (t == NULL) return NULL;
+    if (UNLIKELY(t == NULL)) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
     return t;
+}
+
+COLD static PyObject *first_of(PyObject *args) { /* args[0] if args else None, args not a tuple */
+    int nonempty = PyObject_IsTrue(args);
+    if (nonempty < 0) return NULL;
+    return nonempty ? PyObject_GetItem(args, g_zero) : Py_NewRef(Py_None);
+}
+
+/* batch_size(args), args the hook's args object or argv[:n] made a tuple */
+COLD static PyObject *samples_by_batch_size(Forward *self, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
+    PyObject *a = args != NULL ? Py_NewRef(args) : tuple_of(argv, n);
+    PyObject *rows = a != NULL ? PyObject_CallOneArg(self->batch_size, a) : NULL;
+    Py_XDECREF(a);
+    return rows;
 }
 
 /* The samples of the step from the first forward argument (the try block of the Python pre-hook). The arguments
@@ -76,34 +90,24 @@ static PyObject *tuple_of(PyObject *const *args, Py_ssize_t n) {
  * called with them. */
 static int read_samples(Forward *self, PyObject *st, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     PyObject *opts = sget(self->session, S_OPTIONS);
-    if (opts == NULL) return -1;
+    if (UNLIKELY(opts == NULL)) return -1;
     int none = is_none_attr(opts, s_samples_per_step);
     Py_DECREF(opts);
     if (none <= 0) return none;
-    if (PyObject_SetAttr(self->watch, s_sampled, st) < 0) return -1;
+    if (UNLIKELY(PyObject_SetAttr(self->watch, s_sampled, st) < 0)) return -1;
     PyObject *x;
     if (args != NULL && PyTuple_CheckExact(args)) {
         argv = &PyTuple_GET_ITEM(args, 0);
         n = PyTuple_GET_SIZE(args);
     }
-    if (args == NULL || PyTuple_CheckExact(args)) {
-        x = Py_NewRef(n > 0 ? argv[0] : Py_None);
-    } else {
-        int nonempty = PyObject_IsTrue(args);
-        if (nonempty < 0) return -1;
-        if (!nonempty) x = Py_NewRef(Py_None);
-        else if ((x = PyObject_GetItem(args, g_zero)) == NULL) return -1;
-    }
+    if (LIKELY(args == NULL || PyTuple_CheckExact(args))) x = Py_NewRef(n > 0 ? argv[0] : Py_None);
+    else if ((x = first_of(args)) == NULL) return -1;
     PyObject *rows = NULL;
     int tensor = (PyObject *)Py_TYPE(x) == self->tensor;
-    if (tensor && (rows = rows_of(x)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
-    if (tensor == 0) {
-        PyObject *a = args != NULL ? Py_NewRef(args) : tuple_of(argv, n);
-        rows = a != NULL ? PyObject_CallOneArg(self->batch_size, a) : NULL;
-        Py_XDECREF(a);
-    }
+    if (LIKELY(tensor) && (rows = rows_of(x)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
+    if (UNLIKELY(tensor == 0)) rows = samples_by_batch_size(self, args, argv, n);
     Py_DECREF(x);
-    if (rows == NULL) return -1;
+    if (UNLIKELY(rows == NULL)) return -1;
     int truth = PyObject_IsTrue(rows);
     int e = truth > 0 ? set_field(st, F_SAMPLES, rows) : truth;
     Py_DECREF(rows);
@@ -115,16 +119,16 @@ static int pre_enter(Forward *self, PyObject *args, PyObject *const *argv, Py_ss
     if (self->depth == 0) {
         long long t = now_ns();
         PyObject *st = sget(self->session, S_STEP);
-        if (st == NULL) return -1;
-        if (start_if_unset(st, t) < 0) goto fail;
+        if (UNLIKELY(st == NULL)) return -1;
+        if (UNLIKELY(start_if_unset(st, t) < 0)) goto fail;
         PyObject *fetched = get_field(st, F_FETCHED);
-        if (fetched == NULL) goto fail;
+        if (UNLIKELY(fetched == NULL)) goto fail;
         int f = PyObject_IsTrue(fetched);
         Py_DECREF(fetched);
-        if (f < 0) goto fail;
+        if (UNLIKELY(f < 0)) goto fail;
         if (!f) {
             PyObject *sampled = PyObject_GetAttr(self->watch, s_sampled);
-            if (sampled == NULL) goto fail;
+            if (UNLIKELY(sampled == NULL)) goto fail;
             int other = sampled != st;
             Py_DECREF(sampled);
             if (other && read_samples(self, st, args, argv, n) < 0 &&
@@ -133,7 +137,7 @@ static int pre_enter(Forward *self, PyObject *args, PyObject *const *argv, Py_ss
                 goto fail;
         }
         Num a0;
-        if (attributed(st, &a0) < 0) goto fail;
+        if (UNLIKELY(attributed(st, &a0) < 0)) goto fail;
         Py_XSETREF(self->st0, st); /* the reference st held */
         num_clear(&self->a0);
         self->a0 = a0;
@@ -153,8 +157,28 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
         PyErr_Format(PyExc_TypeError, "pre() takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (pre_enter(self, args[1], NULL, 0) < 0) return NULL;
+    if (UNLIKELY(pre_enter(self, args[1], NULL, 0) < 0)) return NULL;
     Py_RETURN_NONE;
+}
+
+/* The rest of the validation-step check after an eval-mode forward that ended at t1 (post_body). */
+COLD static int validation_check(Forward *self, long long t1) {
+    PyObject *source = sget(self->session, S_STEP_SOURCE);
+    if (UNLIKELY(source == NULL)) return -1;
+    int opt = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
+    Py_DECREF(source);
+    if (opt <= 0) return opt;
+    PyObject *grad = PyObject_CallNoArgs(self->is_grad_enabled);
+    if (UNLIKELY(grad == NULL)) return -1;
+    int on = PyObject_IsTrue(grad);
+    Py_DECREF(grad);
+    if (on != 0) return on < 0 ? -1 : 0;
+    PyObject *t = PyLong_FromLongLong(t1);
+    PyObject *r = t ? PyObject_CallOneArg(self->mark_validation, t) : NULL;
+    Py_XDECREF(t);
+    if (UNLIKELY(r == NULL)) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* The body of the Python post-hook's try block. */
@@ -163,7 +187,7 @@ static int post_body(Forward *self, PyObject *module) {
     if (self->depth || self->st0 == NULL) return 0;
     long long t1 = now_ns();
     PyObject *st = sget(self->session, S_STEP);
-    if (st == NULL) return -1;
+    if (UNLIKELY(st == NULL)) return -1;
     Num d = {0, NULL};
     int e = own_time(self->st0, &self->a0, st, self->t0, t1, &d);
     if (e == 0) {
@@ -171,28 +195,13 @@ static int post_body(Forward *self, PyObject *module) {
         num_clear(&d);
     }
     Py_DECREF(st);
-    if (e < 0) return -1;
+    if (UNLIKELY(e < 0)) return -1;
     Py_CLEAR(self->st0);
     num_clear(&self->a0);
     /* not module.training and session.step_source == "optimizer" and not is_grad_enabled() */
     int training = attr_true(module, s_training);
-    if (training != 0) return training < 0 ? -1 : 0;
-    PyObject *source = sget(self->session, S_STEP_SOURCE);
-    if (source == NULL) return -1;
-    int opt = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
-    Py_DECREF(source);
-    if (opt <= 0) return opt;
-    PyObject *grad = PyObject_CallNoArgs(self->is_grad_enabled);
-    if (grad == NULL) return -1;
-    int on = PyObject_IsTrue(grad);
-    Py_DECREF(grad);
-    if (on != 0) return on < 0 ? -1 : 0;
-    PyObject *t = PyLong_FromLongLong(t1);
-    PyObject *r = t ? PyObject_CallOneArg(self->mark_validation, t) : NULL;
-    Py_XDECREF(t);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
-    return 0;
+    if (LIKELY(training != 0)) return training < 0 ? -1 : 0;
+    return validation_check(self, t1);
 }
 
 static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -255,10 +264,10 @@ static PyObject *TimedCall_call(TimedCall *self, PyObject *const *args, size_t n
     Forward *h = self->hooks;
     if (pre_enter(h, NULL, args, PyVectorcall_NARGS(nargsf)) < 0) return NULL;
     PyObject *out = PyObject_Vectorcall(self->impl, args, nargsf, kwnames);
-    if (out == NULL) {
+    if (UNLIKELY(out == NULL)) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if (post_body(h, self->model) < 0) PyErr_Clear(); /* the call's own error is the one to raise */
+        if (UNLIKELY(post_body(h, self->model) < 0)) PyErr_Clear(); /* the call's own error is the one to raise */
         PyErr_Restore(et, ev, tb);
         return NULL;
     }
@@ -291,7 +300,7 @@ static void TimedCall_dealloc(TimedCall *self) {
 
 static PyObject *timed_call_new(Forward *hooks, PyObject *model, PyObject *impl) {
     TimedCall *self = PyObject_GC_New(TimedCall, &TimedCallType);
-    if (self == NULL) return NULL;
+    if (UNLIKELY(self == NULL)) return NULL;
     self->hooks = (Forward *)Py_NewRef(hooks);
     self->model = Py_NewRef(model);
     self->impl = Py_NewRef(impl);
@@ -358,10 +367,19 @@ static void Backward_dealloc(Backward *self) {
 }
 
 /* The finally block of the Python wrapper, inside its try. */
+COLD static int activate_unless_disabled(PyObject *session) { /* an inactive session: activate() unless disabled */
+    int disabled = strue(session, S_DISABLED);
+    if (disabled != 0) return disabled < 0 ? -1 : 0;
+    PyObject *r = PyObject_CallMethodNoArgs(session, s_activate);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
     long long t1 = now_ns();
     PyObject *st = sget(self->session, S_STEP);
-    if (st == NULL) return -1;
+    if (UNLIKELY(st == NULL)) return -1;
     Num d = {0, NULL};
     int e = own_time(st0, a0, st, t0, t1, &d);
     if (e == 0) {
@@ -370,22 +388,17 @@ static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
     }
     if (e == 0) e = start_if_unset(st, t0);
     Py_DECREF(st);
-    if (e < 0) return -1;
+    if (UNLIKELY(e < 0)) return -1;
     int active = strue(self->session, S_ACTIVE);
-    if (active != 0) return active < 0 ? -1 : 0;
-    int disabled = strue(self->session, S_DISABLED);
-    if (disabled != 0) return disabled < 0 ? -1 : 0;
-    PyObject *r = PyObject_CallMethodNoArgs(self->session, s_activate);
-    if (r == NULL) return -1;
-    Py_DECREF(r);
-    return 0;
+    if (LIKELY(active != 0)) return active < 0 ? -1 : 0;
+    return activate_unless_disabled(self->session);
 }
 
 static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     PyObject *st0 = sget(self->session, S_STEP);
-    if (st0 == NULL) return NULL;
+    if (UNLIKELY(st0 == NULL)) return NULL;
     Num a0;
-    if (attributed(st0, &a0) < 0) {
+    if (UNLIKELY(attributed(st0, &a0) < 0)) {
         Py_DECREF(st0);
         return NULL;
     }
@@ -414,7 +427,7 @@ static PyObject *Backward_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     PyObject *session, *orig;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:Backward", kwlist, &session, &orig)) return NULL;
     Backward *self = (Backward *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
+    if (UNLIKELY(self == NULL)) return NULL;
     self->session = Py_NewRef(session);
     self->orig = Py_NewRef(orig);
     self->vectorcall = (vectorcallfunc)Backward_call;
