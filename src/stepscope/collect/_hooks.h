@@ -292,7 +292,10 @@ static inline int attributed(PyObject *st, Num *out) {
     if (LIKELY(F != NULL)) {
         long long acc = F[F_DATA_WAIT].v;
         int c = F[F_DATA_WAIT].o == NULL;
-        for (int i = 1; i < 5; i++) c &= F[F_DATA_WAIT + i].o == NULL && !__builtin_add_overflow(acc, F[F_DATA_WAIT + i].v, &acc);
+        for (int i = 1; i < 5; i++) {
+            Num *x = &F[F_DATA_WAIT + i];
+            c &= x->o == NULL && !__builtin_add_overflow(acc, x->v, &acc);
+        }
         if (LIKELY(c)) {
             *out = (Num){acc, NULL};
             return 0;
