@@ -178,10 +178,10 @@ static int add_ns(PyObject *st, int f, long long d) {
     return add_num(st, f, &x);
 }
 
-/* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
- * one; batch_size() otherwise): a new reference (a float, or None) */
 COLD static PyObject *call_one(PyObject *f, PyObject *x) { return PyObject_CallOneArg(f, x); } /* a rare call */
 
+/* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
+ * one; batch_size() otherwise): a new reference (a float, or None) */
 static PyObject *samples_of(Loader *self, PyObject *batch) {
     PyObject *t = batch;
     if ((PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0)) t = PyList_GET_ITEM(batch, 0);
@@ -212,6 +212,7 @@ COLD static int activate(PyObject *s) { /* session.activate() (a session not yet
     return on;
 }
 
+/* first_of_pass(it, p.key, st, n): the pass's first batch */
 COLD static int first_of_pass(Loader *self, PyObject *it, Pass *p, PyObject *st, PyObject *n) {
     PyObject *a[4] = {it, p->key != NULL ? p->key : Py_None, st, n};
     PyObject *r = PyObject_Vectorcall(self->first_of_pass, a, 4, NULL);
