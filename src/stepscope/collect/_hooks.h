@@ -172,7 +172,6 @@ static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
     return field_num_attr(st, f, out);
 }
 
-/* "if st.start is None: st.start = t" (every hook's first clock read of a step): 0, or -1 with an exception */
 COLD static int start_if_unset_attr(PyObject *st, long long t) { /* a step state of another type */
     PyObject *v = PyObject_GetAttr(st, s_field[F_START]);
     if (v == NULL) return -1;
@@ -185,6 +184,7 @@ COLD static int start_if_unset_attr(PyObject *st, long long t) { /* a step state
     return e;
 }
 
+/* "if st.start is None: st.start = t" (every hook's first clock read of a step): 0, or -1 with an exception */
 static inline int start_if_unset(PyObject *st, long long t) {
     Num *F = state_fields(st);
     if (UNLIKELY(F == NULL)) return start_if_unset_attr(st, t);
@@ -392,12 +392,6 @@ COLD static int warn_caught(PyObject *session, PyObject *key, const char *prefix
     return 0;
 }
 
-/* float(t.shape[0]) for a torch.Tensor t that has a dimension (the hooks' samples): a new reference; NULL without
- * an exception for a 0-d tensor (or a shape that is not a tuple), NULL with one on error. The first dimension is
- * read by torch's C length of a tensor (TensorBase's mp_length, what len() of a TensorBase gives: shape[0], 0 for a
- * 0-d tensor, or a torch function's __len__ where one applies), which makes no object; the shape getter makes a
- * torch.Size, 1.2 us of a cold step (issue 20). 0 (a 0-d tensor or an empty first dimension) and an error are
- * left to the shape, which tells them apart as the Python hooks do. */
 COLD static PyObject *rows_of_shape(PyObject *t) { /* rows_of by the shape */
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return NULL;
@@ -408,6 +402,12 @@ COLD static PyObject *rows_of_shape(PyObject *t) { /* rows_of by the shape */
     return r;
 }
 
+/* float(t.shape[0]) for a torch.Tensor t that has a dimension (the hooks' samples): a new reference; NULL without
+ * an exception for a 0-d tensor (or a shape that is not a tuple), NULL with one on error. The first dimension is
+ * read by torch's C length of a tensor (TensorBase's mp_length, what len() of a TensorBase gives: shape[0], 0 for a
+ * 0-d tensor, or a torch function's __len__ where one applies), which makes no object; the shape getter makes a
+ * torch.Size, 1.2 us of a cold step (issue 20). 0 (a 0-d tensor or an empty first dimension) and an error are
+ * left to the shape, which tells them apart as the Python hooks do. */
 static inline PyObject *rows_of(PyObject *t) {
     PyTypeObject *base = Py_TYPE(t)->tp_base;
     lenfunc len = base != NULL && base->tp_as_mapping != NULL ? base->tp_as_mapping->mp_length : NULL;

@@ -117,9 +117,9 @@ static void Loader_dealloc(Loader *self) {
 static PyObject *attr_or_none(PyObject *o, PyObject *name) {
     PyObject *v;
 #if PY_VERSION_HEX >= 0x030D0000
-    if (UNLIKELY(PyObject_GetOptionalAttr(o, name, &v) < 0)) return NULL;
+    if (PyObject_GetOptionalAttr(o, name, &v) < 0) return NULL;
 #else
-    if (UNLIKELY(_PyObject_LookupAttr(o, name, &v) < 0)) return NULL;
+    if (_PyObject_LookupAttr(o, name, &v) < 0) return NULL;
 #endif
     return v != NULL ? v : Py_NewRef(Py_None);
 }
@@ -128,9 +128,9 @@ static PyObject *attr_or_none(PyObject *o, PyObject *name) {
  * this is that iterator still alive, else read and kept (an iterator without weak references: read each time) */
 COLD static PyObject *pass_read(Loader *self, PyObject *it) { /* pass_of of an iterator met for the first time */
     PyObject *ps = attr_or_none(it, s_pass_attr);
-    if (UNLIKELY(ps == NULL)) return NULL;
+    if (ps == NULL) return NULL;
     PyObject *ref = PyWeakref_NewRef(it, NULL);
-    if (UNLIKELY(ref == NULL)) {
+    if (ref == NULL) {
         PyErr_Clear(); /* no weak references to this iterator: nothing kept */
         Py_CLEAR(self->last_it);
         Py_CLEAR(self->last_pass);
@@ -178,7 +178,9 @@ static int add_ns(PyObject *st, int f, long long d) {
     return add_num(st, f, &x);
 }
 
-COLD static PyObject *call_one(PyObject *f, PyObject *x) { return PyObject_CallOneArg(f, x); } /* a rare call */
+COLD static PyObject *samples_by_batch_size(Loader *self, PyObject *batch) { /* batch_size(batch) */
+    return PyObject_CallOneArg(self->batch_size, batch);
+}
 
 /* The batch's samples (batch_size's common case written out: a tensor, or a list / tuple that starts with
  * one; batch_size() otherwise): a new reference (a float, or None) */
@@ -190,7 +192,7 @@ static PyObject *samples_of(Loader *self, PyObject *batch) {
     PyObject *n = NULL;
     int tensor = (PyObject *)Py_TYPE(t) == self->tensor;
     if (tensor && (n = rows_of(t)) == NULL) tensor = PyErr_Occurred() ? -1 : 0;
-    if (tensor == 0) n = call_one(self->batch_size, batch);
+    if (tensor == 0) n = samples_by_batch_size(self, batch);
     Py_DECREF(t);
     return n;
 }
@@ -339,7 +341,7 @@ static PyObject *Loader_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
                                      &o[4], &o[5], &o[6], &o[7]))
         return NULL;
     Loader *self = (Loader *)type->tp_alloc(type, 0);
-    if (UNLIKELY(self == NULL)) return NULL;
+    if (self == NULL) return NULL;
     self->session = Py_NewRef(o[0]);
     self->orig = Py_NewRef(o[1]);
     self->tensor = Py_NewRef(o[2]);

@@ -261,7 +261,7 @@ done:
 
 static PyObject *Timer_wrap(Timer *self, PyObject *orig) {
     Step *step = (Step *)StepType.tp_alloc(&StepType, 0);
-    if (UNLIKELY(step == NULL)) return NULL;
+    if (step == NULL) return NULL;
     step->timer = (Timer *)Py_NewRef(self);
     step->orig = Py_NewRef(orig);
     step->vectorcall = (vectorcallfunc)Step_call;

@@ -66,7 +66,7 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
 /* args[:n] as a new tuple (what the Python pre-hook is given as args) */
 static PyObject *tuple_of(PyObject *const *args, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
-    if (UNLIKELY(t == NULL)) return NULL;
+    if (t == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
     return t;
 }
@@ -164,19 +164,19 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
 /* The rest of the validation-step check after an eval-mode forward that ended at t1 (post_body). */
 COLD static int validation_check(Forward *self, long long t1) {
     PyObject *source = sget(self->session, S_STEP_SOURCE);
-    if (UNLIKELY(source == NULL)) return -1;
+    if (source == NULL) return -1;
     int opt = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
     Py_DECREF(source);
     if (opt <= 0) return opt;
     PyObject *grad = PyObject_CallNoArgs(self->is_grad_enabled);
-    if (UNLIKELY(grad == NULL)) return -1;
+    if (grad == NULL) return -1;
     int on = PyObject_IsTrue(grad);
     Py_DECREF(grad);
     if (on != 0) return on < 0 ? -1 : 0;
     PyObject *t = PyLong_FromLongLong(t1);
     PyObject *r = t ? PyObject_CallOneArg(self->mark_validation, t) : NULL;
     Py_XDECREF(t);
-    if (UNLIKELY(r == NULL)) return -1;
+    if (r == NULL) return -1;
     Py_DECREF(r);
     return 0;
 }
@@ -300,7 +300,7 @@ static void TimedCall_dealloc(TimedCall *self) {
 
 static PyObject *timed_call_new(Forward *hooks, PyObject *model, PyObject *impl) {
     TimedCall *self = PyObject_GC_New(TimedCall, &TimedCallType);
-    if (UNLIKELY(self == NULL)) return NULL;
+    if (self == NULL) return NULL;
     self->hooks = (Forward *)Py_NewRef(hooks);
     self->model = Py_NewRef(model);
     self->impl = Py_NewRef(impl);
@@ -366,7 +366,6 @@ static void Backward_dealloc(Backward *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The finally block of the Python wrapper, inside its try. */
 COLD static int activate_unless_disabled(PyObject *session) { /* an inactive session: activate() unless disabled */
     int disabled = strue(session, S_DISABLED);
     if (disabled != 0) return disabled < 0 ? -1 : 0;
@@ -376,6 +375,7 @@ COLD static int activate_unless_disabled(PyObject *session) { /* an inactive ses
     return 0;
 }
 
+/* The finally block of the Python wrapper, inside its try. */
 static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
     long long t1 = now_ns();
     PyObject *st = sget(self->session, S_STEP);
@@ -427,7 +427,7 @@ static PyObject *Backward_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     PyObject *session, *orig;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:Backward", kwlist, &session, &orig)) return NULL;
     Backward *self = (Backward *)type->tp_alloc(type, 0);
-    if (UNLIKELY(self == NULL)) return NULL;
+    if (self == NULL) return NULL;
     self->session = Py_NewRef(session);
     self->orig = Py_NewRef(orig);
     self->vectorcall = (vectorcallfunc)Backward_call;

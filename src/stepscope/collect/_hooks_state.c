@@ -50,7 +50,7 @@ void state_fill(State *st, PyObject *start, PyObject *epoch) {
 
 static PyObject *new_step_state(PyObject *start, PyObject *epoch) { /* StepState(start, epoch) */
     State *st = (State *)StateType.tp_alloc(&StateType, 0);
-    if (UNLIKELY(st == NULL)) return NULL;
+    if (st == NULL) return NULL;
     state_fill(st, start, epoch);
     return (PyObject *)st;
 }
@@ -75,7 +75,7 @@ static PyObject *State_get(State *self, void *closure) { return num_obj(&self->f
 
 static int State_set(State *self, PyObject *v, void *closure) {
     int f = (int)(Py_ssize_t)closure;
-    if (UNLIKELY(v == NULL)) {
+    if (v == NULL) {
         PyErr_Format(PyExc_AttributeError, "StepState.%s cannot be deleted", field_names[f]);
         return -1;
     }
@@ -171,20 +171,20 @@ PyObject *columns_py(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t n
     }
     PyObject *rows = args[0];
     Py_ssize_t width = PyLong_AsSsize_t(args[1]), n = PyList_GET_SIZE(rows);
-    if (UNLIKELY(width < 0)) {
+    if (width < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "columns: width must be >= 0");
         return NULL;
     }
     PyObject *out = PyList_New(width);
-    if (UNLIKELY(out == NULL)) return NULL;
+    if (out == NULL) return NULL;
     for (Py_ssize_t c = 0; c < width; c++) {
         PyObject *col = PyTuple_New(n);
-        if (UNLIKELY(col == NULL)) goto fail;
+        if (col == NULL) goto fail;
         PyList_SET_ITEM(out, c, col);
     }
     for (Py_ssize_t r = 0; r < n; r++) {
         PyObject *seq = PySequence_Fast(PyList_GET_ITEM(rows, r), "columns: a row is not a sequence");
-        if (UNLIKELY(seq == NULL)) goto fail;
+        if (seq == NULL) goto fail;
         if (PySequence_Fast_GET_SIZE(seq) != width) {
             PyErr_Format(PyExc_ValueError, "columns: row %zd has %zd fields, not %zd", r,
                          PySequence_Fast_GET_SIZE(seq), width);

@@ -40,7 +40,7 @@ static void StepLog_dealloc(StepLog *self) {
 StepRowData *steplog_grow(StepLog *log) {
     Py_ssize_t cap = log->cap ? log->cap * 2 : 64;
     StepRowData *rows = PyMem_Realloc(log->rows, (size_t)cap * sizeof(StepRowData));
-    if (UNLIKELY(rows == NULL)) {
+    if (rows == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
@@ -56,7 +56,7 @@ static PyObject *StepLog_call(StepLog *self, PyObject *const *args, size_t nargs
         return NULL;
     }
     PyObject *seq = PySequence_Fast(args[0], "StepLog: a row is not a sequence");
-    if (UNLIKELY(seq == NULL)) return NULL;
+    if (seq == NULL) return NULL;
     if (PySequence_Fast_GET_SIZE(seq) != STEP_WIDTH) {
         PyErr_Format(PyExc_ValueError, "StepLog: a row has %zd fields, not 12", PySequence_Fast_GET_SIZE(seq));
         Py_DECREF(seq);
@@ -66,7 +66,7 @@ static PyObject *StepLog_call(StepLog *self, PyObject *const *args, size_t nargs
     for (int c = 0; c < STEP_WIDTH; c++) num_from(PySequence_Fast_ITEMS(seq)[c], &got[c]);
     Py_DECREF(seq);
     StepRowData *slot = steplog_next(self);
-    if (UNLIKELY(slot == NULL)) {
+    if (slot == NULL) {
         for (int c = 0; c < STEP_WIDTH; c++) num_clear(&got[c]);
         return NULL;
     }
@@ -83,7 +83,7 @@ static void steplog_restore(StepLog *self, StepRowData *rows, Py_ssize_t n) {
         return;
     }
     StepRowData *all = PyMem_Malloc((size_t)(n + self->n) * sizeof(StepRowData));
-    if (UNLIKELY(all == NULL)) {
+    if (all == NULL) {
         rows_free(rows, n);
         return;
     }
@@ -102,14 +102,14 @@ static PyObject *StepLog_take(StepLog *self, PyObject *Py_UNUSED(ignored)) {
     self->rows = NULL; /* detached before any object is made: see the top of this file */
     self->n = self->cap = 0;
     PyObject *out = PyList_New(STEP_WIDTH);
-    if (UNLIKELY(out == NULL)) goto fail;
+    if (out == NULL) goto fail;
     for (int c = 0; c < STEP_WIDTH; c++) {
         PyObject *col = PyTuple_New(n);
-        if (UNLIKELY(col == NULL)) goto fail;
+        if (col == NULL) goto fail;
         PyList_SET_ITEM(out, c, col);
         for (Py_ssize_t r = 0; r < n; r++) {
             PyObject *v = num_obj(&rows[r].c[c]);
-            if (UNLIKELY(v == NULL)) goto fail;
+            if (v == NULL) goto fail;
             PyTuple_SET_ITEM(col, r, v);
         }
     }
@@ -131,7 +131,7 @@ static PyObject *StepLog_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     StepLog *self = (StepLog *)type->tp_alloc(type, 0);
-    if (UNLIKELY(self == NULL)) return NULL;
+    if (self == NULL) return NULL;
     self->vectorcall = (vectorcallfunc)StepLog_call;
     return (PyObject *)self;
 }
