@@ -18,9 +18,11 @@ T0 = 1_700_000_000_000_000_000
 def rank_data(rank: int, world: int, step_ms: list[float], *, comm_ms: list[float] | None = None,
               wait_ms: list[float] | None = None, samples: float = 8.0, epoch_len: int | None = None,
               complete: bool = True, role: str | None = None, comm_rows: dict[str, list[Any]] | None = None,
-              metrics: list[tuple[float, float]] | None = None, start_ns: int = T0) -> RankData:
+              metrics: list[tuple[float, float]] | None = None, start_ns: int = T0,
+              cpu_wait_pct: float | None = None) -> RankData:
     """One rank: consecutive steps of the given durations (ms) from ``start_ns``; comm / data wait per step.
-    metrics: (seconds after start, loss value) pairs logged as ``loss``."""
+    metrics: (seconds after start, loss value) pairs logged as ``loss``. cpu_wait_pct: system samples at the
+    start and end of the steps whose interval's main thread waited that share for a CPU."""
     dur = np.asarray(step_ms) * MS
     ends = start_ns + np.cumsum(dur).astype(np.int64)
     starts = np.concatenate([[start_ns], ends[:-1]]).astype(np.int64)
@@ -40,8 +42,12 @@ def rank_data(rank: int, world: int, step_ms: list[float], *, comm_ms: list[floa
                                         "value": [v for _, v in metrics]}])
     stream = RankStream(rank=rank, local_rank=rank, world_size=world, role=role, pid=1000 + rank, host="h",
                         start_ns=start_ns, end_ns=int(ends[-1]) if complete else None)
-    return RankData(stream=stream, steps=steps, regions=RegionTable.empty(), samples=SampleTable(np.empty(0, "int64")),
-                    metrics=mt, comm=comm)
+    samples = SampleTable(np.empty(0, "int64"))
+    if cpu_wait_pct is not None:
+        samples = SampleTable(np.asarray([start_ns, ends[-1]], dtype="int64"),
+                              {"run_queue_wait_pct": np.asarray([np.nan, cpu_wait_pct]),
+                               "main_thread_slices": np.asarray([np.nan, 100.0])})
+    return RankData(stream=stream, steps=steps, regions=RegionTable.empty(), samples=samples, metrics=mt, comm=comm)
 
 
 def run_data(ranks: list[RankData], *, run_id: str = "r1", command: tuple[str, ...] = ("python", "train.py"),
@@ -77,6 +83,9 @@ def write_run(store_root: Path, data: RunData) -> str:
             m = r.metrics
             recs.append({"kind": "metrics", "cols": {"name": m.column_strings(), "step": m["step"].tolist(),
                                                      "t_ns": m["t_ns"].tolist(), "value": m["value"].tolist()}})
+        if len(r.samples.t_ns):
+            recs.append({"kind": "samples", "cols": {"t_ns": r.samples.t_ns.tolist(), **{
+                k: [None if v != v else v for v in c.tolist()] for k, c in r.samples.columns.items()}}})
         if r.stream.complete:
             recs.append({"kind": "end", "end_ns": r.stream.end_ns, "reason": "exit", "steps": len(r.steps)})
         w.append(recs)

@@ -39,3 +39,21 @@ def test_show_ranks_terminal_and_json(tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["pop"]["load_balance"] == pytest.approx((98 + 30 + 30) / 3 / 98)
     assert {r["role"] for r in doc["roles"]["roles"]} == {"learner", "actor"}
     assert doc["trace_split"]["ops"][0]["instances"] == 10
+
+
+def test_show_ranks_says_inconclusive_when_the_host_explains_the_excess(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # rank 1 is 6% of the step slower, and each rank waited for a CPU 5% of the window (1.5 x 5% > 6%)
+    store = tmp_path / "store"
+    comm = (10.0, 4.0, 10.0)
+    run_id = write_run(store, run_data([rank_data(r, 3, [100.0] * 12, comm_ms=[comm[r]] * 12, cpu_wait_pct=5.0)
+                                        for r in range(3)]))
+    assert main(["show", "--store", str(store), run_id, "--ranks", "--width", "220"]) == 0
+    out = capsys.readouterr().out
+    assert "inconclusive: rank 1 is slower by 6.00 ms per step (6.0% of the step" in out
+    assert "waited for a CPU 5.0% of the window" in out and "straggler:" not in out and "balanced" not in out
+    assert main(["show", "--store", str(store), run_id, "--ranks", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stragglers"] == [] and [u["rank"] for u in doc["unresolved"]] == [1]
+    assert doc["balanced"] is None and doc["cpu_wait_share"] == pytest.approx(0.05)
+    assert [r["cpu_wait_share"] for r in doc["ranks"]] == pytest.approx([0.05] * 3)

@@ -1,5 +1,5 @@
 """Real torchrun jobs (gloo, CPU) of 1, 2 and 4 ranks whose step times are set by sleeps: the balanced
-job is reported balanced, rank 3 of the 4-rank job sleeps 30 ms more per step and is named the straggler
+job is never given a straggler, rank 3 of the 4-rank job sleeps 30 ms more per step and is named the straggler
 with a load balance that matches the injected delay, and the three runs make a weak-scaling table.
 (One test, so that the three launches are shared and never repeated on another xdist worker.)"""
 
@@ -39,7 +39,10 @@ def test_balance_straggler_and_weak_scaling(tmp_path: Path, capsys: pytest.Captu
     _observed(store, 4, "--straggler", "3", "--delay-ms", str(DELAY_MS))
 
     balanced = analyze_ranks(load(store, "ddp-2"))
-    assert balanced.stragglers == () and balanced.balanced is True, balanced.ranks
+    assert balanced.stragglers == (), balanced.ranks
+    # balanced, or left unresolved when the host's CPU contention explains the difference (the suite's other
+    # worker shares the 2 cores: tests/analyze/ranks/test_straggler_contention.py)
+    assert balanced.balanced is True or (balanced.unresolved and balanced.balanced is None), balanced
     assert balanced.pop is not None and balanced.pop.load_balance > 0.9
 
     slow = analyze_ranks(load(store, "ddp-4"))

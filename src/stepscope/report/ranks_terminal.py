@@ -89,14 +89,19 @@ def pop_block(a: RankAnalysis) -> RenderableType:
 
 def verdict(a: RankAnalysis) -> RenderableType:
     lines = Text()
-    if a.stragglers:
-        for s in a.stragglers:
-            lines.append(f"straggler: rank {s.rank} is slower by {f.duration_ns(s.excess_ns)} per step "
-                         f"({f.share(s.excess_share)} of the step; p={s.p_value:.1g}); the other ranks wait for it "
-                         "in their collectives\n", style="red")
-    elif a.balanced:
+    for s in a.stragglers:
+        lines.append(f"straggler: rank {s.rank} is slower by {f.duration_ns(s.excess_ns)} per step "
+                     f"({f.share(s.excess_share)} of the step; p={s.p_value:.1g}); the other ranks wait for it "
+                     "in their collectives\n", style="red")
+    for s in a.unresolved:
+        lines.append(f"inconclusive: rank {s.rank} is slower by {f.duration_ns(s.excess_ns)} per step "
+                     f"({f.share(s.excess_share)} of the step; p={s.p_value:.1g}), but a rank's main thread waited "
+                     f"for a CPU {f.share(a.cpu_wait_share)} of the window: on an oversubscribed host twin ranks "
+                     "differ by that much. To decide, rerun with no more busy processes than cores on the host\n",
+                     style="yellow")
+    if a.balanced and not a.stragglers:
         lines.append("balanced: no rank is slower than the others beyond noise\n", style="green")
-    elif a.balanced is False and a.pop is not None:
+    elif a.balanced is False and not a.stragglers and a.pop is not None:
         lines.append(f"imbalanced: load balance {a.pop.load_balance:.2f}, but no single rank stands out beyond "
                      "noise\n", style="yellow")
     for w in a.warnings:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.model.tables import Phase, RunData
+from stepscope.model.tables import Phase, RankData, RunData
 
 WAIT_COLUMN = "run_queue_wait_pct"
 SLICES_COLUMN = "main_thread_slices"
@@ -88,21 +88,27 @@ def _stat(col: Any, keep: Any, stat: Any) -> float | None:
 
 
 def run_contention(data: RunData, *, warmup: int = 0) -> Contention:
-    """The contention of a stored run over its measured training steps (warm-up excluded)."""
+    """The contention of a stored run over its measured training steps (warm-up excluded), from rank 0."""
     if not data.ranks:
         return Contention(None, None, None, 0)
-    rank = data.ranks[0]
-    cols, t = rank.samples.columns, np.asarray(rank.samples.t_ns, dtype="int64")
-    keep = np.ones(t.size, dtype=bool)
-    steps = rank.steps
+    steps = data.ranks[0].steps
     train = steps["phase"] == int(Phase.TRAIN)
     start, end = steps["start_ns"][train][warmup:], steps["end_ns"][train][warmup:]
-    if start.size and t.size:
-        # a sample closes the interval before it: keep those ending after the first measured step began, up to
-        # the first one at or after the last step's end
-        after_end = np.flatnonzero(t >= int(end.max()))
+    span = (int(start.min()), int(end.max())) if start.size else None
+    return rank_contention(data.ranks[0], span)
+
+
+def rank_contention(rank: RankData, span: tuple[int, int] | None) -> Contention:
+    """The contention one rank's main thread met over ``span`` (start, end ns: the sampling intervals that
+    overlap it), or over the whole recording when None or when no interval overlaps it."""
+    cols, t = rank.samples.columns, np.asarray(rank.samples.t_ns, dtype="int64")
+    keep = np.ones(t.size, dtype=bool)
+    if span is not None and t.size:
+        # a sample closes the interval before it: keep those ending after the span began, up to the first one
+        # at or after its end
+        after_end = np.flatnonzero(t >= span[1])
         last = after_end[0] if after_end.size else t.size - 1
-        window = (t > int(start.min())) & (np.arange(t.size) <= last)
+        window = (t > span[0]) & (np.arange(t.size) <= last)
         if window.any():
             keep = window
     load = _stat(cols.get(LOAD_COLUMN), keep, np.median)

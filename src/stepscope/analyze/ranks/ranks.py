@@ -17,6 +17,10 @@ Definitions (docs/distributed.md has them with examples):
   more than ``STRAGGLER_MIN_SHARE`` of the median step time, with a Mann-Whitney p-value below
   ``STRAGGLER_ALPHA`` (per-step values of the rank vs the others'): slower beyond noise. Its excess is
   that difference (ns per step).
+* Host contention: such a rank is not called a straggler, but *unresolved*, when its excess share is at most
+  ``CONTENTION_FACTOR`` times the largest share of the window any rank's main thread spent waiting for a CPU
+  (run-queue wait, analyze/diff/contention.py). Identical ranks on an oversubscribed host differ by about that
+  much: the scheduler keeps one of them waiting more, step after step (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.diff.contention import rank_contention
 from stepscope.analyze.ranks.commsplit import CommSplit, split_calls
 from stepscope.analyze.run.steps import warmup_steps
 from stepscope.analyze.stats import mann_whitney_u
@@ -35,6 +40,11 @@ RANKS_SCHEMA = "stepscope.ranks/1"
 STRAGGLER_MIN_SHARE = 0.03
 """A straggler's excess must be at least this share of the median step time."""
 STRAGGLER_ALPHA = 0.01
+CONTENTION_FACTOR = 1.5
+"""Excess shares up to this many times the ranks' largest CPU wait share are left unresolved. Measured
+(docs/distributed.md): in 24 balanced 2-rank runs beside one CPU hog on 2 cores the ranks waited for a CPU
+4-16% of their window, and of the 16 that differed by over 3% of the step the largest difference / wait share
+was 0.93."""
 BALANCED_LOAD_BALANCE = 0.9
 """Load balance at or above this, with no straggler, is reported as balanced."""
 
@@ -62,6 +72,8 @@ class RankTimes:
     transfer_ns: float | None
     sync_ns: float | None
     samples_per_s: float | None
+    cpu_wait_share: float | None = None
+    """Share of the window the rank's main thread was ready to run but waited for a CPU; None unsampled."""
 
     @property
     def comm_share(self) -> float | None:
@@ -106,6 +118,16 @@ class Straggler:
 
 
 @dataclass(frozen=True, slots=True)
+class StragglerVerdict:
+    """Ranks slower beyond noise: ``stragglers``, and ``unresolved`` ones whose excess the host's CPU contention
+    (``cpu_wait_share``, the largest of any rank; None unsampled) can explain (module docstring)."""
+
+    stragglers: tuple[Straggler, ...]
+    unresolved: tuple[Straggler, ...] = ()
+    cpu_wait_share: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RankAnalysis:
     """The per-rank report of one run. ``window``: (first, last) step index analysed, inclusive."""
 
@@ -117,7 +139,8 @@ class RankAnalysis:
     """Why ``pop`` is None (one rank, no communication measured, no common steps)."""
     stragglers: tuple[Straggler, ...]
     balanced: bool | None
-    """No straggler and load balance >= BALANCED_LOAD_BALANCE; None when it cannot be told."""
+    """No straggler and load balance >= BALANCED_LOAD_BALANCE; None when it cannot be told (no POP metrics, or
+    an unresolved rank)."""
     comm_split: CommSplit | None
     trace_split: CommSplit | None = None
     """The same split from communication kernels of the profiler window's traces, where there are any."""
@@ -127,6 +150,10 @@ class RankAnalysis:
     GPU window of any rank (trace clocks are per rank, so windows are compared by length)."""
     incomplete_ranks: tuple[int, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    unresolved: tuple[Straggler, ...] = ()
+    """Ranks slower beyond noise by no more than the host's CPU contention explains: neither straggler nor not."""
+    cpu_wait_share: float | None = None
+    """The largest share of the window any rank's main thread waited for a CPU; None unsampled."""
 
     def to_dict(self) -> dict[str, Any]:
         from stepscope.analyze.run.summary import _clean
@@ -174,7 +201,8 @@ def _per_step(rank: RankData, window: tuple[int, int], comm_measured: bool) -> d
     comm = np.nan_to_num(t["comm_ns"], nan=0.0) if comm_measured else np.zeros(len(t))
     wait = t["data_wait_ns"]
     return {"dur": dur, "comm": comm, "wait": np.nan_to_num(wait, nan=0.0), "wait_measured": np.isfinite(wait),
-            "useful": np.clip(dur - comm, 0, None), "samples": t["samples"]}
+            "useful": np.clip(dur - comm, 0, None), "samples": t["samples"], "start": t["start_ns"],
+            "end": t["end_ns"]}
 
 
 def _comm_measured(data: RunData) -> bool:
@@ -192,6 +220,7 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
         return float(a.mean()) if n else float("nan")
 
     rs = split.rank(s.rank) if split is not None else None
+    cpu_wait = rank_contention(rank, (int(v["start"].min()), int(v["end"].max())) if n else None).wait_share
     wall = float(v["dur"].sum())
     samples = v["samples"]
     sps = float(np.nansum(samples) / (wall / 1e9)) if n and wall > 0 and np.isfinite(samples).any() else None
@@ -203,7 +232,7 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
         data_wait_ns=mean(v["wait"]) if n and v["wait_measured"].any() else None,
         transfer_ns=rs.transfer_ns / n if rs is not None and n and rs.time_ns > 0 else None,
         sync_ns=rs.sync_ns / n if rs is not None and n and rs.time_ns > 0 else None,
-        samples_per_s=sps)
+        samples_per_s=sps, cpu_wait_share=cpu_wait if n else None)
 
 
 def pop_metrics(useful_ns: list[float], step_ns: list[float]) -> PopMetrics | None:
@@ -221,12 +250,16 @@ def pop_metrics(useful_ns: list[float], step_ns: list[float]) -> PopMetrics | No
                       runtime_ns=runtime, mean_useful_ns=float(u.mean()), max_useful_ns=float(u.max()))
 
 
-def find_stragglers(useful: dict[int, np.ndarray], median_step_ns: float) -> tuple[Straggler, ...]:
-    """Ranks whose per-step useful time exceeds the others' beyond noise (module docstring)."""
+def find_stragglers(useful: dict[int, np.ndarray], median_step_ns: float,
+                    cpu_wait: dict[int, float | None] | None = None) -> StragglerVerdict:
+    """Ranks whose per-step useful time exceeds the others' beyond noise, and beyond what the host's CPU
+    contention explains (``cpu_wait``: each rank's share of the window waiting for a CPU; module docstring)."""
     out = []
     ranks = [r for r, v in useful.items() if len(v)]
+    waits = [w for r, w in (cpu_wait or {}).items() if r in ranks and w is not None]
+    q = max(waits) if waits else None
     if len(ranks) < 2 or not median_step_ns > 0:
-        return ()
+        return StragglerVerdict((), (), q)
     medians = {r: float(np.median(useful[r])) for r in ranks}
     for r in ranks:
         others = [o for o in ranks if o != r]
@@ -236,7 +269,11 @@ def find_stragglers(useful: dict[int, np.ndarray], median_step_ns: float) -> tup
         p = mann_whitney_u(useful[r], np.concatenate([useful[o] for o in others]))
         if p < STRAGGLER_ALPHA:
             out.append(Straggler(rank=r, excess_ns=excess, excess_share=excess / median_step_ns, p_value=p))
-    return tuple(sorted(out, key=lambda s: -s.excess_ns))
+    out.sort(key=lambda s: -s.excess_ns)
+    if q is None:
+        return StragglerVerdict(tuple(out), (), None)
+    explained = [s for s in out if s.excess_share <= CONTENTION_FACTOR * q]
+    return StragglerVerdict(tuple(s for s in out if s not in explained), tuple(explained), q)
 
 
 def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int, Any] | None = None) -> RankAnalysis:
@@ -276,12 +313,14 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     else:
         pop = pop_metrics([t.useful_ns for t in present], [t.step_ns for t in present])
     med_step = float(np.median(np.concatenate([per[t.rank]["dur"] for t in present]))) if present else float("nan")
-    stragglers = find_stragglers({t.rank: per[t.rank]["useful"] for t in present}, med_step) if measured else ()
-    balanced = None if pop is None else (not stragglers and pop.load_balance >= BALANCED_LOAD_BALANCE)
+    found = (find_stragglers({t.rank: per[t.rank]["useful"] for t in present}, med_step,
+                             {t.rank: t.cpu_wait_share for t in present}) if measured else StragglerVerdict(()))
+    balanced = (None if pop is None or found.unresolved
+                else not found.stragglers and pop.load_balance >= BALANCED_LOAD_BALANCE)
     return RankAnalysis(world_size=len(ranks), window=window, ranks=times, pop=pop, pop_note=note,
-                        stragglers=stragglers, balanced=balanced, comm_split=split, trace_split=trace_split,
+                        stragglers=found.stragglers, balanced=balanced, comm_split=split, trace_split=trace_split,
                         trace_ranks=trace_ranks, trace_pop=trace_pop, incomplete_ranks=incomplete,
-                        warnings=tuple(warnings))
+                        warnings=tuple(warnings), unresolved=found.unresolved, cpu_wait_share=found.cpu_wait_share)
 
 
 def _trace_split(traces: dict[int, Any] | None) -> CommSplit | None:
