@@ -29,6 +29,12 @@ machine), the load average printed beside them:
    saves; paired by round, sign-test intervals. ``--processes N`` runs it in N fresh processes and prints each arm
    minus bare as the median over processes: one process's figure moves by about ±2 µs with where its code
    and data happen to lie in the caches.
+2c. **Alternated steps** (``--alternate``, alone): the hooks swapped in and out between single steps
+   (benchmarks/_alternate.py), each pair of adjacent steps one hooked and one bare in a random order, the
+   median of hooked minus bare over ``--pairs`` pairs with its sign-test interval; ``--processes N`` runs it in N
+   fresh processes. Blocks compare means a second apart, and on a shared VM the step drifts by more than the
+   hooks cost between them; here the drift cancels pair by pair. ``--aa`` swaps nothing: the A/A check of
+   the method, whose figure must cover 0.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -44,6 +50,7 @@ machine), the load average printed beside them:
     python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
     python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
     python benchmarks/hook_costs.py --attribute bare,all:c --processes 6 --pairs 12 --scripts loader48
+    python benchmarks/hook_costs.py --alternate [--aa] --pairs 2000 --processes 6 --scripts linear,loader48,many
 """
 
 from __future__ import annotations
@@ -430,6 +437,66 @@ def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
           "  difference of block means; the interval is over processes (>= 6 for 95%; fewer: their range).")
 
 
+def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False,
+               seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Table 2c in this process: per script, hooked and bare steps alternated (benchmarks/_alternate.py)."""
+    from benchmarks._alternate import alternate
+    from benchmarks._loop import Parts
+
+    res: dict[str, dict[str, Any]] = {}
+    with recording("hook-alternation") as s:
+        for script in scripts:
+            p = Parts(script)
+            r = alternate(s, p, pairs, aa=aa, seed=seed)
+            res[script] = {"diff": r["diff"], "bare_us": _median([t / 1e3 for t in r["bare"]]),
+                           "sites": r["sites"], "load": os.getloadavg()[0]}
+    return res
+
+
+def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *,
+                         aa: bool = False) -> dict[str, dict[str, Any]]:
+    """Table 2c in ``processes`` fresh processes, one after another: per script, each process's median of the
+    per-pair differences and its sign-test interval, the bare step and the sites swapped."""
+    out: dict[str, dict[str, Any]] = {sc: {"med": [], "lo": [], "hi": [], "mean": [], "bare": []} for sc in scripts}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
+           "--scripts", ",".join(scripts), "--json", *(["--aa"] if aa else [])]
+    for i in range(processes):
+        done = subprocess.run([*cmd, "--seed", str(i)], capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(f"process {i + 1} of --processes failed (exit {done.returncode}): {tail}")
+        for sc, r in json.loads(done.stdout.strip().splitlines()[-1]).items():
+            lo, hi, _ = sign_interval(r["diff"])
+            o = out[sc]
+            o["med"].append(_median(r["diff"]))
+            o["lo"].append(lo)
+            o["hi"].append(hi)
+            o["mean"].append(sum(r["diff"]) / len(r["diff"]))
+            o["bare"].append(r["bare_us"])
+            o["sites"] = r["sites"]
+        print(f"  process {i + 1}/{processes}: " + "; ".join(
+            f"{sc} {o['med'][-1]:+.1f} ({o['lo'][-1]:+.1f} to {o['hi'][-1]:+.1f})" for sc, o in out.items()),
+            flush=True)
+    return out
+
+
+def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False) -> None:
+    title = "A/A, nothing swapped" if aa else "alternated steps"
+    print(f"\n{title:<18}{'bare step':>11}{'median':>9}  {'95% sign-test interval':<24}per process")
+    for sc, o in res.items():
+        v = o["med"]
+        lo, hi, cover = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
+        ci = f"{lo:+.1f} to {hi:+.1f}" + ("" if cover else " (range)")
+        print(f"{sc:<18}{_median(o['bare']):>9.0f}µs{_median(v):>+8.1f}µs  {ci:<24}" + " ".join(f"{x:+.1f}" for x in v))
+        print(f"{'':<18}within each process: " + ", ".join(f"{a:+.1f} to {b:+.1f}" for a, b in zip(o["lo"], o["hi"],
+                                                                                                   strict=True)))
+        print(f"{'':<18}mean of the differences by process: " + " ".join(f"{x:+.1f}" for x in o["mean"]))
+        print(f"{'':<18}swapped: {', '.join(o['sites'])}")
+    print("  µs of training-thread CPU per step: hooked minus bare step in pairs of adjacent steps (each pair's\n"
+          "  order random, seeded by the process's number; the pairs that start a loader pass left out), the\n"
+          "  median over pairs in each process (with its sign-test interval), then over processes.")
+
+
 @contextmanager
 def _hook_impl(impl: str | None) -> Iterator[None]:
     """The hook bodies installed inside: "py" (STEPSCOPE_PURE_HOOKS=1), "c" (unset; the compiled ones must be
@@ -796,6 +863,11 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=0, metavar="N",
                    help="with --attribute: run it in N fresh processes and print the median over them")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child of --processes
+    p.add_argument("--alternate", action="store_true",
+                   help="table 2c only: hooked and bare steps alternated one by one (--pairs pairs; benchmarks/"
+                        "_alternate.py); with --processes N, in N fresh processes")
+    p.add_argument("--aa", action="store_true", help="with --alternate: the A/A check (nothing swapped)")
+    p.add_argument("--seed", type=int, default=0, help="with --alternate: the seed of the pairs' order")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
@@ -806,6 +878,13 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
     scripts = tuple(args.scripts.split(","))
     arms = tuple(args.attribute.split(",")) if args.attribute else ()
+    if args.alternate:
+        if args.json:
+            print(json.dumps(alternated(scripts, args.pairs, aa=args.aa, seed=args.seed)))
+            return
+        print_alternated(alternated_processes(scripts, args.pairs, max(args.processes, 1), aa=args.aa), aa=args.aa)
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        return
     if args.processes and (not arms or "bare" not in arms or args.processes < 0):
         raise SystemExit("--processes N (N >= 1) runs --attribute with bare among its arms: e.g. "
                          "--attribute bare,all:c --processes 6")

@@ -1,0 +1,103 @@
+"""benchmarks/_alternate.py: the sites the per-step hooks patch are found by comparing the patched objects, only
+those a step calls are swapped, each swap puts back exactly the bare or the hooked object, and a run of real
+steps alternates the arms in balanced order with the loader's passes starting on hooked steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from benchmarks._alternate import _MISSING, Sites, _patched_objects, _snapshot, alternate, find_sites
+from benchmarks._loop import Parts
+from benchmarks.hook_costs import install_step_hooks, recording
+
+from stepscope.collect import hooks
+
+
+class Patched:
+    kept = 1
+    changed = 2
+    removed = 3
+
+
+def test_find_sites_compares_by_identity() -> None:
+    before = _snapshot([Patched])
+    old = Patched.changed
+    Patched.changed = 2000  # type: ignore[assignment]  # another object, equal or not
+    del Patched.removed
+    Patched.added = 4  # type: ignore[attr-defined]
+    try:
+        sites = find_sites([Patched], before, _snapshot([Patched]))
+        got = {n: (b, h) for _, n, b, h in sites.attrs}
+        assert got == {"added": (_MISSING, 4), "changed": (old, 2000), "removed": (3, _MISSING)}
+        sites.apply(False)
+        assert (Patched.changed, Patched.removed, hasattr(Patched, "added")) == (2, 3, False)
+        sites.apply(True)
+        assert (Patched.changed, hasattr(Patched, "removed"), Patched.added) == (2000, False, 4)  # type: ignore
+    finally:
+        Patched.changed, Patched.removed = 2, 3  # type: ignore[assignment]
+        if "added" in vars(Patched):
+            del Patched.added  # type: ignore[attr-defined]
+
+
+def _sites_of(session: Any, p: Parts) -> Sites:
+    hooks.remove_all()
+    objs = _patched_objects(p)
+    bare = _snapshot(objs)
+    install_step_hooks(session, p)
+    for _ in range(3):
+        p.step()
+    return find_sites(objs, bare, _snapshot(objs))
+
+
+def test_only_what_a_step_calls_is_swapped_and_each_swap_is_exact() -> None:
+    orig_backward = torch.autograd.backward
+    with recording("alternate-sites") as s:
+        p = Parts("loader48")
+        every = _sites_of(s, p)
+        names = {n for _, n, _, _ in every.attrs}
+        # once-a-pass and once-a-model patches are found too, but stay hooked in both arms
+        assert {"__next__", "backward", "_compiled_call_impl", "__iter__", "_patch_step_function"} <= names
+        step = every.per_step()
+        assert sorted(n for _, n, _, _ in step.attrs) == ["__next__", "_compiled_call_impl", "backward"]
+        assert len(step.cells) == 1  # the optimizer's step wrapper
+        hooked_backward = torch.autograd.backward
+        assert hooked_backward is not orig_backward
+        step.apply(False)
+        assert torch.autograd.backward is orig_backward
+        assert vars(p.model)["_compiled_call_impl"] is None  # an empty slot is None, not deleted
+        assert step.cells[0][0].cell_contents is step.cells[0][1]
+        step.apply(True)
+        assert torch.autograd.backward is hooked_backward
+        assert vars(p.model)["_compiled_call_impl"] is step.attrs[[n for _, n, _, _ in step.attrs].index(
+            "_compiled_call_impl")][3]
+        hooks.remove_all()
+    assert torch.autograd.backward is orig_backward
+
+
+@pytest.mark.parametrize("aa", [False, True])
+def test_real_steps_alternate_in_a_seeded_random_order(aa: bool) -> None:
+    with recording("alternate-run") as s:
+        p = Parts("loader48")
+        before = s.step_index
+        r = alternate(s, p, 68, warm=2, aa=aa)  # 136 steps: the loader's 64-batch passes start at 0, 64, 128
+        # the optimizer's hook marks a step: on the warm steps and the hooked ones (all of them in the A/A check)
+        assert s.step_index - before == 2 + (136 if aa else 68)
+        assert len(r["hooked"]) == len(r["bare"]) == 68 and len(r["diff"]) == 68 - 3  # pairs 0, 32, 64 start passes
+        assert r["diff"][4] == pytest.approx((r["hooked"][5] - r["bare"][5]) / 1e3)  # pair 0 left out
+        assert r["sites"] == ([] if aa else ["torch.autograd.backward", "_BaseDataLoaderIter.__next__",
+                                             "Sequential._compiled_call_impl", "optimizer step cell (1)"])
+        first = r["hooked_first"]
+        assert first[0] and first[32] and first[64]  # the pairs whose first step starts a pass
+        assert 14 <= sum(first) <= 54  # the others drawn: about half each way
+        assert alternate(s, p, 68, warm=0, aa=aa)["hooked_first"] == first  # seeded
+        assert alternate(s, p, 68, warm=0, aa=aa, seed=1)["hooked_first"] != first
+    assert hooks.installed() == 0
+
+
+def test_a_pass_that_would_start_on_a_bare_step_is_refused() -> None:
+    with recording("alternate-odd") as s:
+        p = Parts("loader48", batches=62)
+        with pytest.raises(SystemExit, match="62 batches a pass"):
+            alternate(s, p, 4)
