@@ -75,30 +75,19 @@ def _patched_objects(parts: Any) -> list[Any]:
 
     classes = [c for c in vars(dl).values() if isinstance(c, type) and issubclass(c, (dl.DataLoader,
                                                                                    dl._BaseDataLoaderIter))]
+    from stepscope.collect.hooks import _subclasses
+
     return [torch.autograd, nn.Module, *classes, *_subclasses(Optimizer), *parts.model.modules()]
-
-
-def _subclasses(cls: type) -> list[type]:
-    out, todo = [], [cls]
-    while todo:
-        c = todo.pop()
-        if c not in out:
-            out.append(c)
-            todo.extend(c.__subclasses__())
-    return out
 
 
 def _step_cells() -> list[Any]:
     """The ``func`` closure cells of torch's optimizer step wrappers (where the optimizer hook sits)."""
     from torch.optim.optimizer import Optimizer
 
-    cells = []
-    for cls in _subclasses(Optimizer):
-        fn = vars(cls).get("step")
-        code = getattr(fn, "__code__", None)
-        if code is not None and fn.__closure__ is not None and "func" in code.co_freevars:
-            cells.append(fn.__closure__[code.co_freevars.index("func")])
-    return cells
+    from stepscope.collect.hooks import _func_cell, _subclasses
+
+    cells = [_func_cell(vars(cls).get("step")) for cls in _subclasses(Optimizer)]
+    return [c for c in cells if c is not None]
 
 
 def _snapshot(objs: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
