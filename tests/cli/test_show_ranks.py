@@ -52,6 +52,10 @@ def test_show_ranks_says_inconclusive_when_the_host_explains_the_excess(
     out = capsys.readouterr().out
     assert "inconclusive: rank 1 is slower by 6.00 ms per step (6.0% of the step" in out
     assert "waited for a CPU 5.0% of the window" in out and "straggler:" not in out and "balanced" not in out
+    header = next(line for line in out.splitlines() if line.startswith("rank "))
+    assert header.rstrip().endswith("CPU wait")
+    rows = [line.rstrip() for line in out.splitlines() if line[:2] in ("0 ", "1 ", "2 ")]
+    assert len(rows) == 3 and all(row.endswith("5.0%") for row in rows)
     assert main(["show", "--store", str(store), run_id, "--ranks", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["stragglers"] == [] and [u["rank"] for u in doc["unresolved"]] == [1]

@@ -61,7 +61,7 @@ def rank_table(a: RankAnalysis) -> RenderableType:
                                   "across ranks", rank_time_distributions(a))
     window = f"steps {a.window[0]}-{a.window[1]}" if a.window else "no steps"
     t = _table(f"Ranks ({window}, mean per step, CPU wall clock)", "rank", "role", "host", "steps", "step",
-               "useful", "compute", "data wait", "comm", "comm %", "transfer", "sync", "samples/s")
+               "useful", "compute", "data wait", "comm", "comm %", "transfer", "sync", "samples/s", "CPU wait")
     slow = {s.rank for s in a.stragglers}
     for r in a.ranks:
         name = f"{r.rank}" + (" (incomplete)" if not r.complete else "") + (" straggler" if r.rank in slow else "")
@@ -69,7 +69,7 @@ def rank_table(a: RankAnalysis) -> RenderableType:
                   str(r.steps), f.duration_ns(r.step_ns), f.duration_ns(r.useful_ns), f.duration_ns(r.compute_ns),
                   f.duration_ns(r.data_wait_ns), f.duration_ns(r.comm_ns), f.share(r.comm_share),
                   f.duration_ns(r.transfer_ns), f.duration_ns(r.sync_ns),
-                  f.rate(r.samples_per_s, "").replace(" /s", ""))
+                  f.rate(r.samples_per_s, "").replace(" /s", ""), f.share(r.cpu_wait_share))
     return t
 
 
