@@ -8,6 +8,9 @@
    ``linear``: a ``Linear(20, 1)`` step, ``many``: 201 modules), bare and under `stepscope run`, in
    interleaved pairs: the paired difference of the median step time and of the process CPU time per step
    (background threads included).
+   Then the hooks' cost in a step of each script with hooked and bare steps alternated one by one (hook_costs.py
+   ``--alternate``, 2,000 pairs in each of 6 processes) beside the same run swapping nothing (the A/A check):
+   the figure judged against the target (met, not met, inconclusive; not judged when the A/A misses 0).
 3. The per-hook table (benchmarks/hook_costs.py: each hook's own figure, thread CPU time, minima of
    repeats), a region enter/exit, and start-up (``python -c "import torch"`` bare and under stepscope's boot,
    wall and CPU time, minima over alternating pairs).
@@ -26,7 +29,7 @@ is below 1% where separate runs' is not (benchmarks/keras_within.py, ``--within-
 Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
-        [--no-tools] [--no-scripts] [--within-rounds 1000]
+        [--no-tools] [--no-scripts] [--within-rounds 1000] [--alternate-pairs 2000] [--alternate-processes 6]
 """
 
 from __future__ import annotations
@@ -170,6 +173,47 @@ def print_script_pairs(res: dict[str, dict[str, list[float]]]) -> None:
           "  to the next on a loaded machine: the per-hook table below is the resolved figure.")
 
 
+def target_verdict(interval: tuple[float, float], aa: tuple[float, float], target: float) -> str:
+    """The verdict on a cost's interval against ``target`` (µs), given the method's A/A interval: met only when
+    the whole interval is at or under the target, not met when all of it is above, else inconclusive; nothing is
+    judged when the A/A interval misses 0 (the method itself is biased on that run)."""
+    if not aa[0] <= 0.0 <= aa[1]:
+        return (f"not judged: the A/A check gave {aa[0]:+.1f} to {aa[1]:+.1f} µs, not covering 0 (the method is "
+                "biased on this run; rerun on a quieter machine)")
+    if interval[1] <= target:
+        return "met"
+    if interval[0] > target:
+        return "NOT MET"
+    return ("inconclusive: the interval spans the target (more --alternate-pairs or --alternate-processes, or a "
+            "quieter machine)")
+
+
+def print_alternated_hooks(pairs: int, processes: int) -> None:
+    """The zero-code hooks' cost in a step of each issue-20 script, hooked and bare steps alternated one by one
+    (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target."""
+    sys.path.insert(0, str(HERE.parent))
+    from benchmarks.hook_costs import alternated_processes, sign_interval
+
+    print(f"\nthe zero-code hooks in a step, hooked and bare steps alternated one by one ({pairs} pairs a process, "
+          f"{processes} processes; hook_costs.py --alternate, A/A: --aa)", flush=True)
+    scripts = tuple(SCRIPT_STEPS)
+    real = alternated_processes(scripts, pairs, processes)
+    aa = alternated_processes(scripts, pairs, processes, aa=True)
+
+    def interval(v: list[float]) -> tuple[float, float]:
+        lo, hi, _ = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
+        return lo, hi
+
+    print(f"{'script':<10}{'hooked - bare':>14}{'interval':>20}{'A/A':>9}{'interval':>20}   target")
+    for sc in scripts:
+        r, a = interval(real[sc]["med"]), interval(aa[sc]["med"])
+        print(f"{sc:<10}{statistics.median(real[sc]['med']):>12.1f}µs{r[0]:>+10.1f} to {r[1]:>+6.1f}"
+              f"{statistics.median(aa[sc]['med']):>+7.1f}µs{a[0]:>+10.1f} to {a[1]:>+6.1f}   <= {STEP_TARGET_US:g} µs: "
+              + target_verdict(r, a, STEP_TARGET_US))
+    print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
+          "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
+
+
 def print_hooks_and_region() -> None:
     """The per-hook table of benchmarks/hook_costs.py (each hook's figure, targets beside)."""
     sys.path.insert(0, str(HERE.parent))
@@ -235,6 +279,9 @@ def main() -> None:
                    help="rounds of the Keras arms paired within one process (keras_overhead.py --within; 0: none)")
     p.add_argument("--no-tools", action="store_true", help="leave out the 10 ms loop under the four tools")
     p.add_argument("--no-scripts", action="store_true", help="leave out the issue-20 scripts' pairs")
+    p.add_argument("--alternate-pairs", type=int, default=2000,
+                   help="pairs of alternated steps a process for the hooks' cost per step (0: leave it out)")
+    p.add_argument("--alternate-processes", type=int, default=6, help="processes of alternated steps (and of A/A)")
     args = p.parse_args()
     import os
 
@@ -278,6 +325,8 @@ def main() -> None:
                   f"{min(ratios):>10.4f}-{max(ratios):.4f}")
     if scripts:
         print_script_pairs(scripts)
+    if args.alternate_pairs > 0 and args.alternate_processes > 0:
+        print_alternated_hooks(args.alternate_pairs, args.alternate_processes)
     print_hooks_and_region()
     print_startup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

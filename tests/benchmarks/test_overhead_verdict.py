@@ -1,0 +1,18 @@
+"""benchmarks/overhead.py ``target_verdict``: a cost is met only when its whole interval is at or under the target,
+and nothing is judged when the method's A/A check misses 0."""
+
+from __future__ import annotations
+
+from benchmarks.overhead import target_verdict
+
+
+def test_target_verdicts_need_the_whole_interval_and_a_clean_a_a() -> None:
+    clean = (-1.1, 1.0)
+    assert target_verdict((2.6, 5.5), clean, 10.0) == "met"
+    assert target_verdict((2.6, 10.0), clean, 10.0) == "met"  # at the target
+    assert target_verdict((10.5, 28.2), clean, 10.0) == "NOT MET"
+    assert target_verdict((5.6, 28.2), clean, 10.0).startswith("inconclusive: the interval spans the target")
+    # a biased method judges nothing, whichever side the figure is on
+    for figure in ((2.6, 5.5), (10.5, 28.2)):
+        verdict = target_verdict(figure, (1.5, 13.7), 10.0)
+        assert verdict.startswith("not judged: the A/A check gave +1.5 to +13.7 µs")
