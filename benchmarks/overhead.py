@@ -173,10 +173,14 @@ def print_script_pairs(res: dict[str, dict[str, list[float]]]) -> None:
           "  to the next on a loaded machine: the per-hook table below is the resolved figure.")
 
 
-def target_verdict(interval: tuple[float, float], aa: tuple[float, float], target: float) -> str:
+def target_verdict(interval: tuple[float, float], aa: tuple[float, float], target: float,
+                   processes: int = 6) -> str:
     """The verdict on a cost's interval against ``target`` (µs), given the method's A/A interval: met only when
     the whole interval is at or under the target, not met when all of it is above, else inconclusive; nothing is
-    judged when the A/A interval misses 0 (the method itself is biased on that run)."""
+    judged with fewer than 6 processes (their range is no 95% interval) or when the A/A interval misses 0 (the
+    method itself is biased on that run)."""
+    if processes < 6:
+        return f"not judged: {processes} processes (6 or more give a 95% interval)"
     if not aa[0] <= 0.0 <= aa[1]:
         return (f"not judged: the A/A check gave {aa[0]:+.1f} to {aa[1]:+.1f} µs, not covering 0 (the method is "
                 "biased on this run; rerun on a quieter machine)")
@@ -209,7 +213,7 @@ def print_alternated_hooks(pairs: int, processes: int) -> None:
         r, a = interval(real[sc]["med"]), interval(aa[sc]["med"])
         print(f"{sc:<10}{statistics.median(real[sc]['med']):>12.1f}µs{r[0]:>+10.1f} to {r[1]:>+6.1f}"
               f"{statistics.median(aa[sc]['med']):>+7.1f}µs{a[0]:>+10.1f} to {a[1]:>+6.1f}   <= {STEP_TARGET_US:g} µs: "
-              + target_verdict(r, a, STEP_TARGET_US))
+              + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
     print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
           "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
 

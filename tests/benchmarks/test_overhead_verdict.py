@@ -1,5 +1,5 @@
 """benchmarks/overhead.py ``target_verdict``: a cost is met only when its whole interval is at or under the target,
-and nothing is judged when the method's A/A check misses 0."""
+and nothing is judged when the method's A/A check misses 0 or too few processes give no interval."""
 
 from __future__ import annotations
 
@@ -16,3 +16,6 @@ def test_target_verdicts_need_the_whole_interval_and_a_clean_a_a() -> None:
     for figure in ((2.6, 5.5), (10.5, 28.2)):
         verdict = target_verdict(figure, (1.5, 13.7), 10.0)
         assert verdict.startswith("not judged: the A/A check gave +1.5 to +13.7 µs")
+    # the range of fewer than 6 processes is no 95% interval: nothing judged
+    few = target_verdict((2.6, 5.5), clean, 10.0, processes=2)
+    assert few == "not judged: 2 processes (6 or more give a 95% interval)"
