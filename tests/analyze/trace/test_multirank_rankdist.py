@@ -71,15 +71,15 @@ def test_trace_set_of_4096_ranks_renders_distributions_naming_the_outlier(one_ra
     assert RANK_ROWS_MAX < 4096
 
 
-def _times(rank: int, step_ns: float) -> RankTimes:
+def _times(rank: int, step_ns: float, cpu_wait: float | None = None) -> RankTimes:
     return RankTimes(rank=rank, role=None, host="h", complete=True, steps=10, step_ns=step_ns,
                      step_median_ns=step_ns, useful_ns=step_ns / 2, compute_ns=step_ns / 2, comm_ns=None,
-                     data_wait_ns=0.0, transfer_ns=None, sync_ns=None, samples_per_s=None)
+                     data_wait_ns=0.0, transfer_ns=None, sync_ns=None, samples_per_s=None, cpu_wait_share=cpu_wait)
 
 
 @pytest.mark.parametrize("n", [RANK_ROWS_MAX, RANK_ROWS_MAX + 1])
 def test_show_ranks_table_switches_to_distributions_past_64_ranks(n: int) -> None:
-    ranks = tuple(_times(r, 1e6 * (3 if r == 7 else 1)) for r in range(n))
+    ranks = tuple(_times(r, 1e6 * (3 if r == 7 else 1), 0.4 if r == 7 else 0.01 + r / 1e4) for r in range(n))
     a = RankAnalysis(world_size=n, window=(5, 14), ranks=ranks, pop=None, pop_note="x", stragglers=(),
                      balanced=None, comm_split=None)
     out = io.StringIO()
@@ -89,6 +89,7 @@ def test_show_ranks_table_switches_to_distributions_past_64_ranks(n: int) -> Non
         assert "distribution" not in text and len(text.splitlines()) > n
     else:
         assert f"{n} ranks (steps 5-14" in text and "high: 7 (3.00 ms)" in text
+        assert "high: 7 (40.0%)" in text  # the rank its host starved stands out in CPU wait too
         assert len(text.splitlines()) < 20
 
 

@@ -113,6 +113,7 @@ _RANK_FIGURES: tuple[tuple[str, str, Callable[[Any], float | None]], ...] = (
     ("comm share", "%", lambda r: None if r.comm_share is None else 100.0 * r.comm_share),
     ("transfer", "ns", lambda r: r.transfer_ns), ("sync", "ns", lambda r: r.sync_ns),
     ("samples/s", "/s", lambda r: r.samples_per_s),
+    ("CPU wait", "%", lambda r: None if r.cpu_wait_share is None else 100.0 * r.cpu_wait_share),
 )
 
 
