@@ -407,16 +407,27 @@ def attribution_processes(scripts: tuple[str, ...], rounds: int, block_s: float,
     cmd = [sys.executable, str(Path(__file__).resolve()), "--attribute", ",".join(arms), "--pairs", str(rounds),
            "--block-s", str(block_s), "--scripts", ",".join(scripts), "--json"]
     for i in range(processes):
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SystemExit(f"process {i + 1} of --processes failed (exit {done.returncode}): {tail}")
-        for sc, figures in process_figures(json.loads(done.stdout.strip().splitlines()[-1])).items():
+        for sc, figures in process_figures(_child_json(cmd, i, processes)).items():
             for arm, v in figures.items():
                 out[sc][arm].append(v)
         print(f"  process {i + 1}/{processes}: " + "; ".join(
             f"{sc} {arm} {v[-1]:+.1f}" for sc, arms_ in out.items() for arm, v in arms_.items()), flush=True)
     return out
+
+
+def _child_json(cmd: list[str], i: int, processes: int) -> Any:
+    """The JSON line a child of ``--processes`` (process ``i``) ends with; a failed child ends the run in one line."""
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"process {i + 1} of {processes} failed (exit {done.returncode}): {tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def over_processes(v: list[float]) -> tuple[float, float, float]:
+    """(low, high, coverage) of the median over processes: the sign-test interval from 6 processes on, their
+    range (coverage 0) below that."""
+    return sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
 
 
 def process_figures(res: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -429,7 +440,7 @@ def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
     print(f"\n{'attribution, over processes':<30}{'median':>9}  {'95% sign-test interval':<24}per process")
     for sc, arms_ in res.items():
         for arm, v in arms_.items():
-            lo, hi, cover = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
+            lo, hi, cover = over_processes(v)
             ci = f"{lo:+.1f} to {hi:+.1f}" + ("" if cover else " (range)")
             print(f"{sc + ' ' + arm + ' - bare':<30}{_median(v):>+8.1f}µs  {ci:<24}"
                   + " ".join(f"{x:+.1f}" for x in v))
@@ -449,7 +460,7 @@ def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False,
             p = Parts(script)
             r = alternate(s, p, pairs, aa=aa, seed=seed)
             res[script] = {"diff": r["diff"], "bare_us": _median([t / 1e3 for t in r["bare"]]),
-                           "sites": r["sites"], "load": os.getloadavg()[0]}
+                           "sites": r["sites"]}
     return res
 
 
@@ -461,11 +472,7 @@ def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *
     cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
            "--scripts", ",".join(scripts), "--json", *(["--aa"] if aa else [])]
     for i in range(processes):
-        done = subprocess.run([*cmd, "--seed", str(i)], capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SystemExit(f"process {i + 1} of --processes failed (exit {done.returncode}): {tail}")
-        for sc, r in json.loads(done.stdout.strip().splitlines()[-1]).items():
+        for sc, r in _child_json([*cmd, "--seed", str(i)], i, processes).items():
             lo, hi, _ = sign_interval(r["diff"])
             o = out[sc]
             o["med"].append(_median(r["diff"]))
@@ -485,7 +492,7 @@ def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False) -> Non
     print(f"\n{title:<18}{'bare step':>11}{'median':>9}  {'95% sign-test interval':<24}per process")
     for sc, o in res.items():
         v = o["med"]
-        lo, hi, cover = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
+        lo, hi, cover = over_processes(v)
         ci = f"{lo:+.1f} to {hi:+.1f}" + ("" if cover else " (range)")
         print(f"{sc:<18}{_median(o['bare']):>9.0f}µs{_median(v):>+8.1f}µs  {ci:<24}" + " ".join(f"{x:+.1f}" for x in v))
         print(f"{'':<18}within each process: " + ", ".join(f"{a:+.1f} to {b:+.1f}" for a, b in zip(o["lo"], o["hi"],
@@ -564,6 +571,9 @@ def _paired(r: dict[str, Any], a: str, b: str) -> tuple[float, float, float, flo
 def _nothing() -> Iterator[None]:
     yield None
 
+
+ALTERNATE_MIN_PAIRS = 10
+"""The fewest pairs ``--alternate`` takes: enough that a process's differences are not all pass starts."""
 
 STEP_HOOKS = ("loader", "forward", "backward", "optimizer")
 """The hooks that run every step, each a part that an attribution arm can leave out."""
@@ -879,6 +889,10 @@ def main() -> None:
     scripts = tuple(args.scripts.split(","))
     arms = tuple(args.attribute.split(",")) if args.attribute else ()
     if args.alternate:
+        if args.pairs < ALTERNATE_MIN_PAIRS or args.processes < 0:
+            raise SystemExit(f"--alternate needs --pairs of at least {ALTERNATE_MIN_PAIRS} (one pair in 32 starts a "
+                             f"loader pass and is left out) and --processes of 0 or more; got --pairs {args.pairs}, "
+                             f"--processes {args.processes}")
         if args.json:
             print(json.dumps(alternated(scripts, args.pairs, aa=args.aa, seed=args.seed)))
             return

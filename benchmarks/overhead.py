@@ -196,7 +196,7 @@ def print_alternated_hooks(pairs: int, processes: int) -> None:
     """The zero-code hooks' cost in a step of each issue-20 script, hooked and bare steps alternated one by one
     (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target."""
     sys.path.insert(0, str(HERE.parent))
-    from benchmarks.hook_costs import alternated_processes, sign_interval
+    from benchmarks.hook_costs import alternated_processes, over_processes
 
     print(f"\nthe zero-code hooks in a step, hooked and bare steps alternated one by one ({pairs} pairs a process, "
           f"{processes} processes; hook_costs.py --alternate, A/A: --aa)", flush=True)
@@ -204,13 +204,9 @@ def print_alternated_hooks(pairs: int, processes: int) -> None:
     real = alternated_processes(scripts, pairs, processes)
     aa = alternated_processes(scripts, pairs, processes, aa=True)
 
-    def interval(v: list[float]) -> tuple[float, float]:
-        lo, hi, _ = sign_interval(v) if len(v) >= 6 else (min(v), max(v), 0.0)
-        return lo, hi
-
     print(f"{'script':<10}{'hooked - bare':>14}{'interval':>20}{'A/A':>9}{'interval':>20}   target")
     for sc in scripts:
-        r, a = interval(real[sc]["med"]), interval(aa[sc]["med"])
+        r, a = over_processes(real[sc]["med"])[:2], over_processes(aa[sc]["med"])[:2]
         print(f"{sc:<10}{statistics.median(real[sc]['med']):>12.1f}µs{r[0]:>+10.1f} to {r[1]:>+6.1f}"
               f"{statistics.median(aa[sc]['med']):>+7.1f}µs{a[0]:>+10.1f} to {a[1]:>+6.1f}   <= {STEP_TARGET_US:g} µs: "
               + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
@@ -287,6 +283,11 @@ def main() -> None:
                    help="pairs of alternated steps a process for the hooks' cost per step (0: leave it out)")
     p.add_argument("--alternate-processes", type=int, default=6, help="processes of alternated steps (and of A/A)")
     args = p.parse_args()
+    sys.path.insert(0, str(HERE.parent))
+    from benchmarks.hook_costs import ALTERNATE_MIN_PAIRS
+
+    if 0 < args.alternate_pairs < ALTERNATE_MIN_PAIRS:
+        p.error(f"--alternate-pairs is 0 (left out) or at least {ALTERNATE_MIN_PAIRS}")
     import os
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", file=sys.stderr)

@@ -101,3 +101,19 @@ def test_a_pass_that_would_start_on_a_bare_step_is_refused() -> None:
         p = Parts("loader48", batches=62)
         with pytest.raises(SystemExit, match="62 batches a pass"):
             alternate(s, p, 4)
+
+
+@pytest.mark.parametrize(("script", "args"), [
+    ("hook_costs.py", ["--alternate", "--pairs", "3", "--scripts", "linear"]),
+    ("hook_costs.py", ["--alternate", "--pairs", "50", "--processes", "-1"]),
+    ("overhead.py", ["--alternate-pairs", "3", "--no-tools", "--no-keras", "--no-scripts"]),
+])
+def test_too_few_pairs_are_refused_in_one_line(script: str, args: list[str]) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / script
+    done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "at least 10" in done.stderr.strip().splitlines()[-1]

@@ -220,7 +220,7 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
         return float(a.mean()) if n else float("nan")
 
     rs = split.rank(s.rank) if split is not None else None
-    cpu_wait = rank_contention(rank, (int(v["start"].min()), int(v["end"].max())) if n else None).wait_share
+    cpu_wait = rank_contention(rank, (int(v["start"].min()), int(v["end"].max()))).wait_share if n else None
     wall = float(v["dur"].sum())
     samples = v["samples"]
     sps = float(np.nansum(samples) / (wall / 1e9)) if n and wall > 0 and np.isfinite(samples).any() else None
@@ -232,7 +232,7 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
         data_wait_ns=mean(v["wait"]) if n and v["wait_measured"].any() else None,
         transfer_ns=rs.transfer_ns / n if rs is not None and n and rs.time_ns > 0 else None,
         sync_ns=rs.sync_ns / n if rs is not None and n and rs.time_ns > 0 else None,
-        samples_per_s=sps, cpu_wait_share=cpu_wait if n else None)
+        samples_per_s=sps, cpu_wait_share=cpu_wait)
 
 
 def pop_metrics(useful_ns: list[float], step_ns: list[float]) -> PopMetrics | None:
@@ -270,10 +270,9 @@ def find_stragglers(useful: dict[int, np.ndarray], median_step_ns: float,
         if p < STRAGGLER_ALPHA:
             out.append(Straggler(rank=r, excess_ns=excess, excess_share=excess / median_step_ns, p_value=p))
     out.sort(key=lambda s: -s.excess_ns)
-    if q is None:
-        return StragglerVerdict(tuple(out), (), None)
-    explained = [s for s in out if s.excess_share <= CONTENTION_FACTOR * q]
-    return StragglerVerdict(tuple(s for s in out if s not in explained), tuple(explained), q)
+    limit = CONTENTION_FACTOR * q if q is not None else -1.0  # unsampled: nothing explained by contention
+    return StragglerVerdict(tuple(s for s in out if s.excess_share > limit),
+                            tuple(s for s in out if s.excess_share <= limit), q)
 
 
 def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int, Any] | None = None) -> RankAnalysis:
