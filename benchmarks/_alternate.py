@@ -38,23 +38,48 @@ of every module class, and the interpreter's specialised attribute reads of all 
 miss after each swap, in both arms but unlike any real run."""
 
 
+ARMS = ("hooked", "bare", "probe")
+"""What a step runs at the swapped sites: stepscope's hooks, torch's own code, or the floor of a hook there
+(``with_probes``)."""
+
+
 @dataclass
 class Sites:
-    """The values the hooks changed: (object, attribute, bare value, hooked value) and (cell, bare, hooked)."""
+    """The values the hooks changed: (object, attribute, bare value, hooked value) and (cell, bare, hooked); with
+    ``probes``, each site's probe value (attributes first, then cells)."""
 
     attrs: list[tuple[Any, str, Any, Any]] = field(default_factory=list)
     cells: list[tuple[Any, Any, Any]] = field(default_factory=list)
+    probes: list[Any] | None = None
 
-    def apply(self, hooked: bool) -> None:
-        for obj, name, bare, on in self.attrs:
-            value = on if hooked else bare
+    def apply(self, arm: str) -> None:
+        """Puts ``arm``'s value (one of ``ARMS``) at every site."""
+        pick = ARMS.index(arm)
+        probes = self.probes or [None] * (len(self.attrs) + len(self.cells))
+        for (obj, name, bare, on), probe in zip(self.attrs, probes, strict=False):
+            value = (on, bare, probe)[pick]
             if value is _MISSING:
                 if name in vars(obj):
                     delattr(obj, name)
             else:
                 setattr(obj, name, value)
-        for cell, bare, on in self.cells:
-            cell.cell_contents = on if hooked else bare
+        for (cell, bare, on), probe in zip(self.cells, probes[len(self.attrs):], strict=True):
+            cell.cell_contents = (on, bare, probe)[pick]
+
+    def with_probes(self, probe_type: Any) -> Sites:
+        """These sites with a probe at each (``probe_type(fn, site, rows)``, benchmarks/_probe.c): a wrapper of
+        what the bare step calls there, reading the clock around it and writing the readings to a C array, the
+        loader's also the batch's first dimension. What a bare step calls is read with the bare values in
+        place: the inherited ``__next__`` where a class had none, the model's ``_call_impl`` where its slot is
+        empty."""
+        self.apply("bare")
+        probes = []
+        for i, (obj, name, _, _) in enumerate(self.attrs):
+            fn = obj._call_impl if name == "_compiled_call_impl" else getattr(obj, name)
+            probes.append(probe_type(fn, i, name == "__next__"))
+        probes += [probe_type(bare, len(probes) + i, False) for i, (_, bare, _) in enumerate(self.cells)]
+        self.apply("hooked")
+        return Sites(self.attrs, self.cells, probes)
 
     def per_step(self) -> Sites:
         """The sites a step goes through (``PER_STEP``); the others (called once a pass or once a model) stay
@@ -111,13 +136,17 @@ def find_sites(objs: list[Any], before: tuple[list[dict[str, Any]], list[Any]],
 
 
 def alternate(session: Any, parts: Any, pairs: int, warm: int = 8, *, aa: bool = False,
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0, arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, Any]:
     """``pairs`` hooked steps of ``parts`` alternated with bare ones (module docstring). Returns the training
     thread's CPU ns of each step (``hooked``, ``bare``: pair i's two steps), whether each pair ran its hooked
     step first (``hooked_first``: drawn with ``seed``; always for a pair that starts a loader pass), the
     per-pair differences (``diff``: hooked[i] - bare[i], µs, the pairs that start a loader pass left out) and
     the sites swapped. ``aa``: the A/A check of the method: the same steps, nothing swapped (both arms
-    hooked), so the differences are the method's noise alone."""
+    hooked), so the differences are the method's noise alone. ``arms``: the two arms compared, first minus
+    second (``ARMS``; ``hooked`` and ``bare`` unless asked), named ``hooked`` and ``bare`` in what is returned;
+    a loader pass starts on a step of the first arm."""
+    if len(arms) != 2 or arms[0] == arms[1] or not set(arms) <= set(ARMS):
+        raise SystemExit(f"--arms takes two different arms of {', '.join(ARMS)}; got {','.join(arms)}")
     from benchmarks.hook_costs import install_step_hooks
 
     from stepscope.collect import hooks
@@ -135,6 +164,10 @@ def alternate(session: Any, parts: Any, pairs: int, warm: int = 8, *, aa: bool =
     sites = find_sites(objs, bare_state, _snapshot(objs)).per_step()
     if not sites.attrs and not sites.cells:
         raise SystemExit("installing the hooks changed nothing that could be swapped")
+    if "probe" in arms:
+        from benchmarks._probe_build import load_probe
+
+        sites = sites.with_probes(load_probe().Probe)
     if aa:
         sites = Sites()
     clock = time.thread_time_ns
@@ -150,14 +183,14 @@ def alternate(session: Any, parts: Any, pairs: int, warm: int = 8, *, aa: bool =
         first.append(k in starts or rng.random() < 0.5)
         for on in (True, False) if first[-1] else (False, True):
             out = hooked if on else bare
-            sites.apply(on)
+            sites.apply(arms[0] if on else arms[1])
             if batches and step % batches == 0 and not on:
                 raise SystemExit("a loader pass started on a bare step")
             t = clock()
             parts.step()
             out.append(clock() - t)
             step += 1
-    sites.apply(True)
+    sites.apply("hooked")
     hooks.remove_all()
     # a pair that starts a loader pass has the pass's start (the iterator made, hooked or not) in its hooked step
     # only: left out (see the module docstring)

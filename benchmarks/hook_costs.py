@@ -448,8 +448,8 @@ def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
           "  difference of block means; the interval is over processes (>= 6 for 95%; fewer: their range).")
 
 
-def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False,
-               seed: int = 0) -> dict[str, dict[str, Any]]:
+def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False, seed: int = 0,
+               arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, dict[str, Any]]:
     """Table 2c in this process: per script, hooked and bare steps alternated (benchmarks/_alternate.py)."""
     from benchmarks._alternate import alternate
     from benchmarks._loop import Parts
@@ -458,19 +458,19 @@ def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False,
     with recording("hook-alternation") as s:
         for script in scripts:
             p = Parts(script)
-            r = alternate(s, p, pairs, aa=aa, seed=seed)
+            r = alternate(s, p, pairs, aa=aa, seed=seed, arms=arms)
             res[script] = {"diff": r["diff"], "bare_us": _median([t / 1e3 for t in r["bare"]]),
                            "sites": r["sites"]}
     return res
 
 
-def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *,
-                         aa: bool = False) -> dict[str, dict[str, Any]]:
+def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *, aa: bool = False,
+                         arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, dict[str, Any]]:
     """Table 2c in ``processes`` fresh processes, one after another: per script, each process's median of the
     per-pair differences and its sign-test interval, the bare step and the sites swapped."""
     out: dict[str, dict[str, Any]] = {sc: {"med": [], "lo": [], "hi": [], "mean": [], "bare": []} for sc in scripts}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
-           "--scripts", ",".join(scripts), "--json", *(["--aa"] if aa else [])]
+           "--scripts", ",".join(scripts), "--json", "--arms", ",".join(arms), *(["--aa"] if aa else [])]
     for i in range(processes):
         for sc, r in _child_json([*cmd, "--seed", str(i)], i, processes).items():
             lo, hi, _ = sign_interval(r["diff"])
@@ -487,8 +487,9 @@ def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *
     return out
 
 
-def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False) -> None:
-    title = "A/A, nothing swapped" if aa else "alternated steps"
+def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False,
+                     arms: tuple[str, str] = ("hooked", "bare")) -> None:
+    title = "A/A, nothing swapped" if aa else "alternated steps" if arms == ("hooked", "bare") else " - ".join(arms)
     print(f"\n{title:<18}{'bare step':>11}{'median':>9}  {'95% sign-test interval':<24}per process")
     for sc, o in res.items():
         v = o["med"]
@@ -499,8 +500,8 @@ def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False) -> Non
                                                                                                    strict=True)))
         print(f"{'':<18}mean of the differences by process: " + " ".join(f"{x:+.1f}" for x in o["mean"]))
         print(f"{'':<18}swapped: {', '.join(o['sites'])}")
-    print("  µs of training-thread CPU per step: hooked minus bare step in pairs of adjacent steps (each pair's\n"
-          "  order random, seeded by the process's number; the pairs that start a loader pass left out), the\n"
+    print(f"  µs of training-thread CPU per step: {arms[0]} minus {arms[1]} step in pairs of adjacent steps (each\n"
+          "  pair's order random, seeded by the process's number; the pairs that start a loader pass left out), the\n"
           "  median over pairs in each process (with its sign-test interval), then over processes.")
 
 
@@ -878,6 +879,10 @@ def main() -> None:
                         "_alternate.py); with --processes N, in N fresh processes")
     p.add_argument("--aa", action="store_true", help="with --alternate: the A/A check (nothing swapped)")
     p.add_argument("--seed", type=int, default=0, help="with --alternate: the seed of the pairs' order")
+    p.add_argument("--arms", default="hooked,bare", metavar="A,B",
+                   help="with --alternate: the two arms, A minus B, of hooked (stepscope's hooks), bare (none) and "
+                        "probe (the floor of a hook at the same sites: clock, call, clock, a C array; "
+                        "benchmarks/_probe.c)")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
@@ -893,10 +898,15 @@ def main() -> None:
             raise SystemExit(f"--alternate needs --pairs of at least {ALTERNATE_MIN_PAIRS} (one pair in 32 starts a "
                              f"loader pass and is left out) and --processes of 0 or more; got --pairs {args.pairs}, "
                              f"--processes {args.processes}")
+        pair = tuple(args.arms.split(","))
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe"}:
+            raise SystemExit(f"--arms takes two different arms of hooked, bare, probe (A,B); got {args.arms}")
+        arms_ab = (pair[0], pair[1])
         if args.json:
-            print(json.dumps(alternated(scripts, args.pairs, aa=args.aa, seed=args.seed)))
+            print(json.dumps(alternated(scripts, args.pairs, aa=args.aa, seed=args.seed, arms=arms_ab)))
             return
-        print_alternated(alternated_processes(scripts, args.pairs, max(args.processes, 1), aa=args.aa), aa=args.aa)
+        print_alternated(alternated_processes(scripts, args.pairs, max(args.processes, 1), aa=args.aa, arms=arms_ab),
+                         aa=args.aa, arms=arms_ab)
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
     if args.processes and (not arms or "bare" not in arms or args.processes < 0):

@@ -31,9 +31,9 @@ def test_find_sites_compares_by_identity() -> None:
         sites = find_sites([Patched], before, _snapshot([Patched]))
         got = {n: (b, h) for _, n, b, h in sites.attrs}
         assert got == {"added": (_MISSING, 4), "changed": (old, 2000), "removed": (3, _MISSING)}
-        sites.apply(False)
+        sites.apply("bare")
         assert (Patched.changed, Patched.removed, hasattr(Patched, "added")) == (2, 3, False)
-        sites.apply(True)
+        sites.apply("hooked")
         assert (Patched.changed, hasattr(Patched, "removed"), Patched.added) == (2000, False, 4)  # type: ignore
     finally:
         Patched.changed, Patched.removed = 2, 3  # type: ignore[assignment]
@@ -64,11 +64,11 @@ def test_only_what_a_step_calls_is_swapped_and_each_swap_is_exact() -> None:
         assert len(step.cells) == 1  # the optimizer's step wrapper
         hooked_backward = torch.autograd.backward
         assert hooked_backward is not orig_backward
-        step.apply(False)
+        step.apply("bare")
         assert torch.autograd.backward is orig_backward
         assert vars(p.model)["_compiled_call_impl"] is None  # an empty slot is None, not deleted
         assert step.cells[0][0].cell_contents is step.cells[0][1]
-        step.apply(True)
+        step.apply("hooked")
         assert torch.autograd.backward is hooked_backward
         assert vars(p.model)["_compiled_call_impl"] is step.attrs[[n for _, n, _, _ in step.attrs].index(
             "_compiled_call_impl")][3]
@@ -94,6 +94,37 @@ def test_real_steps_alternate_in_a_seeded_random_order(aa: bool) -> None:
         assert alternate(s, p, 68, warm=0, aa=aa)["hooked_first"] == first  # seeded
         assert alternate(s, p, 68, warm=0, aa=aa, seed=1)["hooked_first"] != first
     assert hooks.installed() == 0
+
+
+def test_the_probe_arm_wraps_what_the_bare_step_calls_and_logs_each_call() -> None:
+    from benchmarks._probe_build import load_probe
+
+    probe = load_probe()
+    with recording("alternate-probe") as s:
+        p = Parts("loader48")
+        before, written = s.step_index, probe.written()
+        r = alternate(s, p, 68, warm=2, arms=("probe", "bare"))
+        # no step is marked on a probe or bare step; each probe step goes through the four sites once, and the
+        # steps that start passes 2 and 3 (probe steps) also end the pass before: its __next__ raising StopIteration
+        assert s.step_index - before == 2
+        assert probe.written() - written == 4 * 68 + 2
+        assert len(r["diff"]) == 68 - 3
+    assert hooks.installed() == 0
+    with recording("alternate-probe-sites") as s:
+        p = Parts("loader48")
+        sites = _sites_of(s, p).per_step().with_probes(probe.Probe)
+        sites.apply("probe")
+        written = probe.written()
+        p.it = None
+        p.step()  # the first batch of a pass: the hooked __iter__ (not swapped) sets it, the probe's __next__ reads
+        site, t0, t1, _ = probe.last()
+        assert probe.written() - written == 4 and site == 3 and t1 >= t0  # the optimizer's cell, last
+        loader = [n for _, n, _, _ in sites.attrs].index("__next__")
+        assert loader != 3
+        sites.apply("hooked")
+        hooks.remove_all()
+    with pytest.raises(SystemExit, match="two different arms"):
+        alternate(s, p, 4, arms=("probe", "probe"))
 
 
 def test_a_pass_that_would_start_on_a_bare_step_is_refused() -> None:

@@ -1,0 +1,35 @@
+"""Builds and loads benchmarks/_probe.c (the floor of a hook, hook_costs.py ``--alternate --probe``) with the
+compiler Python was built with, into a temporary folder named by the source's hash; nothing is installed."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shlex
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+SOURCE = Path(__file__).with_name("_probe.c")
+
+
+def load_probe() -> ModuleType:
+    """The compiled ``_probe`` module, built on first use."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"stepscope-probe-{digest}" / f"_probe{sysconfig.get_config_var('EXT_SUFFIX')}"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+        cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", str(SOURCE),
+               "-o", str(out) + ".part"]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise SystemExit(f"building {SOURCE.name} failed ({' '.join(cmd)}): {done.stderr.strip()}")
+        Path(str(out) + ".part").replace(out)
+    spec = importlib.util.spec_from_file_location("_probe", out)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
