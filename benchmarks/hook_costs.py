@@ -34,7 +34,9 @@ machine), the load average printed beside them:
    median of hooked minus bare over ``--pairs`` pairs with its sign-test interval; ``--processes N`` runs it in N
    fresh processes. Blocks compare means a second apart, and on a shared VM the step drifts by more than the
    hooks cost between them; here the drift cancels pair by pair. ``--aa`` swaps nothing: the A/A check of
-   the method, whose figure must cover 0.
+   the method, whose figure must cover 0. ``--arms A,B`` compares other arms, A minus B, of ``hooked``,
+   ``bare`` and ``probe``: at each site a wrapper that only reads the clock around what the bare step calls
+   there and writes the readings to a C array (benchmarks/_probe.c), the floor of any hook at those sites.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -51,6 +53,7 @@ machine), the load average printed beside them:
     python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
     python benchmarks/hook_costs.py --attribute bare,all:c --processes 6 --pairs 12 --scripts loader48
     python benchmarks/hook_costs.py --alternate [--aa] --pairs 2000 --processes 6 --scripts linear,loader48,many
+    python benchmarks/hook_costs.py --alternate --arms probe,bare --pairs 2000 --processes 10 --scripts many
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@
    (background threads included).
    Then the hooks' cost in a step of each script with hooked and bare steps alternated one by one (hook_costs.py
    ``--alternate``, 2,000 pairs in each of 6 processes) beside the same run swapping nothing (the A/A check):
-   the figure judged against the target (met, not met, inconclusive; not judged when the A/A misses 0).
+   the figure judged against the target (met, not met, inconclusive; not judged when the A/A misses 0). With
+   ``--alternate-floor``, beside it the floor of any hook at the same sites (``--arms probe,bare``: a wrapper
+   that only reads the clock around what the bare step calls and writes the readings to a C array).
 3. The per-hook table (benchmarks/hook_costs.py: each hook's own figure, thread CPU time, minima of
    repeats), a region enter/exit, and start-up (``python -c "import torch"`` bare and under stepscope's boot,
    wall and CPU time, minima over alternating pairs).
@@ -30,6 +32,7 @@ Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
         [--no-tools] [--no-scripts] [--within-rounds 1000] [--alternate-pairs 2000] [--alternate-processes 6]
+        [--alternate-floor]
 """
 
 from __future__ import annotations
@@ -192,9 +195,10 @@ def target_verdict(interval: tuple[float, float], aa: tuple[float, float], targe
             "quieter machine)")
 
 
-def print_alternated_hooks(pairs: int, processes: int) -> None:
+def print_alternated_hooks(pairs: int, processes: int, floor: bool = False) -> None:
     """The zero-code hooks' cost in a step of each issue-20 script, hooked and bare steps alternated one by one
-    (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target."""
+    (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target; with
+    ``floor``, then the floor of a hook at the same sites (``--arms probe,bare``)."""
     sys.path.insert(0, str(HERE.parent))
     from benchmarks.hook_costs import alternated_processes, over_processes
 
@@ -212,6 +216,14 @@ def print_alternated_hooks(pairs: int, processes: int) -> None:
               + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
     print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
           "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
+    if floor:
+        low = alternated_processes(scripts, pairs, processes, arms=("probe", "bare"))
+        print("the floor of any hook at the same four sites (clock, call, clock, a C array; hook_costs.py --alternate "
+              "--arms probe,bare)")
+        for sc in scripts:
+            f = over_processes(low[sc]["med"])[:2]
+            print(f"{sc:<10}{statistics.median(low[sc]['med']):>12.1f}µs{f[0]:>+10.1f} to {f[1]:>+6.1f}   of the "
+                  f"hooks' {statistics.median(real[sc]['med']):.1f} µs (docs/metrics.md, 'Twelfth pass')")
 
 
 def print_hooks_and_region() -> None:
@@ -282,6 +294,8 @@ def main() -> None:
     p.add_argument("--alternate-pairs", type=int, default=2000,
                    help="pairs of alternated steps a process for the hooks' cost per step (0: leave it out)")
     p.add_argument("--alternate-processes", type=int, default=6, help="processes of alternated steps (and of A/A)")
+    p.add_argument("--alternate-floor", action="store_true",
+                   help="also the floor of a hook at the same sites (probe - bare, as many processes and pairs)")
     args = p.parse_args()
     sys.path.insert(0, str(HERE.parent))
     from benchmarks.hook_costs import ALTERNATE_MIN_PAIRS
@@ -331,7 +345,7 @@ def main() -> None:
     if scripts:
         print_script_pairs(scripts)
     if args.alternate_pairs > 0 and args.alternate_processes > 0:
-        print_alternated_hooks(args.alternate_pairs, args.alternate_processes)
+        print_alternated_hooks(args.alternate_pairs, args.alternate_processes, args.alternate_floor)
     print_hooks_and_region()
     print_startup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

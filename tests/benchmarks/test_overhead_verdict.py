@@ -3,6 +3,8 @@ and nothing is judged when the method's A/A check misses 0 or too few processes 
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchmarks.overhead import target_verdict
 
 
@@ -19,3 +21,16 @@ def test_target_verdicts_need_the_whole_interval_and_a_clean_a_a() -> None:
     # the range of fewer than 6 processes is no 95% interval: nothing judged
     few = target_verdict((2.6, 5.5), clean, 10.0, processes=2)
     assert few == "not judged: 2 processes (6 or more give a 95% interval)"
+
+
+def test_the_floor_is_printed_beside_the_hooks_figure(monkeypatch: Any, capsys: Any) -> None:
+    import benchmarks.overhead as overhead
+
+    monkeypatch.setattr(overhead, "SCRIPT_STEPS", {"linear": overhead.SCRIPT_STEPS["linear"]})
+    overhead.print_alternated_hooks(12, 1, floor=True)  # real children, one process each: hooked, A/A, probe
+    out = capsys.readouterr().out
+    hooked = next(line for line in out.splitlines() if line.startswith("linear") and "target" not in line
+                  and "<= 10 µs" in line)
+    assert "not judged: 1 processes" in hooked
+    floor = out.split("the floor of any hook at the same four sites")[1].splitlines()[1]
+    assert floor.startswith("linear") and "of the hooks'" in floor
