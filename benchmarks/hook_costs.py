@@ -37,6 +37,7 @@ machine), the load average printed beside them:
    the method, whose figure must cover 0. ``--arms A,B`` compares other arms, A minus B, of ``hooked``,
    ``bare`` and ``probe``: at each site a wrapper that only reads the clock around what the bare step calls
    there and writes the readings to a C array (benchmarks/_probe.c), the floor of any hook at those sites.
+   Several ``--arms`` (``aa``: the A/A check) run round by round, one fresh process of each in turn.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -54,6 +55,8 @@ machine), the load average printed beside them:
     python benchmarks/hook_costs.py --attribute bare,all:c --processes 6 --pairs 12 --scripts loader48
     python benchmarks/hook_costs.py --alternate [--aa] --pairs 2000 --processes 6 --scripts linear,loader48,many
     python benchmarks/hook_costs.py --alternate --arms probe,bare --pairs 2000 --processes 10 --scripts many
+    python benchmarks/hook_costs.py --alternate --arms hooked,bare --arms probe,bare --arms aa --pairs 8000 \
+        --processes 10 --scripts many
 """
 
 from __future__ import annotations
@@ -467,27 +470,43 @@ def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False, seed: 
     return res
 
 
+AltRun = tuple[tuple[str, str], bool]
+"""One alternated run: the two arms compared (A minus B) and whether it is the A/A check (nothing swapped)."""
+
+
+def alternated_runs(scripts: tuple[str, ...], pairs: int, processes: int,
+                    runs: list[AltRun]) -> list[dict[str, dict[str, Any]]]:
+    """Table 2c for each of ``runs`` in ``processes`` fresh processes each, round by round (round i: one process
+    of each run in turn, seeded i), so that a drift of the machine over the minutes falls on every run alike:
+    per run and script, each process's median of the per-pair differences and its sign-test interval, the bare
+    step and the sites swapped."""
+    outs: list[dict[str, dict[str, Any]]] = [
+        {sc: {"med": [], "lo": [], "hi": [], "mean": [], "bare": []} for sc in scripts} for _ in runs]
+    for i in range(processes):
+        for (arms, aa), out in zip(runs, outs, strict=True):
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
+                   "--scripts", ",".join(scripts), "--json", "--arms", ",".join(arms), *(["--aa"] if aa else []),
+                   "--seed", str(i)]
+            for sc, r in _child_json(cmd, i, processes).items():
+                lo, hi, _ = sign_interval(r["diff"])
+                o = out[sc]
+                o["med"].append(_median(r["diff"]))
+                o["lo"].append(lo)
+                o["hi"].append(hi)
+                o["mean"].append(sum(r["diff"]) / len(r["diff"]))
+                o["bare"].append(r["bare_us"])
+                o["sites"] = r["sites"]
+            label = "A/A" if aa else " - ".join(arms)
+            print(f"  process {i + 1}/{processes}, {label}: " + "; ".join(
+                f"{sc} {o['med'][-1]:+.1f} ({o['lo'][-1]:+.1f} to {o['hi'][-1]:+.1f})" for sc, o in out.items()),
+                flush=True)
+    return outs
+
+
 def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *, aa: bool = False,
                          arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, dict[str, Any]]:
-    """Table 2c in ``processes`` fresh processes, one after another: per script, each process's median of the
-    per-pair differences and its sign-test interval, the bare step and the sites swapped."""
-    out: dict[str, dict[str, Any]] = {sc: {"med": [], "lo": [], "hi": [], "mean": [], "bare": []} for sc in scripts}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
-           "--scripts", ",".join(scripts), "--json", "--arms", ",".join(arms), *(["--aa"] if aa else [])]
-    for i in range(processes):
-        for sc, r in _child_json([*cmd, "--seed", str(i)], i, processes).items():
-            lo, hi, _ = sign_interval(r["diff"])
-            o = out[sc]
-            o["med"].append(_median(r["diff"]))
-            o["lo"].append(lo)
-            o["hi"].append(hi)
-            o["mean"].append(sum(r["diff"]) / len(r["diff"]))
-            o["bare"].append(r["bare_us"])
-            o["sites"] = r["sites"]
-        print(f"  process {i + 1}/{processes}: " + "; ".join(
-            f"{sc} {o['med'][-1]:+.1f} ({o['lo'][-1]:+.1f} to {o['hi'][-1]:+.1f})" for sc, o in out.items()),
-            flush=True)
-    return out
+    """Table 2c in ``processes`` fresh processes, one after another (``alternated_runs`` with one run)."""
+    return alternated_runs(scripts, pairs, processes, [(arms, aa)])[0]
 
 
 def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False,
@@ -865,6 +884,17 @@ def print_call_counts() -> None:
         print(f"  {script:<10}{py:>6.1f} Python calls, {c:>6.1f} C calls per step")
 
 
+def alt_run(spec: str, aa: bool = False) -> AltRun:
+    """``--arms``'s value as a run: "A,B" (two different arms of hooked, bare, probe; the A/A check too with
+    ``aa``), or "aa" (the A/A check of hooked against hooked)."""
+    if spec == "aa":
+        return ("hooked", "bare"), True
+    pair = tuple(spec.split(","))
+    if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe"}:
+        raise SystemExit(f"--arms takes two different arms of hooked, bare, probe (A,B), or aa; got {spec}")
+    return (pair[0], pair[1]), aa
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=5, help="repeats of table 1 (minimum over half of them)")
@@ -882,10 +912,11 @@ def main() -> None:
                         "_alternate.py); with --processes N, in N fresh processes")
     p.add_argument("--aa", action="store_true", help="with --alternate: the A/A check (nothing swapped)")
     p.add_argument("--seed", type=int, default=0, help="with --alternate: the seed of the pairs' order")
-    p.add_argument("--arms", default="hooked,bare", metavar="A,B",
+    p.add_argument("--arms", action="append", metavar="A,B",
                    help="with --alternate: the two arms, A minus B, of hooked (stepscope's hooks), bare (none) and "
                         "probe (the floor of a hook at the same sites: clock, call, clock, a C array; "
-                        "benchmarks/_probe.c)")
+                        "benchmarks/_probe.c); default hooked,bare. Given more than once (aa: the A/A check), the "
+                        "runs go round by round, one process of each in turn")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
@@ -901,15 +932,16 @@ def main() -> None:
             raise SystemExit(f"--alternate needs --pairs of at least {ALTERNATE_MIN_PAIRS} (one pair in 32 starts a "
                              f"loader pass and is left out) and --processes of 0 or more; got --pairs {args.pairs}, "
                              f"--processes {args.processes}")
-        pair = tuple(args.arms.split(","))
-        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe"}:
-            raise SystemExit(f"--arms takes two different arms of hooked, bare, probe (A,B); got {args.arms}")
-        arms_ab = (pair[0], pair[1])
+        runs = [alt_run(spec, args.aa) for spec in args.arms or ["hooked,bare"]]
         if args.json:
-            print(json.dumps(alternated(scripts, args.pairs, aa=args.aa, seed=args.seed, arms=arms_ab)))
+            if len(runs) != 1:
+                raise SystemExit("a --json child runs one --arms")
+            arms_ab, aa = runs[0]
+            print(json.dumps(alternated(scripts, args.pairs, aa=aa, seed=args.seed, arms=arms_ab)))
             return
-        print_alternated(alternated_processes(scripts, args.pairs, max(args.processes, 1), aa=args.aa, arms=arms_ab),
-                         aa=args.aa, arms=arms_ab)
+        for (arms_ab, aa), res in zip(runs, alternated_runs(scripts, args.pairs, max(args.processes, 1), runs),
+                                      strict=True):
+            print_alternated(res, aa=aa, arms=arms_ab)
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         return
     if args.processes and (not arms or "bare" not in arms or args.processes < 0):

@@ -148,3 +148,22 @@ def test_too_few_pairs_are_refused_in_one_line(script: str, args: list[str]) -> 
     done = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "at least 10" in done.stderr.strip().splitlines()[-1]
+
+
+def test_arms_are_read_as_runs_and_a_bad_pair_is_refused_in_one_line() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks.hook_costs import alt_run
+
+    assert alt_run("aa") == (("hooked", "bare"), True)
+    assert alt_run("probe,bare") == (("probe", "bare"), False)
+    assert alt_run("hooked,probe", aa=True) == (("hooked", "probe"), True)
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "hook_costs.py"
+    for bad in ("probe,probe", "hooked", "hooked,fast"):
+        done = subprocess.run([sys.executable, str(path), "--alternate", "--arms", bad, "--pairs", "40"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"--arms takes two different arms of hooked, bare, probe (A,B), or aa; got {bad}")
