@@ -38,48 +38,57 @@ of every module class, and the interpreter's specialised attribute reads of all 
 miss after each swap, in both arms but unlike any real run."""
 
 
-ARMS = ("hooked", "bare", "probe")
-"""What a step runs at the swapped sites: stepscope's hooks, torch's own code, or the floor of a hook there
-(``with_probes``)."""
+ARMS = ("hooked", "bare", "probe", "log")
+"""What a step runs at the swapped sites: stepscope's hooks, torch's own code, the floor of a hook there, or that
+floor with the reads a clock-and-log design keeps on the training thread (``with_probes``)."""
+
+READS = {"__next__": 1, "_compiled_call_impl": 2}
+"""The log arm's reads by site (benchmarks/_probe.c): the loader's pass, the model's training flag; the
+optimizer's cell counts the step (3); backward reads nothing more."""
 
 
 @dataclass
 class Sites:
-    """The values the hooks changed: (object, attribute, bare value, hooked value) and (cell, bare, hooked); with
-    ``probes``, each site's probe value (attributes first, then cells)."""
+    """The values the hooks changed: (object, attribute, bare value, hooked value) and (cell, bare, hooked); in
+    ``extra``, each site's value for the other arms (attributes first, then cells)."""
 
     attrs: list[tuple[Any, str, Any, Any]] = field(default_factory=list)
     cells: list[tuple[Any, Any, Any]] = field(default_factory=list)
-    probes: list[Any] | None = None
+    extra: dict[str, list[Any]] = field(default_factory=dict)
 
     def apply(self, arm: str) -> None:
         """Puts ``arm``'s value (one of ``ARMS``) at every site."""
-        pick = ARMS.index(arm)
-        probes = self.probes or [None] * (len(self.attrs) + len(self.cells))
-        for (obj, name, bare, on), probe in zip(self.attrs, probes, strict=False):
-            value = (on, bare, probe)[pick]
+        values = [on if arm == "hooked" else bare for _, _, bare, on in self.attrs] + [
+            on if arm == "hooked" else bare for _, bare, on in self.cells]
+        if arm not in ("hooked", "bare"):
+            values = self.extra[arm]
+        for (obj, name, _, _), value in zip(self.attrs, values, strict=False):
             if value is _MISSING:
                 if name in vars(obj):
                     delattr(obj, name)
             else:
                 setattr(obj, name, value)
-        for (cell, bare, on), probe in zip(self.cells, probes[len(self.attrs):], strict=True):
-            cell.cell_contents = (on, bare, probe)[pick]
+        for (cell, _, _), value in zip(self.cells, values[len(self.attrs):], strict=True):
+            cell.cell_contents = value
 
     def with_probes(self, probe_type: Any) -> Sites:
-        """These sites with a probe at each (``probe_type(fn, site, rows)``, benchmarks/_probe.c): a wrapper of
-        what the bare step calls there, reading the clock around it and writing the readings to a C array, the
-        loader's also the batch's first dimension. What a bare step calls is read with the bare values in
-        place: the inherited ``__next__`` where a class had none, the model's ``_call_impl`` where its slot is
-        empty."""
+        """These sites with a probe at each for the ``probe`` and ``log`` arms (``probe_type(fn, site, rows, reads,
+        owner)``, benchmarks/_probe.c): a wrapper of what the bare step calls there, reading the clock around it
+        and writing the readings to a C array, the loader's also the batch's first dimension; the ``log`` arm's
+        also does ``READS``. What a bare step calls is read with the bare values in place: the inherited
+        ``__next__`` where a class had none, the model's ``_call_impl`` where its slot is empty."""
         self.apply("bare")
-        probes = []
-        for i, (obj, name, _, _) in enumerate(self.attrs):
-            fn = obj._call_impl if name == "_compiled_call_impl" else getattr(obj, name)
-            probes.append(probe_type(fn, i, name == "__next__"))
-        probes += [probe_type(bare, len(probes) + i, False) for i, (_, bare, _) in enumerate(self.cells)]
+        extra: dict[str, list[Any]] = {"probe": [], "log": []}
+        for arm, log in (("probe", False), ("log", True)):
+            for i, (obj, name, _, _) in enumerate(self.attrs):
+                slot = name == "_compiled_call_impl"
+                fn = obj._call_impl if slot else getattr(obj, name)
+                extra[arm].append(probe_type(fn, i, name == "__next__", READS.get(name, 0) if log else 0,
+                                             obj if slot else None))
+            extra[arm] += [probe_type(bare, len(self.attrs) + i, False, 3 if log else 0)
+                           for i, (_, bare, _) in enumerate(self.cells)]
         self.apply("hooked")
-        return Sites(self.attrs, self.cells, probes)
+        return Sites(self.attrs, self.cells, extra)
 
     def per_step(self) -> Sites:
         """The sites a step goes through (``PER_STEP``); the others (called once a pass or once a model) stay
@@ -164,7 +173,7 @@ def alternate(session: Any, parts: Any, pairs: int, warm: int = 8, *, aa: bool =
     sites = find_sites(objs, bare_state, _snapshot(objs)).per_step()
     if not sites.attrs and not sites.cells:
         raise SystemExit("installing the hooks changed nothing that could be swapped")
-    if "probe" in arms:
+    if "probe" in arms or "log" in arms:
         from benchmarks._probe_build import load_probe
 
         sites = sites.with_probes(load_probe().Probe)

@@ -1,8 +1,11 @@
-/* The floor of a hook at a step's call site (hook_costs.py --alternate --probe): a wrapper that reads the clock,
- * calls what it wraps, reads the clock again and writes the two readings (and, for the loader, the batch's first
- * dimension by torch's C length) into a static array. It keeps no state, touches no session and marks no step:
- * it is what any hook at the same four sites pays at least, the design of "a clock read appended to a C log"
- * (docs/metrics.md, "Twelfth pass") at its cheapest. Built by benchmarks/_probe_build.py, not shipped. */
+/* The floor of a hook at a step's call site (hook_costs.py --alternate --arms probe,...): a wrapper that reads the
+ * clock, calls what it wraps, reads the clock again and writes the two readings (and, for the loader, the batch's
+ * first dimension by torch's C length) into a static array. It keeps no state, touches no session and marks no
+ * step: it is what any hook at the same four sites pays at least, the design of "a clock read appended to a C
+ * log" (docs/metrics.md, "Twelfth pass") at its cheapest. With ``reads`` (the ``log`` arm) it also does the reads
+ * that design keeps on the training thread: the loader compares the iterator with the last one and reads its
+ * pass attribute when it changes, the forward reads the model's ``training`` flag, the optimizer counts the step.
+ * Built by benchmarks/_probe_build.py, not shipped. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -23,7 +26,31 @@ typedef struct {
     PyObject *fn;
     long long site;
     int rows; /* read the first item's C length from a tuple result (the loader's samples) */
+    int reads; /* the log design's reads: 1 the loader's pass, 2 the model's training flag, 3 the step count */
+    PyObject *owner; /* the model, for reads == 2 */
+    PyObject *last_it; /* the last iterator seen (compared, never dereferenced) */
+    long long flag, count;
 } Probe;
+
+static PyObject *g_pass_name, *g_training_name;
+
+/* the reads the log design keeps on the training thread (see the top) */
+static int log_reads(Probe *self, PyObject *const *args, size_t nargsf) {
+    if (self->reads == 1 && PyVectorcall_NARGS(nargsf) > 0 && args[0] != self->last_it) {
+        PyObject *pass = PyObject_GetAttr(args[0], g_pass_name);
+        if (pass == NULL) PyErr_Clear();
+        Py_XDECREF(pass);
+        self->last_it = args[0];
+    } else if (self->reads == 2 && self->owner != NULL) {
+        PyObject *t = PyObject_GetAttr(self->owner, g_training_name);
+        if (t == NULL) return -1;
+        self->flag = t == Py_True;
+        Py_DECREF(t);
+    } else if (self->reads == 3) {
+        self->count += 1;
+    }
+    return 0;
+}
 
 static inline long long now_ns(void) {
     struct timespec ts;
@@ -35,6 +62,10 @@ static PyObject *Probe_call(Probe *self, PyObject *const *args, size_t nargsf, P
     long long t0 = now_ns();
     PyObject *r = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     long long t1 = now_ns();
+    if (self->reads && r != NULL && log_reads(self, args, nargsf) < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
     long long rows = -1;
     if (self->rows && r != NULL && PyTuple_CheckExact(r) && PyTuple_GET_SIZE(r) > 0) {
         PyObject *x = PyTuple_GET_ITEM(r, 0);
@@ -56,25 +87,30 @@ static PyObject *Probe_call(Probe *self, PyObject *const *args, size_t nargsf, P
 }
 
 static int Probe_init(Probe *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"fn", "site", "rows", NULL};
-    PyObject *fn;
+    static char *kwlist[] = {"fn", "site", "rows", "reads", "owner", NULL};
+    PyObject *fn, *owner = NULL;
     long long site = 0;
-    int rows = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Lp:Probe", kwlist, &fn, &site, &rows)) return -1;
+    int rows = 0, reads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|LpiO:Probe", kwlist, &fn, &site, &rows, &reads, &owner))
+        return -1;
     Py_XSETREF(self->fn, Py_NewRef(fn));
+    Py_XSETREF(self->owner, Py_XNewRef(owner));
     self->site = site;
     self->rows = rows;
+    self->reads = reads;
     self->vectorcall = (vectorcallfunc)Probe_call;
     return 0;
 }
 
 static int Probe_traverse(Probe *self, visitproc visit, void *arg) {
     Py_VISIT(self->fn);
+    Py_VISIT(self->owner);
     return 0;
 }
 
 static int Probe_clear(Probe *self) {
     Py_CLEAR(self->fn);
+    Py_CLEAR(self->owner);
     return 0;
 }
 
@@ -91,6 +127,8 @@ static PyObject *Probe_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(ty
 }
 
 static PyMemberDef Probe_members[] = {
+    {"count", T_LONGLONG, offsetof(Probe, count), READONLY, "steps counted (reads == 3)"},
+    {"flag", T_LONGLONG, offsetof(Probe, flag), READONLY, "the last training flag read (reads == 2)"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Probe, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -98,7 +136,8 @@ static PyMemberDef Probe_members[] = {
 static PyTypeObject ProbeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_probe.Probe",
-    .tp_doc = "Probe(fn, site=0, rows=False): fn called between two clock reads written to a static array",
+    .tp_doc = "Probe(fn, site=0, rows=False, reads=0, owner=None): fn called between two clock reads written to a "
+              "static array; reads: the log design's reads (1 loader pass, 2 owner.training, 3 step count)",
     .tp_basicsize = sizeof(Probe),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = PyType_GenericNew,
@@ -134,7 +173,9 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__probe(void) {
-    if (PyType_Ready(&ProbeType) < 0) return NULL;
+    g_pass_name = PyUnicode_InternFromString("_stepscope_pass");
+    g_training_name = PyUnicode_InternFromString("training");
+    if (g_pass_name == NULL || g_training_name == NULL || PyType_Ready(&ProbeType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Probe", (PyObject *)&ProbeType) < 0) {

@@ -36,7 +36,9 @@ machine), the load average printed beside them:
    hooks cost between them; here the drift cancels pair by pair. ``--aa`` swaps nothing: the A/A check of
    the method, whose figure must cover 0. ``--arms A,B`` compares other arms, A minus B, of ``hooked``,
    ``bare`` and ``probe``: at each site a wrapper that only reads the clock around what the bare step calls
-   there and writes the readings to a C array (benchmarks/_probe.c), the floor of any hook at those sites.
+   there and writes the readings to a C array (benchmarks/_probe.c), the floor of any hook at those sites;
+   and ``log``: the probe with the reads a clock-and-log design keeps on the training thread (the loader's
+   pass when the iterator changes, the model's ``training`` flag, a step count).
    Several ``--arms`` (``aa``: the A/A check) run round by round, one fresh process of each in turn.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
@@ -890,8 +892,8 @@ def alt_run(spec: str, aa: bool = False) -> AltRun:
     if spec == "aa":
         return ("hooked", "bare"), True
     pair = tuple(spec.split(","))
-    if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe"}:
-        raise SystemExit(f"--arms takes two different arms of hooked, bare, probe (A,B), or aa; got {spec}")
+    if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe", "log"}:
+        raise SystemExit(f"--arms takes two different arms of hooked, bare, probe, log (A,B), or aa; got {spec}")
     return (pair[0], pair[1]), aa
 
 
@@ -913,10 +915,11 @@ def main() -> None:
     p.add_argument("--aa", action="store_true", help="with --alternate: the A/A check (nothing swapped)")
     p.add_argument("--seed", type=int, default=0, help="with --alternate: the seed of the pairs' order")
     p.add_argument("--arms", action="append", metavar="A,B",
-                   help="with --alternate: the two arms, A minus B, of hooked (stepscope's hooks), bare (none) and "
+                   help="with --alternate: the two arms, A minus B, of hooked (stepscope's hooks), bare (none), "
                         "probe (the floor of a hook at the same sites: clock, call, clock, a C array; "
-                        "benchmarks/_probe.c); default hooked,bare. Given more than once (aa: the A/A check), the "
-                        "runs go round by round, one process of each in turn")
+                        "benchmarks/_probe.c) and log (probe and the reads a clock-and-log design keeps: the "
+                        "loader's pass, the model's training flag, a step count); default hooked,bare. Given "
+                        "more than once (aa: the A/A check), the runs go round by round, one process of each in turn")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")

@@ -121,6 +121,18 @@ def test_the_probe_arm_wraps_what_the_bare_step_calls_and_logs_each_call() -> No
         assert probe.written() - written == 4 and site == 3 and t1 >= t0  # the optimizer's cell, last
         loader = [n for _, n, _, _ in sites.attrs].index("__next__")
         assert loader != 3
+        # the log arm: the same wrappers with the reads a clock-and-log design keeps
+        log = sites.extra["log"]
+        forward = [n for _, n, _, _ in sites.attrs].index("_compiled_call_impl")
+        sites.apply("log")
+        p.step()
+        p.step()
+        assert log[3].count == 2 and sites.extra["probe"][3].count == 0  # the step count, the optimizer's cell
+        assert log[forward].flag == 1  # the model's training flag read (a training model)
+        p.model.eval()
+        p.step()
+        assert log[forward].flag == 0
+        p.model.train()
         sites.apply("hooked")
         hooks.remove_all()
     with pytest.raises(SystemExit, match="two different arms"):
@@ -166,4 +178,4 @@ def test_arms_are_read_as_runs_and_a_bad_pair_is_refused_in_one_line() -> None:
                               capture_output=True, text=True, timeout=120)
         assert done.returncode != 0 and "Traceback" not in done.stderr
         assert done.stderr.strip().splitlines()[-1] == (
-            f"--arms takes two different arms of hooked, bare, probe (A,B), or aa; got {bad}")
+            f"--arms takes two different arms of hooked, bare, probe, log (A,B), or aa; got {bad}")
