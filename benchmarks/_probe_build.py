@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import shlex
 import subprocess
 import sysconfig
@@ -22,12 +23,12 @@ def load_probe() -> ModuleType:
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
-        cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", str(SOURCE),
-               "-o", str(out) + ".part"]
+        part = out.with_name(f"{out.name}.{os.getpid()}.part")  # two builders at once write apart
+        cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", str(SOURCE), "-o", str(part)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode:
             raise SystemExit(f"building {SOURCE.name} failed ({' '.join(cmd)}): {done.stderr.strip()}")
-        Path(str(out) + ".part").replace(out)
+        part.replace(out)
     spec = importlib.util.spec_from_file_location("_probe", out)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

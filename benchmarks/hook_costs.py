@@ -924,6 +924,7 @@ def main() -> None:
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
                         f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
     args = p.parse_args()
+    runs = [alt_run(spec, args.aa) for spec in args.arms or ["hooked,bare"]]  # a bad --arms refused before torch
     import torch
 
     torch.set_num_threads(1)
@@ -935,7 +936,6 @@ def main() -> None:
             raise SystemExit(f"--alternate needs --pairs of at least {ALTERNATE_MIN_PAIRS} (one pair in 32 starts a "
                              f"loader pass and is left out) and --processes of 0 or more; got --pairs {args.pairs}, "
                              f"--processes {args.processes}")
-        runs = [alt_run(spec, args.aa) for spec in args.arms or ["hooked,bare"]]
         if args.json:
             if len(runs) != 1:
                 raise SystemExit("a --json child runs one --arms")
