@@ -47,6 +47,13 @@ READS = {"__next__": 1, "_compiled_call_impl": 2}
 optimizer's cell counts the step (3); backward reads nothing more."""
 
 
+def check_arms(arms: tuple[str, ...]) -> tuple[str, str]:
+    """``arms`` if they are two different arms of ``ARMS``; else the run ends in one line."""
+    if len(arms) != 2 or arms[0] == arms[1] or not set(arms) <= set(ARMS):
+        raise SystemExit(f"--arms takes two different arms of {', '.join(ARMS)} (A,B), or aa; got {','.join(arms)}")
+    return arms[0], arms[1]
+
+
 @dataclass
 class Sites:
     """The values the hooks changed: (object, attribute, bare value, hooked value) and (cell, bare, hooked); in
@@ -58,11 +65,12 @@ class Sites:
 
     def apply(self, arm: str) -> None:
         """Puts ``arm``'s value (one of ``ARMS``) at every site."""
-        values = [on if arm == "hooked" else bare for _, _, bare, on in self.attrs] + [
-            on if arm == "hooked" else bare for _, bare, on in self.cells]
-        if arm not in ("hooked", "bare"):
+        if arm in ("hooked", "bare"):
+            on = arm == "hooked"
+            values = [h if on else b for _, _, b, h in self.attrs] + [h if on else b for _, b, h in self.cells]
+        else:
             values = self.extra[arm]
-        for (obj, name, _, _), value in zip(self.attrs, values, strict=False):
+        for (obj, name, _, _), value in zip(self.attrs, values[:len(self.attrs)], strict=True):
             if value is _MISSING:
                 if name in vars(obj):
                     delattr(obj, name)
@@ -154,8 +162,7 @@ def alternate(session: Any, parts: Any, pairs: int, warm: int = 8, *, aa: bool =
     hooked), so the differences are the method's noise alone. ``arms``: the two arms compared, first minus
     second (``ARMS``; ``hooked`` and ``bare`` unless asked), named ``hooked`` and ``bare`` in what is returned;
     a loader pass starts on a step of the first arm."""
-    if len(arms) != 2 or arms[0] == arms[1] or not set(arms) <= set(ARMS):
-        raise SystemExit(f"--arms takes two different arms of {', '.join(ARMS)}; got {','.join(arms)}")
+    check_arms(arms)
     from benchmarks.hook_costs import install_step_hooks
 
     from stepscope.collect import hooks

@@ -6,10 +6,7 @@
  * that design keeps on the training thread: the loader compares the iterator with the last one and reads its
  * pass attribute when it changes, the forward reads the model's ``training`` flag, the optimizer counts the step.
  * Built by benchmarks/_probe_build.py, not shipped. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
-#include <time.h>
+#include "_hooks.h" /* the hooks' clock read (now_ns), so the floor reads the clock as they do */
 
 #define LOG_SIZE 4096 /* a power of two */
 
@@ -50,12 +47,6 @@ static int log_reads(Probe *self, PyObject *const *args, size_t nargsf) {
         self->count += 1;
     }
     return 0;
-}
-
-static inline long long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static PyObject *Probe_call(Probe *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {

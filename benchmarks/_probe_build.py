@@ -14,17 +14,20 @@ from pathlib import Path
 from types import ModuleType
 
 SOURCE = Path(__file__).with_name("_probe.c")
+HOOKS = Path(__file__).resolve().parents[1] / "src" / "stepscope" / "collect"
+"""Where ``_hooks.h`` is (the hooks' clock read, which the probe shares)."""
 
 
 def load_probe() -> ModuleType:
     """The compiled ``_probe`` module, built on first use."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(SOURCE.read_bytes() + (HOOKS / "_hooks.h").read_bytes()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"stepscope-probe-{digest}" / f"_probe{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
         part = out.with_name(f"{out.name}.{os.getpid()}.part")  # two builders at once write apart
-        cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", str(SOURCE), "-o", str(part)]
+        cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}", f"-I{HOOKS}", str(SOURCE),
+               "-o", str(part)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode:
             raise SystemExit(f"building {SOURCE.name} failed ({' '.join(cmd)}): {done.stderr.strip()}")

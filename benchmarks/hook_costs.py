@@ -887,14 +887,11 @@ def print_call_counts() -> None:
 
 
 def alt_run(spec: str, aa: bool = False) -> AltRun:
-    """``--arms``'s value as a run: "A,B" (two different arms of hooked, bare, probe; the A/A check too with
+    """``--arms``'s value as a run: "A,B" (two different arms of ``_alternate.ARMS``; the A/A check too with
     ``aa``), or "aa" (the A/A check of hooked against hooked)."""
-    if spec == "aa":
-        return ("hooked", "bare"), True
-    pair = tuple(spec.split(","))
-    if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= {"hooked", "bare", "probe", "log"}:
-        raise SystemExit(f"--arms takes two different arms of hooked, bare, probe, log (A,B), or aa; got {spec}")
-    return (pair[0], pair[1]), aa
+    from benchmarks._alternate import check_arms  # no torch import: a bad value is refused before torch loads
+
+    return (("hooked", "bare"), True) if spec == "aa" else (check_arms(tuple(spec.split(","))), aa)
 
 
 def main() -> None:

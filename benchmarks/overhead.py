@@ -208,11 +208,15 @@ def print_alternated_hooks(pairs: int, processes: int, floor: bool = False) -> N
     real = alternated_processes(scripts, pairs, processes)
     aa = alternated_processes(scripts, pairs, processes, aa=True)
 
+    def cells(meds: list[float], width: int) -> tuple[str, tuple[float, float]]:
+        """A figure's median and interval over processes, printed and as numbers."""
+        lo, hi = over_processes(meds)[:2]
+        return f"{statistics.median(meds):>+{width}.1f}µs{lo:>+10.1f} to {hi:>+6.1f}", (lo, hi)
+
     print(f"{'script':<10}{'hooked - bare':>14}{'interval':>20}{'A/A':>9}{'interval':>20}   target")
     for sc in scripts:
-        r, a = over_processes(real[sc]["med"])[:2], over_processes(aa[sc]["med"])[:2]
-        print(f"{sc:<10}{statistics.median(real[sc]['med']):>12.1f}µs{r[0]:>+10.1f} to {r[1]:>+6.1f}"
-              f"{statistics.median(aa[sc]['med']):>+7.1f}µs{a[0]:>+10.1f} to {a[1]:>+6.1f}   <= {STEP_TARGET_US:g} µs: "
+        (rtext, r), (atext, a) = cells(real[sc]["med"], 12), cells(aa[sc]["med"], 7)
+        print(f"{sc:<10}{rtext}{atext}   <= {STEP_TARGET_US:g} µs: "
               + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
     print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
           "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
@@ -221,9 +225,9 @@ def print_alternated_hooks(pairs: int, processes: int, floor: bool = False) -> N
         print("the floor of any hook at the same four sites (clock, call, clock, a C array; hook_costs.py --alternate "
               "--arms probe,bare)")
         for sc in scripts:
-            f = over_processes(low[sc]["med"])[:2]
-            print(f"{sc:<10}{statistics.median(low[sc]['med']):>12.1f}µs{f[0]:>+10.1f} to {f[1]:>+6.1f}   of the "
-                  f"hooks' {statistics.median(real[sc]['med']):.1f} µs (docs/metrics.md, 'Twelfth pass')")
+            hooked = statistics.median(real[sc]["med"])
+            print(f"{sc:<10}{cells(low[sc]['med'], 12)[0]}   of the hooks' {hooked:+.1f} µs (docs/metrics.md, "
+                  "'Twelfth pass')")
 
 
 def print_hooks_and_region() -> None:
@@ -300,8 +304,9 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from benchmarks.hook_costs import ALTERNATE_MIN_PAIRS
 
-    if 0 < args.alternate_pairs < ALTERNATE_MIN_PAIRS:
-        p.error(f"--alternate-pairs is 0 (left out) or at least {ALTERNATE_MIN_PAIRS}")
+    if args.alternate_pairs < 0 or 0 < args.alternate_pairs < ALTERNATE_MIN_PAIRS or args.alternate_processes < 0:
+        p.error(f"--alternate-pairs is 0 (left out) or at least {ALTERNATE_MIN_PAIRS}, and --alternate-processes 0 "
+                f"or more; got {args.alternate_pairs} and {args.alternate_processes}")
     import os
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", file=sys.stderr)

@@ -150,6 +150,7 @@ def test_a_pass_that_would_start_on_a_bare_step_is_refused() -> None:
     ("hook_costs.py", ["--alternate", "--pairs", "3", "--scripts", "linear"]),
     ("hook_costs.py", ["--alternate", "--pairs", "50", "--processes", "-1"]),
     ("overhead.py", ["--alternate-pairs", "3", "--no-tools", "--no-keras", "--no-scripts"]),
+    ("overhead.py", ["--alternate-pairs", "-5", "--no-tools", "--no-keras", "--no-scripts"]),
 ])
 def test_too_few_pairs_are_refused_in_one_line(script: str, args: list[str]) -> None:
     import subprocess

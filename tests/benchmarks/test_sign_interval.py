@@ -22,4 +22,3 @@ def test_many_rounds_take_the_widest_k_whose_coverage_holds() -> None:
     assert high == n - k
     assert abs(cover - (1 - 2 * binom.cdf(k - 1, n, 0.5))) < 1e-9
     assert cover >= 0.95 and 1 - 2 * binom.cdf(k, n, 0.5) < 0.95
-
