@@ -206,6 +206,46 @@ def test_failing_step_timer_warns_once(tmp_path: Any, monkeypatch: pytest.Monkey
     assert len(load(tmp_path / "s").ranks[0].steps) == 0
 
 
+class Flips(torch.nn.Module):  # type: ignore[misc]
+    """A forward that switches the model's mode before it returns (``flip``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+        self.flip = False
+
+    def forward(self, x: Any) -> Any:
+        if self.flip:
+            self.train(not self.training)
+        return self.lin(x)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_validation_is_the_mode_a_forward_is_called_in(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                       impl: str) -> None:
+    """With gradients off, a forward called in eval mode is a validation step even if it leaves the model
+    training, and one called in training mode is not, even if it leaves the model in eval mode: the mode is
+    read as the outermost forward is entered (docs/metrics.md, "Steps")."""
+    _impl(monkeypatch, impl)
+    model = Flips()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.ones(BATCH, 3)
+    with stepscope.session(name="modes", store=str(tmp_path / "s")):
+        for _ in range(3):
+            model(x).sum().backward()
+            opt.step()
+        model.flip = True
+        with torch.no_grad():
+            model.eval()
+            model(x)  # called in eval mode, leaves it training: one validation step
+            assert model.training
+            model(x)  # called in training mode, leaves it in eval mode: none
+            assert not model.training
+            model(x)  # called in eval mode again: a second one
+    steps = load(tmp_path / "s").ranks[0].steps
+    assert list(steps["phase"]) == [0, 0, 0, 1, 1]
+
+
 class SlowItems(torch.utils.data.Dataset):  # type: ignore[misc]
     """ITEMS items of TOKENS token ids and 3 features, each read in ITEM_S."""
 

@@ -10,6 +10,7 @@ typedef struct {
     PyObject *st0; /* NULL: no span open (the Python hooks' st0 = None) */
     Num a0;
     long long t0;
+    int called_training; /* the model's training flag when its outermost forward was entered */
 } Forward;
 
 static int Forward_traverse(Forward *self, visitproc visit, void *arg) {
@@ -56,6 +57,7 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->batch_size, Py_NewRef(o[4]));
     Py_XSETREF(self->mark_validation, Py_NewRef(o[5]));
     self->depth = 0;
+    self->called_training = 1;
     Py_CLEAR(self->st0);
     Py_CLEAR(self->a0.o);
     self->a0.v = 0;
@@ -114,9 +116,21 @@ static int read_samples(Forward *self, PyObject *st, PyObject *args, PyObject *c
     return e;
 }
 
+/* module.training at the outermost forward's entry, where the model's attributes are warm (Python has just
+ * read its call slot); one that cannot be read is reported once and taken as training. 1, 0, or -1 with an
+ * exception that is not an Exception. */
+static int training_at_entry(Forward *self, PyObject *module) {
+    int training = attr_true(module, s_training);
+    if (LIKELY(training >= 0)) return training;
+    return warn_caught(self->session, s_module_watch, "model forward timing failed") < 0 ? -1 : 1;
+}
+
 /* The Python pre-hook's body, its arguments as read_samples takes them: 0, or -1 with an exception. */
-static int pre_enter(Forward *self, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
+static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     if (self->depth == 0) {
+        int training = training_at_entry(self, module);
+        if (UNLIKELY(training < 0)) return -1;
+        self->called_training = training;
         long long t = now_ns();
         PyObject *st = sget(self->session, S_STEP);
         if (UNLIKELY(st == NULL)) return -1;
@@ -157,7 +171,7 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
         PyErr_Format(PyExc_TypeError, "pre() takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (UNLIKELY(pre_enter(self, args[1], NULL, 0) < 0)) return NULL;
+    if (UNLIKELY(pre_enter(self, args[0], args[1], NULL, 0) < 0)) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -182,7 +196,7 @@ COLD static int validation_check(Forward *self, long long t1) {
 }
 
 /* The body of the Python post-hook's try block. */
-static int post_body(Forward *self, PyObject *module) {
+static int post_body(Forward *self) {
     self->depth -= 1;
     if (self->depth || self->st0 == NULL) return 0;
     long long t1 = now_ns();
@@ -198,9 +212,8 @@ static int post_body(Forward *self, PyObject *module) {
     if (UNLIKELY(e < 0)) return -1;
     Py_CLEAR(self->st0);
     num_clear(&self->a0);
-    /* not module.training and session.step_source == "optimizer" and not is_grad_enabled() */
-    int training = attr_true(module, s_training);
-    if (LIKELY(training != 0)) return training < 0 ? -1 : 0;
+    /* not training (at entry) and session.step_source == "optimizer" and not is_grad_enabled() */
+    if (LIKELY(self->called_training)) return 0;
     return validation_check(self, t1);
 }
 
@@ -209,7 +222,7 @@ static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t n
         PyErr_Format(PyExc_TypeError, "post() takes 3 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (post_body(self, args[0]) < 0 &&
+    if (post_body(self) < 0 &&
         warn_caught(self->session, s_module_watch, "model forward timing failed") < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -262,16 +275,16 @@ typedef struct {
 
 static PyObject *TimedCall_call(TimedCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Forward *h = self->hooks;
-    if (pre_enter(h, NULL, args, PyVectorcall_NARGS(nargsf)) < 0) return NULL;
+    if (pre_enter(h, self->model, NULL, args, PyVectorcall_NARGS(nargsf)) < 0) return NULL;
     PyObject *out = PyObject_Vectorcall(self->impl, args, nargsf, kwnames);
     if (UNLIKELY(out == NULL)) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        if (UNLIKELY(post_body(h, self->model) < 0)) PyErr_Clear(); /* the call's own error is the one to raise */
+        if (UNLIKELY(post_body(h) < 0)) PyErr_Clear(); /* the call's own error is the one to raise */
         PyErr_Restore(et, ev, tb);
         return NULL;
     }
-    if (post_body(h, self->model) < 0 && warn_caught(h->session, s_module_watch, "model forward timing failed") < 0) {
+    if (post_body(h) < 0 && warn_caught(h->session, s_module_watch, "model forward timing failed") < 0) {
         Py_DECREF(out);
         return NULL;
     }

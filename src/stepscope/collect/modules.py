@@ -185,10 +185,16 @@ class ModuleWatch:
         st0: Any = None
         a0 = 0
         t0 = 0
+        training = True
 
         def pre(module: Any, args: Any) -> None:
-            nonlocal depth, st0, a0, t0
+            nonlocal depth, st0, a0, t0, training
             if depth == 0:
+                try:  # the mode the forward is called in (read here, where the model's attributes are warm)
+                    training = module.training
+                except Exception as e:
+                    training = True
+                    session.warn_once("module-watch", f"model forward timing failed ({e})")
                 t = perf()
                 st = session.step
                 if st.start is None:
@@ -223,7 +229,7 @@ class ModuleWatch:
                 if t1 - t0 > nested:
                     st.forward += t1 - t0 - nested
                 st0 = None
-                if not module.training and session.step_source == "optimizer" and not is_grad_enabled():
+                if not training and session.step_source == "optimizer" and not is_grad_enabled():
                     self._mark_validation(t1)
             except Exception as e:
                 session.warn_once("module-watch", f"model forward timing failed ({e})")
