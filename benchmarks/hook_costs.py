@@ -768,6 +768,10 @@ def print_whole_steps(res: dict[str, dict[str, Any]], *, toggle: bool = False) -
 
 
 COLD_FLOORS = ("clock read + a Python lambda", "+ a C function call")
+MODE_READS = ("model.training", "model._compiled_call_impl", "  + model.training")
+"""Table 4's reads of the watched model's ``training`` flag: alone (as the forward's end read it, after the model's
+work), and right after its call slot, beside the slot read alone (as the forward's entry reads it: Python has just
+read the slot to call it)."""
 COLD_STATE = "after a many step"
 """Table 4's cache state of a real step, the one its summary line reads."""
 """Table 4's floors: what the harness costs in the same cache state (``lambda: None``), and a call of a small C
@@ -835,7 +839,9 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
         calls: dict[str, Callable[[], Any]] = {
             COLD_FLOORS[0]: lambda: None, COLD_FLOORS[1]: lambda: math.floor(1.5),
             "data loader": lambda: nxt(it), "forward": lambda: slot(*args), "backward": lambda: backward(None),
-            "optimizer + step mark": lambda: step(marker), "one step of hooks": one_step_of_hooks}
+            "optimizer + step mark": lambda: step(marker), "one step of hooks": one_step_of_hooks,
+            MODE_READS[0]: lambda: model.training, MODE_READS[1]: lambda: model._compiled_call_impl,
+            MODE_READS[2]: lambda: (model._compiled_call_impl, model.training)}
         states: dict[str, Callable[[], Any] | None] = {
             "warm": None, COLD_STATE: many_step, "after a 64 MiB write": lambda: buf.fill_(1)}
         with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None), \
@@ -855,11 +861,16 @@ def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
         print(f"{name:<40}" + "".join(f"{costs[s][name]:>22.2f}" for s in states))
     cold = costs[COLD_STATE]
     floor = cold[COLD_FLOORS[1]]
-    hooks_only = [k for k in cold if k not in COLD_FLOORS and k != "one step of hooks"]
+    hooks_only = [k for k in cold if k not in COLD_FLOORS and k != "one step of hooks" and k not in MODE_READS]
     above = ", ".join(f"{k} {cold[k] - floor:+.2f}" for k in hooks_only)
     print(f"  {COLD_STATE}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
           f"  harness) {4 * (floor - cold[COLD_FLOORS[0]]):.2f} µs. What each hook costs in a real step is its cold "
           "figure\n  less the harness (the first row): docs/metrics.md, 'Seventh pass'.")
+    alone = cold[MODE_READS[0]] - cold[COLD_FLOORS[0]]
+    after = cold[MODE_READS[2]] - cold[MODE_READS[1]]
+    print(f"  the model's training flag {COLD_STATE}: {alone:+.2f} µs read alone (as the forward's end read it), "
+          f"{after:+.2f}\n  right after the model's call slot (as the forward's entry reads it): docs/metrics.md, "
+          "'Thirteenth pass'")
 
 
 def print_call_counts() -> None:

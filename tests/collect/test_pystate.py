@@ -325,3 +325,30 @@ def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> 
     assert all(type(v) is int for v in start + end) and all(b > a for a, b in zip(start, end, strict=True))
     assert list(end[-5:-1]) == list(start[-4:])  # each step starts where the one before ended
     assert all(v == 4.0 for v in cols[3][-5:])  # samples of the first forward input
+
+
+@needs_build
+def test_the_compiled_timer_counts_the_step_index_past_a_long_long(tmp_path: Any) -> None:
+    """The step mark counts ``session.step_index`` in place as a C number, and past a long long by Python's
+    arithmetic: the rows carry each index once, in order, and the session reads back the next one, an int."""
+    torch = pytest.importorskip("torch")
+    import stepscope
+    from stepscope.collect.session import current
+
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    first = 2**63 - 2
+    with stepscope.session(name="index", store=str(tmp_path)):
+        s = current()
+        assert s is not None
+        for _ in range(4):  # the first steps' marks (the model found, the FLOP count) are Python's
+            model(torch.ones(4, 3)).sum().backward()
+            opt.step()
+        s.buffers.step_rows.take()
+        s.step_index = first
+        for _ in range(3):
+            model(torch.ones(4, 3)).sum().backward()
+            opt.step()
+        assert s.step_index == first + 3 and type(s.step_index) is int
+        index = s.buffers.step_rows.take()[0]
+    assert list(index) == [first, first + 1, first + 2]
