@@ -46,7 +46,9 @@ machine), the load average printed beside them:
 4. **Cold caches** (``--only-cold`` alone): each hook alone (the same calls as table 1) and the four back to
    back, timed warm (a tight loop, as table 1), after a bare step of the ``many`` script (the caches a real
    step leaves them) and after a 64 MiB write, beside two floors: the harness (a clock read and a lambda)
-   and a call of a small C function, both in the same cache state. Table 1 is the warm figure; inside a real
+   and a call of a small C function, both in the same cache state; and the model's ``training`` flag read alone
+   (where the forward's end read it) and right after its call slot (where its entry reads it: Python has just read
+   the slot to call the model). Table 1 is the warm figure; inside a real
    step each hook runs after torch's work has evicted its code and data, which is why table 2's
    hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead", "Seventh pass").
 
