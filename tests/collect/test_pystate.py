@@ -329,8 +329,9 @@ def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> 
 
 @needs_build
 def test_the_compiled_timer_counts_the_step_index_past_a_long_long(tmp_path: Any) -> None:
-    """The step mark counts ``session.step_index`` in place as a C number, and past a long long by Python's
-    arithmetic: the rows carry each index once, in order, and the session reads back the next one, an int."""
+    """The compiled step mark counts ``session.step_index`` from its row's C number while it is one, and past a
+    long long by Python's arithmetic: the rows carry each index once, in order, and the session reads back the
+    next one, an int."""
     torch = pytest.importorskip("torch")
     import stepscope
     from stepscope.collect.session import current
