@@ -4,7 +4,8 @@
  * step: it is what any hook at the same four sites pays at least, the design of "a clock read appended to a C
  * log" (docs/metrics.md, "Twelfth pass") at its cheapest. With ``reads`` (the ``log`` arm) it also does the reads
  * that design keeps on the training thread: the loader compares the iterator with the last one and reads its
- * pass attribute when it changes, the forward reads the model's ``training`` flag, the optimizer counts the step.
+ * pass attribute when it changes, the forward reads the model's ``training`` flag as it is entered (where the
+ * hooks read it since the thirteenth pass), the optimizer counts the step.
  * Built by benchmarks/_probe_build.py, not shipped. */
 #include "_hooks.h" /* the hooks' clock read (now_ns), so the floor reads the clock as they do */
 
@@ -31,32 +32,33 @@ typedef struct {
 
 static PyObject *g_pass_name, *g_training_name;
 
-/* the reads the log design keeps on the training thread (see the top) */
-static int log_reads(Probe *self, PyObject *const *args, size_t nargsf) {
+/* the forward's read, before the call (reads == 2): the model's training flag */
+static int read_training(Probe *self) {
+    PyObject *t = PyObject_GetAttr(self->owner, g_training_name);
+    if (t == NULL) return -1;
+    self->flag = t == Py_True;
+    Py_DECREF(t);
+    return 0;
+}
+
+/* the reads after the call (see the top): the loader's pass when the iterator changes, the step count */
+static void log_reads(Probe *self, PyObject *const *args, size_t nargsf) {
     if (self->reads == 1 && PyVectorcall_NARGS(nargsf) > 0 && args[0] != self->last_it) {
         PyObject *pass = PyObject_GetAttr(args[0], g_pass_name);
         if (pass == NULL) PyErr_Clear();
         Py_XDECREF(pass);
         self->last_it = args[0];
-    } else if (self->reads == 2 && self->owner != NULL) {
-        PyObject *t = PyObject_GetAttr(self->owner, g_training_name);
-        if (t == NULL) return -1;
-        self->flag = t == Py_True;
-        Py_DECREF(t);
     } else if (self->reads == 3) {
         self->count += 1;
     }
-    return 0;
 }
 
 static PyObject *Probe_call(Probe *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (self->reads == 2 && self->owner != NULL && read_training(self) < 0) return NULL;
     long long t0 = now_ns();
     PyObject *r = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     long long t1 = now_ns();
-    if (self->reads && r != NULL && log_reads(self, args, nargsf) < 0) {
-        Py_DECREF(r);
-        return NULL;
-    }
+    if (self->reads && r != NULL) log_reads(self, args, nargsf);
     long long rows = -1;
     if (self->rows && r != NULL && PyTuple_CheckExact(r) && PyTuple_GET_SIZE(r) > 0) {
         PyObject *x = PyTuple_GET_ITEM(r, 0);

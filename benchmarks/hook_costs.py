@@ -770,14 +770,14 @@ def print_whole_steps(res: dict[str, dict[str, Any]], *, toggle: bool = False) -
 
 
 COLD_FLOORS = ("clock read + a Python lambda", "+ a C function call")
+"""Table 4's floors: what the harness costs in the same cache state (``lambda: None``), and a call of a small C
+function (``math.floor``) in its place: what any hook, however little it does, pays for being called cold."""
 MODE_READS = ("model.training", "model._compiled_call_impl", "  + model.training")
 """Table 4's reads of the watched model's ``training`` flag: alone (as the forward's end read it, after the model's
 work), and right after its call slot, beside the slot read alone (as the forward's entry reads it: Python has just
 read the slot to call it)."""
 COLD_STATE = "after a many step"
 """Table 4's cache state of a real step, the one its summary line reads."""
-"""Table 4's floors: what the harness costs in the same cache state (``lambda: None``), and a call of a small C
-function (``math.floor``) in its place: what any hook, however little it does, pays for being called cold."""
 
 
 def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
@@ -863,7 +863,7 @@ def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
         print(f"{name:<40}" + "".join(f"{costs[s][name]:>22.2f}" for s in states))
     cold = costs[COLD_STATE]
     floor = cold[COLD_FLOORS[1]]
-    hooks_only = [k for k in cold if k not in COLD_FLOORS and k != "one step of hooks" and k not in MODE_READS]
+    hooks_only = [k for k in cold if k not in (*COLD_FLOORS, "one step of hooks", *MODE_READS)]
     above = ", ".join(f"{k} {cold[k] - floor:+.2f}" for k in hooks_only)
     print(f"  {COLD_STATE}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
           f"  harness) {4 * (floor - cold[COLD_FLOORS[0]]):.2f} µs. What each hook costs in a real step is its cold "

@@ -347,9 +347,15 @@ def test_the_compiled_timer_counts_the_step_index_past_a_long_long(tmp_path: Any
             opt.step()
         s.buffers.step_rows.take()
         s.step_index = first
-        for _ in range(3):
-            model(torch.ones(4, 3)).sum().backward()
-            opt.step()
+        py_frames: list[str] = []
+        sys.setprofile(lambda frame, event, arg: py_frames.append(frame.f_code.co_name) if event == "call" else None)
+        try:
+            for _ in range(3):
+                model(torch.ones(4, 3)).sum().backward()
+                opt.step()
+        finally:
+            sys.setprofile(None)
+        assert "mark_step" not in py_frames  # the compiled mark counted them
         assert s.step_index == first + 3 and type(s.step_index) is int
         index = s.buffers.step_rows.take()[0]
     assert list(index) == [first, first + 1, first + 2]
