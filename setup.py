@@ -23,7 +23,7 @@ setup(ext_modules=[
     Extension("stepscope.collect._hooks", ["src/stepscope/collect/_hooks.c", "src/stepscope/collect/_hooks_phases.c",
                                             "src/stepscope/collect/_hooks_optimizer.c",
                                             "src/stepscope/collect/_hooks_loader.c", "src/stepscope/collect/_hooks_state.c",
-                                            "src/stepscope/collect/_hooks_steplog.c"],
+                                            "src/stepscope/collect/_hooks_steplog.c", "src/stepscope/collect/_hooks_log.c"],
               depends=["src/stepscope/collect/_hooks.h"],
               extra_compile_args=_FLAGS, optional=True),
 ])

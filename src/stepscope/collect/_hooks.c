@@ -29,7 +29,14 @@ static PyObject *clock_ns(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignor
     return PyLong_FromLongLong(now_ns());
 }
 
+static PyObject *log_state(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(Nn)", PyBool_FromLong(g_hot.session != NULL), g_hot.n);
+}
+
 static PyMethodDef module_methods[] = {
+    {"log_state", log_state, METH_NOARGS,
+     "log_state(): (log mode on, events pending) of the hooks' log (_hooks_log.c). Reads nothing else, so applies "
+     "nothing."},
     {"new_step_state", (PyCFunction)(void (*)(void))new_step_state_py, METH_FASTCALL,
      "new_step_state(start, epoch): a StepState made as the compiled step timer makes it (StepState(start, epoch))."},
     {"columns", (PyCFunction)(void (*)(void))columns_py, METH_FASTCALL,
@@ -65,7 +72,7 @@ PyMODINIT_FUNC PyInit__hooks(void) {
     INTERN(s_source, "source");
     if (PyType_Ready(&ForwardType) < 0 || PyType_Ready(&TimedCallType) < 0 || PyType_Ready(&BackwardType) < 0 ||
         PyType_Ready(&TimerType) < 0 || PyType_Ready(&StepType) < 0 || PyType_Ready(&LoaderType) < 0 ||
-        loader_names() < 0 || PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 ||
+        loader_names() < 0 || log_names() < 0 || PyType_Ready(&StateType) < 0 || PyType_Ready(&CoreType) < 0 ||
         PyType_Ready(&PassType) < 0 || PyType_Ready(&StepLogType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);

@@ -44,6 +44,60 @@ int loader_names(void); /* _hooks_loader.c's interned names: 0, or -1 with an ex
 PyObject *new_step_state_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs);
 PyObject *columns_py(PyObject *m, PyObject *const *args, Py_ssize_t nargs); /* buffers.py's rows -> columns */
 
+/* -- the log (_hooks_log.c): the hooks' steady state, written as events and applied later ---------------------
+ * Once the optimizer's timer has marked a common step (a training step of the optimizer's, the session active, no
+ * per-step collector, the buffers' StepLog), the session is in log mode: until anything else reads or writes the
+ * session or its step, the four hooks only read the clock and append an event here, and the events are applied to
+ * the StepState and the StepLog (fold) when anything reads them: a Python read or write of the session's or the
+ * step's attributes, the flush taking the rows, a hook leaving the steady state. Applying an event is what the hook
+ * does in its other path, in the same order, so the rows are the same; the training thread no longer touches the
+ * session, the step state, the options or the row (issue 20: each was cold cache lines after a step's work). */
+enum { EV_FETCH, EV_FORWARD, EV_BACKWARD, EV_OPTIMIZER };
+
+typedef struct {
+    int kind;
+    long long t0, t1; /* EV_FETCH: the fetch's clock reads; else t0 the entry (t1 for the optimizer), t1 own time */
+    double rows;      /* EV_FETCH: the batch's first dimension */
+    PyObject *ref;    /* EV_FETCH: the pass's epoch (a reference; NULL: no pass) */
+} Event;
+
+typedef struct {
+    long long cum;         /* phase ns attributed so far, in this process: the own-time arithmetic (own_time) */
+    Event *ev;
+    Py_ssize_t n, cap;     /* events pending */
+    PyObject *session;     /* log mode's session (a reference), NULL: log mode is off */
+    PyObject *timer;       /* its marking optimizer's timer (a reference) */
+    PyObject *extras;      /* its per-step collectors' list (a reference): checked at each mark */
+    int fetched;           /* a batch came this step (the forward reads samples from its input otherwise) */
+    int folding;
+} Hot;
+extern Hot g_hot;
+
+int hot_fold(void);                                   /* apply the pending events: 0, or -1 with an exception */
+void hot_off(void);                                   /* log mode off (the pending events applied first) */
+void hot_on(PyObject *session, PyObject *timer);      /* log mode on after a common mark (_hooks_optimizer.c) */
+Event *hot_append_grow(void);                         /* hot_append past the array's end: NULL with MemoryError */
+int timer_apply_mark(PyObject *timer, long long t1);  /* an EV_OPTIMIZER's mark (_hooks_optimizer.c) */
+int log_names(void);                                  /* _hooks_log.c's interned names and fork handler */
+
+static inline int hot_sync(void) { return LIKELY(g_hot.n == 0) || g_hot.folding ? 0 : hot_fold(); }
+
+static inline int log_on(PyObject *session) { return g_hot.session == session && session != NULL; }
+
+static inline Event *hot_append(int kind, long long t0, long long t1) {
+    Event *e = LIKELY(g_hot.n < g_hot.cap) ? &g_hot.ev[g_hot.n++] : hot_append_grow();
+    if (LIKELY(e != NULL)) {
+        e->kind = kind;
+        e->t0 = t0;
+        e->t1 = t1;
+    }
+    return e;
+}
+
+/* own time of a span entered at t0 with g_hot.cum at cum0 and left at t1: its wall time less what was attributed
+ * meanwhile (nesting.own_time: the phases' sums at entry and exit, here one process-wide counter) */
+static inline long long own_ns(long long cum0, long long t0, long long t1) { return t1 - t0 - (g_hot.cum - cum0); }
+
 static inline long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -371,6 +425,24 @@ static inline int add_positive(PyObject *st, int f, Num *d) {
     Num zero = {0, NULL};
     int gt = num_gt(d, &zero);
     return gt <= 0 ? gt : add_num(st, f, d);
+}
+
+/* st.<phase> += d when d > 0 (a hook's own time), counted in g_hot.cum */
+static inline int attribute(PyObject *st, int f, long long d) {
+    if (d <= 0) return 0;
+    Num x = {d, NULL};
+    int e = add_num(st, f, &x);
+    if (LIKELY(e == 0)) g_hot.cum += d;
+    return e;
+}
+
+/* A hook's first read outside log mode: the Python bodies' enter(session) reads session.step (an error there is
+ * raised before the call, as theirs is): 0, or -1 with an exception */
+COLD static int session_has_step(PyObject *session) {
+    if (hot_sync() < 0) return -1;
+    PyObject *st = sget(session, S_STEP);
+    Py_XDECREF(st);
+    return st == NULL ? -1 : 0;
 }
 
 /* The pending exception, if an Exception, reported through session.warn_once(key, f"{prefix} ({e})") and

@@ -172,10 +172,12 @@ static int add_to(PyObject *st, int f, PyObject *x) {
     return e;
 }
 
-/* st.data_wait += d (a C long long, as the two clock reads' difference) */
+/* st.data_wait += d (a C long long, as the two clock reads' difference), counted in g_hot.cum */
 static int add_ns(PyObject *st, int f, long long d) {
     Num x = {d, NULL};
-    return add_num(st, f, &x);
+    int e = add_num(st, f, &x);
+    if (LIKELY(e == 0)) g_hot.cum += d;
+    return e;
 }
 
 COLD static PyObject *samples_by_batch_size(Loader *self, PyObject *batch) { /* batch_size(batch) */
@@ -291,6 +293,43 @@ done:
     return rc;
 }
 
+/* Log mode's fetch (_hooks.h): a batch whose first tensor has rows, of a pass past its first batch with its epoch
+ * known (or of no pass), logged as an event (what fetched() does with it is applied later, in the same order): 1, or 0 for any
+ * other case (fetched() does it), or -1 with an exception. */
+static int fetch_logged(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
+    PyObject *t = batch;
+    if (PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0) t = PyList_GET_ITEM(batch, 0);
+    else if (PyTuple_CheckExact(batch) && PyTuple_GET_SIZE(batch) > 0) t = PyTuple_GET_ITEM(batch, 0);
+    if ((PyObject *)Py_TYPE(t) != self->tensor) return 0;
+    PyTypeObject *base = Py_TYPE(t)->tp_base;
+    lenfunc len = base != NULL && base->tp_as_mapping != NULL ? base->tp_as_mapping->mp_length : NULL;
+    Py_ssize_t rows = len != NULL ? len(t) : 0;
+    if (UNLIKELY(rows <= 0)) {
+        if (rows < 0) PyErr_Clear(); /* left to fetched(), which tells an error from no rows */
+        return 0;
+    }
+    PyObject *ps = pass_of(self, it);
+    if (UNLIKELY(ps == NULL)) return -1;
+    Pass *p = ps == Py_None ? NULL : (Pass *)ps; /* None: an iterator made before the hooks, no pass counted */
+    if (UNLIKELY(p != NULL && (!Py_IS_TYPE(ps, &PassType) || p->epoch == NULL || p->epoch == Py_None ||
+                               p->batches < 1))) {
+        Py_DECREF(ps);
+        return 0;
+    }
+    Event *e = hot_append(EV_FETCH, t0, t1);
+    if (UNLIKELY(e == NULL)) {
+        Py_DECREF(ps);
+        return -1;
+    }
+    e->rows = (double)rows;
+    e->ref = p != NULL ? Py_NewRef(p->epoch) : NULL;
+    if (p != NULL) p->batches += 1;
+    g_hot.cum += t1 - t0;
+    g_hot.fetched = 1;
+    Py_DECREF(ps);
+    return 1;
+}
+
 COLD static PyObject *pass_ended(Loader *self, PyObject *it) { /* __next__ raised: NULL, its exception set */
     if (PyErr_ExceptionMatches(PyExc_StopIteration)) { /* the pass ended: pass_end(it), then raise again */
         PyObject *et, *ev, *tb;
@@ -319,6 +358,15 @@ static PyObject *Loader_call(Loader *self, PyObject *const *args, size_t nargsf,
     PyObject *batch = PyObject_CallOneArg(self->orig, it);
     if (UNLIKELY(batch == NULL)) return pass_ended(self, it);
     long long t1 = now_ns();
+    if (LIKELY(log_on(self->session))) {
+        int logged = fetch_logged(self, it, batch, t0, t1);
+        if (LIKELY(logged > 0)) return batch;
+        if (UNLIKELY(logged < 0)) goto failed;
+    }
+    if (UNLIKELY(hot_sync() < 0)) {
+        Py_DECREF(batch);
+        return NULL;
+    }
     int disabled = strue(self->session, S_DISABLED); /* outside the Python body's try, as there */
     if (UNLIKELY(disabled != 0)) {
         if (disabled > 0) return batch;
@@ -326,6 +374,7 @@ static PyObject *Loader_call(Loader *self, PyObject *const *args, size_t nargsf,
         return NULL;
     }
     if (fetched(self, it, batch, t0, t1) == 0) return batch;
+failed:
     if (UNLIKELY(warn_caught(self->session, s_loader_warn, "DataLoader timing failed") < 0)) {
         Py_DECREF(batch);
         return NULL;

@@ -188,35 +188,45 @@ COLD static int rest_call(Timer *self, PyObject *opt, long long t1) { /* rest(op
     return 0;
 }
 
-/* The body of the Python timer's try block, after the step ran; *st0 is released once read (so that the mark
- * can reuse a step state nobody else holds). */
-static int timer_body(Timer *self, PyObject **st0, Num *a0, long long t0, long long t1, PyObject *const *args,
-                      Py_ssize_t nargs) {
+/* an EV_OPTIMIZER's mark when the log is applied (_hooks_log.c): the common mark, as the timer's own path makes it */
+int timer_apply_mark(PyObject *timer, long long t1) {
+    Timer *tm = (Timer *)timer;
+    int c = mark_common(tm, t1);
+    return LIKELY(c != 0) ? (c < 0 ? -1 : 0) : mark_step_py(tm, t1);
+}
+
+/* The body of the Python timer's try block, after the step ran, outside log mode. */
+COLD static int timer_body(Timer *self, long long d, long long t1, PyObject *const *args, Py_ssize_t nargs) {
     if (UNLIKELY(self->fault)) return injected_fault();
+    if (hot_sync() < 0) return -1;
     PyObject *st = sget(self->session, S_STEP);
     if (UNLIKELY(st == NULL)) return -1;
-    Num d = {0, NULL};
-    int e = own_time(*st0, a0, st, t0, t1, &d);
-    Py_CLEAR(*st0);
-    if (e == 0) {
-        e = add_positive(st, F_OPTIMIZER, &d);
-        num_clear(&d);
-    }
+    int e = attribute(st, F_OPTIMIZER, d);
+    Py_DECREF(st);
     if (e == 0 && nargs == 0) {
         PyErr_SetString(PyExc_IndexError, "tuple index out of range");
         e = -1;
     }
-    if (UNLIKELY(e < 0)) {
-        Py_DECREF(st);
-        return -1;
-    }
+    if (UNLIKELY(e < 0)) return -1;
     PyObject *opt = args[0];
-    Py_DECREF(st);
     if (LIKELY(opt == self->marker)) {
         int c = mark_common(self, t1);
+        if (c > 0) hot_on(self->session, (PyObject *)self); /* the steady state: the hooks log from here */
         return LIKELY(c != 0) ? (c < 0 ? -1 : 0) : mark_step_py(self, t1);
     }
     return rest_call(self, opt, t1);
+}
+
+/* Log mode's step (_hooks.h): the marking optimizer's, no per-step collector waiting for the boundary, logged as
+ * an event (its own time and the mark, applied later): 1, or 0 when timer_body does it, or -1 with an exception. */
+static int step_logged(Timer *tm, long long d, long long t1, PyObject *const *args, Py_ssize_t nargs) {
+    if (UNLIKELY(!log_on(tm->session) || g_hot.timer != (PyObject *)tm || nargs == 0 || args[0] != tm->marker ||
+                 PyList_GET_SIZE(g_hot.extras) != 0 || tm->fault))
+        return 0;
+    if (UNLIKELY(hot_append(EV_OPTIMIZER, t1, d) == NULL)) return -1;
+    if (d > 0) g_hot.cum += d;
+    g_hot.fetched = 0;
+    return 1;
 }
 
 static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -230,34 +240,38 @@ static PyObject *Step_call(Step *self, PyObject *const *args, size_t nargsf, PyO
         return r;
     }
     Py_INCREF(tm); /* the step may drop the wrapper (an undo) */
-    PyObject *out = NULL, *st0 = sget(tm->session, S_STEP);
-    Num a0 = {0, NULL};
-    if (st0 == NULL || attributed(st0, &a0) < 0) goto done;
+    PyObject *out = NULL;
+    if (UNLIKELY(!log_on(tm->session)) && session_has_step(tm->session) < 0) goto done;
     tm->depth = 1;
-    long long t0 = now_ns();
+    long long cum0 = g_hot.cum, t0 = now_ns();
     out = PyObject_Vectorcall(orig, args, nargsf, kwnames);
     if (UNLIKELY(out == NULL)) { /* a step that raises marks no step */
         tm->depth = 0;
         goto done;
     }
-    long long t1 = now_ns();
+    long long t1 = now_ns(), d = own_ns(cum0, t0, t1);
     tm->depth = 0;
-    int disabled = strue(tm->session, S_DISABLED);
-    if (UNLIKELY(disabled != 0)) {
-        if (disabled < 0) Py_CLEAR(out);
-        goto done;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int logged = step_logged(tm, d, t1, args, nargs);
+    if (LIKELY(logged > 0)) goto done;
+    if (logged == 0) {
+        if (UNLIKELY(hot_sync() < 0)) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        int disabled = strue(tm->session, S_DISABLED);
+        if (UNLIKELY(disabled != 0)) {
+            if (disabled < 0) Py_CLEAR(out);
+            goto done;
+        }
+        logged = timer_body(tm, d, t1, args, nargs);
     }
-    if (timer_body(tm, &st0, &a0, t0, t1, args, PyVectorcall_NARGS(nargsf)) < 0 &&
-        warn_caught(tm->session, s_optimizer_key, "step marking failed") < 0)
-        Py_CLEAR(out);
+    if (logged < 0 && warn_caught(tm->session, s_optimizer_key, "step marking failed") < 0) Py_CLEAR(out);
 done:
-    num_clear(&a0);
-    Py_XDECREF(st0);
     Py_DECREF(tm);
     Py_DECREF(orig);
     return out;
 }
-
 
 static PyObject *Timer_wrap(Timer *self, PyObject *orig) {
     Step *step = (Step *)StepType.tp_alloc(&StepType, 0);

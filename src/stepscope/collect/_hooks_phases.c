@@ -7,9 +7,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *session, *watch, *tensor, *is_grad_enabled, *batch_size, *mark_validation;
     Py_ssize_t depth;
-    PyObject *st0; /* NULL: no span open (the Python hooks' st0 = None) */
-    Num a0;
-    long long t0;
+    long long t0, cum0; /* the open span's entry: its clock read and g_hot.cum (own_ns) */
+    int open;           /* a span is open (the Python hooks' st0 is not None) */
+    int logged;         /* it was entered in log mode: the step's start is left to its event */
     int called_training; /* the model's training flag when its outermost forward was entered */
 } Forward;
 
@@ -20,8 +20,6 @@ static int Forward_traverse(Forward *self, visitproc visit, void *arg) {
     Py_VISIT(self->is_grad_enabled);
     Py_VISIT(self->batch_size);
     Py_VISIT(self->mark_validation);
-    Py_VISIT(self->st0);
-    Py_VISIT(self->a0.o);
     return 0;
 }
 
@@ -32,8 +30,6 @@ static int Forward_clear(Forward *self) {
     Py_CLEAR(self->is_grad_enabled);
     Py_CLEAR(self->batch_size);
     Py_CLEAR(self->mark_validation);
-    Py_CLEAR(self->st0);
-    Py_CLEAR(self->a0.o);
     return 0;
 }
 
@@ -58,10 +54,8 @@ static int Forward_init(Forward *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->mark_validation, Py_NewRef(o[5]));
     self->depth = 0;
     self->called_training = 1;
-    Py_CLEAR(self->st0);
-    Py_CLEAR(self->a0.o);
-    self->a0.v = 0;
-    self->t0 = 0;
+    self->open = self->logged = 0;
+    self->t0 = self->cum0 = 0;
     return 0;
 }
 
@@ -132,6 +126,13 @@ static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *
         if (UNLIKELY(training < 0)) return -1;
         self->called_training = training;
         long long t = now_ns();
+        if (LIKELY(log_on(self->session) && g_hot.fetched)) { /* log mode, a batch came: nothing to read */
+            self->t0 = t;
+            self->cum0 = g_hot.cum;
+            self->open = self->logged = 1;
+            goto entered;
+        }
+        if (UNLIKELY(hot_sync() < 0)) return -1;
         PyObject *st = sget(self->session, S_STEP);
         if (UNLIKELY(st == NULL)) return -1;
         if (UNLIKELY(start_if_unset(st, t) < 0)) goto fail;
@@ -150,12 +151,11 @@ static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *
                             "reading the batch size from the forward input failed") < 0)
                 goto fail;
         }
-        Num a0;
-        if (UNLIKELY(attributed(st, &a0) < 0)) goto fail;
-        Py_XSETREF(self->st0, st); /* the reference st held */
-        num_clear(&self->a0);
-        self->a0 = a0;
+        Py_DECREF(st);
         self->t0 = t;
+        self->cum0 = g_hot.cum;
+        self->open = 1;
+        self->logged = 0;
         goto entered;
     fail:
         Py_DECREF(st);
@@ -195,26 +195,34 @@ COLD static int validation_check(Forward *self, long long t1) {
     return 0;
 }
 
+/* post_body's own time added to the step outside log mode (a span entered in it: with the step's start) */
+COLD static int forward_done(Forward *self, long long d) {
+    if (hot_sync() < 0) return -1;
+    PyObject *st = sget(self->session, S_STEP);
+    if (UNLIKELY(st == NULL)) return -1;
+    int e = self->logged ? start_if_unset(st, self->t0) : 0;
+    if (e == 0) e = attribute(st, F_FORWARD, d);
+    Py_DECREF(st);
+    return e;
+}
+
 /* The body of the Python post-hook's try block. */
 static int post_body(Forward *self) {
     self->depth -= 1;
-    if (self->depth || self->st0 == NULL) return 0;
-    long long t1 = now_ns();
-    PyObject *st = sget(self->session, S_STEP);
-    if (UNLIKELY(st == NULL)) return -1;
-    Num d = {0, NULL};
-    int e = own_time(self->st0, &self->a0, st, self->t0, t1, &d);
-    if (e == 0) {
-        e = add_positive(st, F_FORWARD, &d);
-        num_clear(&d);
+    if (self->depth || !self->open) return 0;
+    long long t1 = now_ns(), d = own_ns(self->cum0, self->t0, t1);
+    self->open = 0;
+    if (LIKELY(log_on(self->session))) {
+        if (d > 0) {
+            if (UNLIKELY(hot_append(EV_FORWARD, self->t0, d) == NULL)) return -1;
+            g_hot.cum += d;
+        }
+    } else if (forward_done(self, d) < 0) {
+        return -1;
     }
-    Py_DECREF(st);
-    if (UNLIKELY(e < 0)) return -1;
-    Py_CLEAR(self->st0);
-    num_clear(&self->a0);
     /* not training (at entry) and session.step_source == "optimizer" and not is_grad_enabled() */
     if (LIKELY(self->called_training)) return 0;
-    return validation_check(self, t1);
+    return hot_sync() < 0 ? -1 : validation_check(self, t1);
 }
 
 static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -388,17 +396,12 @@ COLD static int activate_unless_disabled(PyObject *session) { /* an inactive ses
     return 0;
 }
 
-/* The finally block of the Python wrapper, inside its try. */
-static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
-    long long t1 = now_ns();
+/* The finally block of the Python wrapper, inside its try, outside log mode. */
+COLD static int backward_done(Backward *self, long long t0, long long d) {
+    if (hot_sync() < 0) return -1;
     PyObject *st = sget(self->session, S_STEP);
     if (UNLIKELY(st == NULL)) return -1;
-    Num d = {0, NULL};
-    int e = own_time(st0, a0, st, t0, t1, &d);
-    if (e == 0) {
-        e = add_positive(st, F_BACKWARD, &d);
-        num_clear(&d);
-    }
+    int e = attribute(st, F_BACKWARD, d);
     if (e == 0) e = start_if_unset(st, t0);
     Py_DECREF(st);
     if (UNLIKELY(e < 0)) return -1;
@@ -407,21 +410,26 @@ static int backward_done(Backward *self, PyObject *st0, Num *a0, long long t0) {
     return activate_unless_disabled(self->session);
 }
 
-static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    PyObject *st0 = sget(self->session, S_STEP);
-    if (UNLIKELY(st0 == NULL)) return NULL;
-    Num a0;
-    if (UNLIKELY(attributed(st0, &a0) < 0)) {
-        Py_DECREF(st0);
-        return NULL;
+/* The wrapper's timing after backward ran (in log mode an event: the session is active there) */
+static int backward_timed(Backward *self, long long cum0, long long t0) {
+    long long t1 = now_ns(), d = own_ns(cum0, t0, t1);
+    if (UNLIKELY(!log_on(self->session))) return backward_done(self, t0, d);
+    if (d > 0) {
+        if (UNLIKELY(hot_append(EV_BACKWARD, t0, d) == NULL)) return -1;
+        g_hot.cum += d;
     }
-    long long t0 = now_ns();
+    return 0;
+}
+
+static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (UNLIKELY(!log_on(self->session)) && session_has_step(self->session) < 0) return NULL;
+    long long cum0 = g_hot.cum, t0 = now_ns();
     PyObject *orig = Py_NewRef(self->orig);
     PyObject *out = PyObject_Vectorcall(orig, args, nargsf, kwnames);
     Py_DECREF(orig);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb); /* backward's own exception, if any: raised again after the timing */
-    if (backward_done(self, st0, &a0, t0) < 0 && warn_caught(self->session, s_backward, "backward timing failed") < 0) {
+    if (backward_timed(self, cum0, t0) < 0 && warn_caught(self->session, s_backward, "backward timing failed") < 0) {
         Py_XDECREF(out); /* the finally block raised: its exception replaces backward's result */
         Py_XDECREF(et);
         Py_XDECREF(ev);
@@ -430,8 +438,6 @@ static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nar
     } else {
         PyErr_Restore(et, ev, tb);
     }
-    num_clear(&a0);
-    Py_DECREF(st0);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include "_hooks.h"
 
 PyTypeObject *g_core_subtype = NULL; /* see core_slots */
+Hot g_hot; /* see _hooks_log.c */
 
 /* -- StepState -------------------------------------------------------------------------------------------- */
 static int State_traverse(State *self, visitproc visit, void *arg) {
@@ -71,7 +72,14 @@ static int State_init(State *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
-static PyObject *State_get(State *self, void *closure) { return num_obj(&self->f[(Py_ssize_t)closure]); }
+/* Python reads and writes a step state with the log's events applied first (_hooks_log.c). A phase written from
+ * Python (a communication's blocked time, an integration's own timing) is counted in g_hot.cum by how much it
+ * changed, as a hook's own time is, so that a compiled span around it leaves it out; any other field written
+ * from Python ends log mode, whose events assume the hooks alone write the step. */
+static PyObject *State_get(State *self, void *closure) {
+    if (UNLIKELY(hot_sync() < 0)) return NULL;
+    return num_obj(&self->f[(Py_ssize_t)closure]);
+}
 
 static int State_set(State *self, PyObject *v, void *closure) {
     int f = (int)(Py_ssize_t)closure;
@@ -79,7 +87,19 @@ static int State_set(State *self, PyObject *v, void *closure) {
         PyErr_Format(PyExc_AttributeError, "StepState.%s cannot be deleted", field_names[f]);
         return -1;
     }
-    num_set(&self->f[f], v);
+    if (hot_sync() < 0) return -1;
+    Num *old = &self->f[f];
+    if (f <= F_COMM) {
+        long long delta;
+        if (PyLong_CheckExact(v) && old->o == NULL) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (!overflow && !__builtin_sub_overflow(x, old->v, &delta)) g_hot.cum += delta;
+        }
+    } else if (g_hot.session != NULL) {
+        hot_off();
+    }
+    num_set(old, v);
     return 0;
 }
 
@@ -131,8 +151,34 @@ static void Core_dealloc(Core *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-#define SLOT(i, name, doc) {name, T_OBJECT_EX, offsetof(Core, slot) + (i) * sizeof(PyObject *), 0, doc}
-static PyMemberDef Core_members[] = {
+/* Python reads and writes the session's attributes with the log's events applied first; a write to the session in
+ * log mode ends it (the next common mark starts it again, its conditions checked anew). */
+static PyObject *Core_get(Core *self, void *closure) {
+    int i = (int)(Py_ssize_t)closure;
+    if (hot_sync() < 0) return NULL;
+    if (self->slot[i] == NULL) {
+        PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name,
+                     core_names[i]);
+        return NULL;
+    }
+    return Py_NewRef(self->slot[i]);
+}
+
+static int Core_set(Core *self, PyObject *v, void *closure) {
+    int i = (int)(Py_ssize_t)closure;
+    if (hot_sync() < 0) return -1;
+    if (g_hot.session == (PyObject *)self) hot_off();
+    if (v == NULL && self->slot[i] == NULL) {
+        PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name,
+                     core_names[i]);
+        return -1;
+    }
+    Py_XSETREF(self->slot[i], Py_XNewRef(v));
+    return 0;
+}
+
+#define SLOT(i, name, doc) {name, (getter)Core_get, (setter)Core_set, doc, (void *)(Py_ssize_t)(i)}
+static PyGetSetDef Core_getset[] = {
     SLOT(S_STEP, "step", "the StepState of the step in progress"),
     SLOT(S_ACTIVE, "active", "the rank stream is open"),
     SLOT(S_DISABLED, "disabled", "recording is off (the store is unwritable)"),
@@ -143,7 +189,7 @@ static PyMemberDef Core_members[] = {
     SLOT(S_EPOCH, "epoch", "the epoch of the training step in progress (-1: unknown)"),
     SLOT(S_OPTIONS, "options", "the session's Options"),
     SLOT(S_STEP_ROW, "step_row", "appends one step row (the buffers' step_rows.append)"),
-    {NULL, 0, 0, 0, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 #undef SLOT
 
@@ -158,7 +204,7 @@ PyTypeObject CoreType = {
     .tp_dealloc = (destructor)Core_dealloc,
     .tp_traverse = (traverseproc)Core_traverse,
     .tp_clear = (inquiry)Core_clear,
-    .tp_members = Core_members,
+    .tp_getset = Core_getset,
 };
 
 /* columns(rows, width): rows (a list of sequences of width fields: the region rows, and the step rows where no

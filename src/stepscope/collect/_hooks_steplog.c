@@ -55,6 +55,7 @@ static PyObject *StepLog_call(StepLog *self, PyObject *const *args, size_t nargs
         PyErr_SetString(PyExc_TypeError, "StepLog(row): one row of 12 fields");
         return NULL;
     }
+    if (hot_sync() < 0) return NULL; /* the log's rows first, in order */
     PyObject *seq = PySequence_Fast(args[0], "StepLog: a row is not a sequence");
     if (seq == NULL) return NULL;
     if (PySequence_Fast_GET_SIZE(seq) != STEP_WIDTH) {
@@ -97,6 +98,7 @@ static void steplog_restore(StepLog *self, StepRowData *rows, Py_ssize_t n) {
 
 /* take(): every row so far as 12 column tuples (numbers as ints), the log left empty */
 static PyObject *StepLog_take(StepLog *self, PyObject *Py_UNUSED(ignored)) {
+    if (hot_sync() < 0) return NULL; /* the rows of the hooks' log (_hooks_log.c) written first */
     StepRowData *rows = self->rows;
     Py_ssize_t n = self->n;
     self->rows = NULL; /* detached before any object is made: see the top of this file */
@@ -121,7 +123,7 @@ fail: /* out of memory: the rows go back in front of any appended meanwhile, for
     return NULL;
 }
 
-static Py_ssize_t StepLog_length(StepLog *self) { return self->n; }
+static Py_ssize_t StepLog_length(StepLog *self) { return hot_sync() < 0 ? -1 : self->n; }
 
 static PySequenceMethods StepLog_sequence = {.sq_length = (lenfunc)StepLog_length};
 
