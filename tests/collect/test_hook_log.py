@@ -188,3 +188,29 @@ def test_a_forked_child_drops_its_parents_log(tmp_path: Any, monkeypatch: pytest
         assert _hooks.log_state() == before
         assert s.step_index == 10
     assert len(load(tmp_path / "s").ranks[0].steps) == 10
+
+
+def test_a_collector_added_later_runs_from_the_next_boundary_only(tmp_path: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-step collector appended to a list read before (no read of the session in between, so the log is not
+    applied) is not run for the steps logged before it came: it runs from the next step boundary on, on the
+    training thread, once a boundary."""
+    _impl(monkeypatch, "c")
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(40, 3)), batch_size=BATCH)
+    calls: list[int] = []
+    with stepscope.session(name="extras", store=str(tmp_path / "s")) as s:
+        assert s is not None
+        extras: list[Any] = []
+        for i, (x,) in enumerate(loader):
+            model(x).sum().backward()
+            opt.step()
+            if i == 5:
+                extras = s.extras  # read in log mode (the FLOP counter has left the list it started with)
+            if i == 6:
+                assert _hooks.log_state()[0] and _hooks.log_state()[1] > 0  # steps logged, not yet applied
+                extras.append(lambda: calls.append(1))
+        assert len(calls) == 10 - 7  # the boundaries of steps 7, 8 and 9
+        assert s.step_index == 10
+    assert len(load(tmp_path / "s").ranks[0].steps) == 10

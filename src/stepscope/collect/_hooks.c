@@ -1,11 +1,12 @@
 /* The compiled hook bodies (stepscope.collect._hooks): the watched models' forward pre- and post-hook
  * (modules.py, ModuleWatch._model_hooks), the torch.autograd.backward wrapper (hooks.py,
  * _install_backward_hook), the optimizer's step timer and the DataLoader iterators' __next__ (loader.py),
- * with the same semantics as those Python functions, line for line: the same own-time arithmetic
- * (nesting.own_time written out), the same samples from the first tensor argument, the same validation-step
+ * with the same semantics as those Python functions, line for line: the same own time (nesting.own_time's, with
+ * what other phases took meanwhile read from one process-wide counter, own_ns in _hooks.h), the same samples from the first tensor argument, the same validation-step
  * mark, the same errors caught and warned about once (session.warn_once), the same errors let through.
  * Issue 20: a real step pays several times the hooks' warm cost, because each Python frame of ours runs with
- * cold caches; a C body touches far fewer cache lines.
+ * cold caches; a C body touches far fewer cache lines, and in the steady state (log mode, _hooks_log.c) the
+ * hooks append events and touch neither the session nor its step.
  *
  * A StepState's fields and a Session's hot attributes are read from their C structs (_hooks_state.c) when the
  * objects are those types (else through getattr / setattr). Phase times are summed in C while every field is an

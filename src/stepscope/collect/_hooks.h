@@ -209,23 +209,6 @@ static inline int set_field(PyObject *st, int f, PyObject *v) { /* v borrowed */
     return 0;
 }
 
-COLD static int field_num_attr(PyObject *st, int f, Num *out) { /* field_num of a step state of another type */
-    PyObject *o = PyObject_GetAttr(st, s_field[f]);
-    if (o == NULL) return -1;
-    num_from(o, out);
-    Py_DECREF(o);
-    return 0;
-}
-
-static inline int field_num(PyObject *st, int f, Num *out) { /* *out new */
-    Num *F = state_fields(st);
-    if (LIKELY(F != NULL)) {
-        *out = num_copy(&F[f]);
-        return 0;
-    }
-    return field_num_attr(st, f, out);
-}
-
 COLD static int start_if_unset_attr(PyObject *st, long long t) { /* a step state of another type */
     PyObject *v = PyObject_GetAttr(st, s_field[F_START]);
     if (v == NULL) return -1;
@@ -318,68 +301,6 @@ COLD static int num_gt_obj(Num *a, Num *b) { /* num_gt with an operand not a C n
 static inline int num_gt(Num *a, Num *b) {
     if (LIKELY(a->o == NULL && b->o == NULL)) return a->v > b->v;
     return num_gt_obj(a, b);
-}
-
-/* attributed's general case: Python's number protocol, in the Python hooks' order */
-COLD static int attributed_obj(PyObject *st, Num *out) {
-    Num acc;
-    if (field_num(st, F_DATA_WAIT, &acc) < 0) return -1;
-    for (int i = 1; i < 5; i++) {
-        Num x, r = {0, NULL};
-        if (field_num(st, F_DATA_WAIT + i, &x) < 0) {
-            num_clear(&acc);
-            return -1;
-        }
-        int e = num_op(&acc, &x, '+', &r);
-        num_clear(&x);
-        num_clear(&acc);
-        if (e < 0) return -1;
-        acc = r;
-    }
-    *out = acc;
-    return 0;
-}
-
-/* st.data_wait + st.forward + st.backward + st.optimizer + st.comm, in that order */
-static inline int attributed(PyObject *st, Num *out) {
-    Num *F = state_fields(st);
-    if (LIKELY(F != NULL)) {
-        long long acc = F[F_DATA_WAIT].v;
-        int c = F[F_DATA_WAIT].o == NULL;
-        for (int i = 1; i < 5; i++) {
-            Num *x = &F[F_DATA_WAIT + i];
-            c &= x->o == NULL && !__builtin_add_overflow(acc, x->v, &acc);
-        }
-        if (LIKELY(c)) {
-            *out = (Num){acc, NULL};
-            return 0;
-        }
-    }
-    return attributed_obj(st, out);
-}
-
-/* t1 - t0 - nested, where nested = attributed(st0) - a0 (+ attributed(st) when the step changed); *d new */
-static inline int own_time(PyObject *st0, Num *a0, PyObject *st, long long t0, long long t1, Num *d) {
-    Num n0, nested, wall = {t1 - t0, NULL};
-    if (attributed(st0, &n0) < 0) return -1;
-    int e = num_op(&n0, a0, '-', &nested);
-    num_clear(&n0);
-    if (e < 0) return -1;
-    if (st != st0) {
-        Num n1, sum;
-        if (attributed(st, &n1) < 0) {
-            num_clear(&nested);
-            return -1;
-        }
-        e = num_op(&nested, &n1, '+', &sum);
-        num_clear(&n1);
-        num_clear(&nested);
-        if (e < 0) return -1;
-        nested = sum;
-    }
-    e = num_op(&wall, &nested, '-', d);
-    num_clear(&nested);
-    return e;
 }
 
 COLD static int add_num_obj(PyObject *st, int f, Num *d) { /* add_num past C numbers */

@@ -227,7 +227,7 @@ COLD static int first_of_pass(Loader *self, PyObject *it, Pass *p, PyObject *st,
 
 /* The Python __next__'s try block after the batch came (t0, t1 its clock reads): 0, or -1 with the
  * exception set (its early returns: 0). */
-static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
+COLD static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
     PyObject *s = self->session;
     int rc = -1;
     PyObject *st = sget(s, S_STEP), *ps = NULL, *n = NULL;

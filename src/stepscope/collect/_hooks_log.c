@@ -115,7 +115,10 @@ void hot_off(void) {
  * optimizer's steps, no per-step collector, the buffers' StepLog, a StepState): the hooks log until anything
  * else touches the session. */
 void hot_on(PyObject *session, PyObject *timer) {
-    if (g_hot.session == session && g_hot.timer == timer) return;
+    if (g_hot.session == session && g_hot.timer == timer) {
+        g_hot.fetched = 0; /* a step just began */
+        return;
+    }
     PyObject **core = core_slots(session);
     if (core == NULL || core[S_DISABLED] != Py_False || core[S_API_FETCH] != Py_False ||
         !PyList_CheckExact(core[S_EXTRAS]))

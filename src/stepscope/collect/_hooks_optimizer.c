@@ -96,8 +96,9 @@ COLD static int fresh_state(PyObject *session, PyObject **st) {
 
 /* Session.mark_step's common case as the Python timer writes it out: 1 done, 0 not the common case (a step
  * source not yet the optimizer's, an inactive session, a per-step collector left, a session or step of another
- * type than SessionCore and StepState: the Python mark_step does it), -1 error. */
-static int mark_common(Timer *self, long long t1) {
+ * type than SessionCore and StepState: the Python mark_step does it), -1 error. A logged mark (logged: 1) had no
+ * per-step collector when it was logged, and is applied without them whatever the list holds now. */
+static int mark_common(Timer *self, long long t1, int logged) {
     PyObject **core = core_slots(self->session);
     if (UNLIKELY(core == NULL)) return 0;
     for (int i = 0; i < NS; i++) {
@@ -111,7 +112,7 @@ static int mark_common(Timer *self, long long t1) {
     if (c <= 0) return c;
     if ((c = strue(self->session, S_ACTIVE)) <= 0) return c;
     PyObject *extras = core[S_EXTRAS];
-    c = PyList_CheckExact(extras) ? PyList_GET_SIZE(extras) > 0 : PyObject_IsTrue(extras);
+    c = logged ? 0 : PyList_CheckExact(extras) ? PyList_GET_SIZE(extras) > 0 : PyObject_IsTrue(extras);
     if (c != 0) return c < 0 ? -1 : 0;
     PyObject *log = core[S_STEP_ROW];
     if (!Py_IS_TYPE(log, &StepLogType)) return 0; /* step_row is not the buffers' log (a test's list) */
@@ -191,7 +192,7 @@ COLD static int rest_call(Timer *self, PyObject *opt, long long t1) { /* rest(op
 /* an EV_OPTIMIZER's mark when the log is applied (_hooks_log.c): the common mark, as the timer's own path makes it */
 int timer_apply_mark(PyObject *timer, long long t1) {
     Timer *tm = (Timer *)timer;
-    int c = mark_common(tm, t1);
+    int c = mark_common(tm, t1, 1);
     return LIKELY(c != 0) ? (c < 0 ? -1 : 0) : mark_step_py(tm, t1);
 }
 
@@ -210,7 +211,7 @@ COLD static int timer_body(Timer *self, long long d, long long t1, PyObject *con
     if (UNLIKELY(e < 0)) return -1;
     PyObject *opt = args[0];
     if (LIKELY(opt == self->marker)) {
-        int c = mark_common(self, t1);
+        int c = mark_common(self, t1, 0);
         if (c > 0) hot_on(self->session, (PyObject *)self); /* the steady state: the hooks log from here */
         return LIKELY(c != 0) ? (c < 0 ? -1 : 0) : mark_step_py(self, t1);
     }

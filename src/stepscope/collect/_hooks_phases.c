@@ -119,6 +119,39 @@ static int training_at_entry(Forward *self, PyObject *module) {
     return warn_caught(self->session, s_module_watch, "model forward timing failed") < 0 ? -1 : 1;
 }
 
+/* The outermost forward's entry at t outside log mode (or before a batch came this step): the step's start, and
+ * its samples from the first argument when no batch came (the Python pre-hook's body): 0, or -1 with an
+ * exception. */
+COLD static int pre_enter_step(Forward *self, long long t, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
+    if (UNLIKELY(hot_sync() < 0)) return -1;
+    PyObject *st = sget(self->session, S_STEP);
+    if (UNLIKELY(st == NULL)) return -1;
+    int rc = -1;
+    if (UNLIKELY(start_if_unset(st, t) < 0)) goto done;
+    PyObject *fetched = get_field(st, F_FETCHED);
+    if (UNLIKELY(fetched == NULL)) goto done;
+    int f = PyObject_IsTrue(fetched);
+    Py_DECREF(fetched);
+    if (UNLIKELY(f < 0)) goto done;
+    if (!f) {
+        PyObject *sampled = PyObject_GetAttr(self->watch, s_sampled);
+        if (UNLIKELY(sampled == NULL)) goto done;
+        int other = sampled != st;
+        Py_DECREF(sampled);
+        if (other && read_samples(self, st, args, argv, n) < 0 &&
+            warn_caught(self->session, s_module_samples, "reading the batch size from the forward input failed") < 0)
+            goto done;
+    }
+    self->t0 = t;
+    self->cum0 = g_hot.cum;
+    self->open = 1;
+    self->logged = 0;
+    rc = 0;
+done:
+    Py_DECREF(st);
+    return rc;
+}
+
 /* The Python pre-hook's body, its arguments as read_samples takes them: 0, or -1 with an exception. */
 static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     if (self->depth == 0) {
@@ -130,38 +163,10 @@ static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *
             self->t0 = t;
             self->cum0 = g_hot.cum;
             self->open = self->logged = 1;
-            goto entered;
+        } else if (pre_enter_step(self, t, args, argv, n) < 0) {
+            return -1;
         }
-        if (UNLIKELY(hot_sync() < 0)) return -1;
-        PyObject *st = sget(self->session, S_STEP);
-        if (UNLIKELY(st == NULL)) return -1;
-        if (UNLIKELY(start_if_unset(st, t) < 0)) goto fail;
-        PyObject *fetched = get_field(st, F_FETCHED);
-        if (UNLIKELY(fetched == NULL)) goto fail;
-        int f = PyObject_IsTrue(fetched);
-        Py_DECREF(fetched);
-        if (UNLIKELY(f < 0)) goto fail;
-        if (!f) {
-            PyObject *sampled = PyObject_GetAttr(self->watch, s_sampled);
-            if (UNLIKELY(sampled == NULL)) goto fail;
-            int other = sampled != st;
-            Py_DECREF(sampled);
-            if (other && read_samples(self, st, args, argv, n) < 0 &&
-                warn_caught(self->session, s_module_samples,
-                            "reading the batch size from the forward input failed") < 0)
-                goto fail;
-        }
-        Py_DECREF(st);
-        self->t0 = t;
-        self->cum0 = g_hot.cum;
-        self->open = 1;
-        self->logged = 0;
-        goto entered;
-    fail:
-        Py_DECREF(st);
-        return -1;
     }
-entered:
     self->depth += 1;
     return 0;
 }
