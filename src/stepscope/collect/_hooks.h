@@ -78,6 +78,7 @@ void hot_off(void);                                   /* log mode off (the pendi
 void hot_on(PyObject *session, PyObject *timer);      /* log mode on after a common mark (_hooks_optimizer.c) */
 Event *hot_append_grow(void);                         /* hot_append past the array's end: NULL with MemoryError */
 int timer_apply_mark(PyObject *timer, long long t1);  /* an EV_OPTIMIZER's mark (_hooks_optimizer.c) */
+int add_fetch(PyObject *st, long long t0, long long t1, PyObject *n, int counted); /* _hooks_loader.c */
 int log_names(void);                                  /* _hooks_log.c's interned names and fork handler */
 
 static inline int hot_sync(void) { return LIKELY(g_hot.n == 0) || g_hot.folding ? 0 : hot_fold(); }

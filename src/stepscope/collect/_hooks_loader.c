@@ -172,12 +172,22 @@ static int add_to(PyObject *st, int f, PyObject *x) {
     return e;
 }
 
-/* st.data_wait += d (a C long long, as the two clock reads' difference), counted in g_hot.cum */
-static int add_ns(PyObject *st, int f, long long d) {
-    Num x = {d, NULL};
-    int e = add_num(st, f, &x);
-    if (LIKELY(e == 0)) g_hot.cum += d;
-    return e;
+/* Session.add_fetch written out, for a batch fetched from t0 to t1 with n samples (NULL: none counted): the step's
+ * start, fetched (samples read from a forward input before the batch came give way to the batches'), the data
+ * wait (counted in g_hot.cum unless it was when the fetch was logged) and the samples. The per-batch path's, and
+ * a logged fetch's when it is applied (_hooks_log.c). 0, or -1 with an exception. */
+int add_fetch(PyObject *st, long long t0, long long t1, PyObject *n, int counted) {
+    if (UNLIKELY(start_if_unset(st, t0) < 0)) return -1;
+    PyObject *f = get_field(st, F_FETCHED);
+    if (UNLIKELY(f == NULL)) return -1;
+    int was = PyObject_IsTrue(f);
+    Py_DECREF(f);
+    if (UNLIKELY(was < 0)) return -1;
+    if (!was && (set_field(st, F_FETCHED, Py_True) < 0 || set_field(st, F_SAMPLES, g_float_zero) < 0)) return -1;
+    Num wait = {t1 - t0, NULL};
+    if (UNLIKELY(add_num(st, F_DATA_WAIT, &wait) < 0)) return -1;
+    if (!counted) g_hot.cum += t1 - t0;
+    return n != NULL ? add_to(st, F_SAMPLES, n) : 0;
 }
 
 COLD static PyObject *samples_by_batch_size(Loader *self, PyObject *batch) { /* batch_size(batch) */
@@ -265,18 +275,7 @@ COLD static int fetched(Loader *self, PyObject *it, PyObject *batch, long long t
     int truth = PyObject_IsTrue(n);
     if (UNLIKELY(truth < 0)) goto done;
     if (UNLIKELY(p != NULL && nb == 1) && first_of_pass(self, it, p, st, truth ? n : g_float_zero) < 0) goto done;
-    /* Session.add_fetch written out (the per-batch hot path) */
-    if (UNLIKELY(start_if_unset(st, t0) < 0)) goto done;
-    PyObject *f = get_field(st, F_FETCHED);
-    if (UNLIKELY(f == NULL)) goto done;
-    int was = PyObject_IsTrue(f);
-    Py_DECREF(f);
-    if (UNLIKELY(was < 0)) goto done;
-    if (!was) { /* samples read from a forward input before this batch came: the batches count */
-        if (set_field(st, F_FETCHED, Py_True) < 0 || set_field(st, F_SAMPLES, g_float_zero) < 0) goto done;
-    }
-    if (UNLIKELY(add_ns(st, F_DATA_WAIT, t1 - t0) < 0)) goto done;
-    if (truth && add_to(st, F_SAMPLES, n) < 0) goto done;
+    if (UNLIKELY(add_fetch(st, t0, t1, truth ? n : NULL, 0) < 0)) goto done;
     if (PyDict_Check(batch)) {
         PyObject *tokens = PyObject_CallOneArg(self->batch_tokens, batch);
         if (UNLIKELY(tokens == NULL)) goto done;
@@ -294,8 +293,8 @@ done:
 }
 
 /* Log mode's fetch (_hooks.h): a batch whose first tensor has rows, of a pass past its first batch with its epoch
- * known (or of no pass), logged as an event (what fetched() does with it is applied later, in the same order): 1, or 0 for any
- * other case (fetched() does it), or -1 with an exception. */
+ * known (or of no pass), logged as an event; what fetched() does with it is applied later, in the same order.
+ * 1, or 0 for any other case (fetched() does it), or -1 with an exception. */
 static int fetch_logged(Loader *self, PyObject *it, PyObject *batch, long long t0, long long t1) {
     PyObject *t = batch;
     if (PyList_CheckExact(batch) && PyList_GET_SIZE(batch) > 0) t = PyList_GET_ITEM(batch, 0);

@@ -35,29 +35,19 @@ Event *hot_append_grow(void) {
  * events before it): what the hook's other path does after its clock reads, less g_hot.cum, counted when appended */
 static int apply(PyObject *session, PyObject *timer, Event *e) {
     PyObject *st = core_slots(session)[S_STEP];
+    if (UNLIKELY(st == NULL || state_fields(st) == NULL)) { /* cannot be: a write of the step ends log mode */
+        PyErr_SetString(PyExc_RuntimeError, "the session's step is not a StepState");
+        return -1;
+    }
     Num d = {e->t1, NULL};
     switch (e->kind) {
-    case EV_FETCH: { /* _hooks_loader.c, fetched(): the epoch, then Session.add_fetch's common case */
-        if ((e->ref != NULL && set_field(st, F_EPOCH, e->ref) < 0) || start_if_unset(st, e->t0) < 0) return -1;
-        Num *F = state_fields(st);
-        int was = num_true(&F[F_FETCHED]);
-        if (was < 0) return -1;
-        if (!was && (set_field(st, F_FETCHED, Py_True) < 0 || set_field(st, F_SAMPLES, g_float_zero) < 0)) return -1;
-        Num wait = {e->t1 - e->t0, NULL};
-        if (add_num(st, F_DATA_WAIT, &wait) < 0) return -1;
+    case EV_FETCH: { /* _hooks_loader.c, fetched(): the epoch, then Session.add_fetch */
+        if (e->ref != NULL && set_field(st, F_EPOCH, e->ref) < 0) return -1;
         PyObject *rows = PyFloat_FromDouble(e->rows);
         if (rows == NULL) return -1;
-        PyObject *cur = num_obj(&F[F_SAMPLES]), *sum = NULL;
-        if (cur != NULL) {
-            sum = PyFloat_CheckExact(cur) ? PyFloat_FromDouble(PyFloat_AS_DOUBLE(cur) + e->rows)
-                                          : PyNumber_InPlaceAdd(cur, rows);
-            Py_DECREF(cur);
-        }
+        int rc = add_fetch(st, e->t0, e->t1, rows, 1);
         Py_DECREF(rows);
-        if (sum == NULL) return -1;
-        num_set(&F[F_SAMPLES], sum);
-        Py_DECREF(sum);
-        return 0;
+        return rc;
     }
     case EV_FORWARD: /* _hooks_phases.c: the pre-hook's start, the post-hook's own time */
         if (start_if_unset(st, e->t0) < 0) return -1;
