@@ -16,6 +16,7 @@ import pytest
 
 import stepscope
 from stepscope.collect import hooks
+from tests.collect.sleeps import slow_grad
 from tests.conftest import load
 
 torch = pytest.importorskip("torch")
@@ -32,17 +33,8 @@ BUILT = importlib.util.find_spec("stepscope.collect._hooks") is not None
 IMPLS = ["c", "py"] if BUILT else ["py"]
 
 
-class SlowGrad(torch.autograd.Function):  # type: ignore[misc]
-    """Identity whose backward sleeps BACKWARD_S."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx: Any, g: Any) -> Any:
-        time.sleep(BACKWARD_S)
-        return g
+SlowGrad = slow_grad(BACKWARD_S)
+"""Identity whose backward sleeps BACKWARD_S."""
 
 
 class Nested(torch.nn.Module):  # type: ignore[misc]

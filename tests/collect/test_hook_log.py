@@ -16,6 +16,7 @@ import pytest
 
 import stepscope
 from stepscope.collect import hooks
+from tests.collect.sleeps import slow_grad
 from tests.conftest import load
 
 torch = pytest.importorskip("torch")
@@ -35,17 +36,8 @@ BATCH = 4
 STEPS = 10
 
 
-class SlowGrad(torch.autograd.Function):  # type: ignore[misc]
-    """Identity whose backward sleeps BACKWARD_S."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx: Any, g: Any) -> Any:
-        time.sleep(BACKWARD_S)
-        return g
+SlowGrad = slow_grad(BACKWARD_S)
+"""Identity whose backward sleeps BACKWARD_S."""
 
 
 class Nested(torch.nn.Module):  # type: ignore[misc]
