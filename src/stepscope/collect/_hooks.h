@@ -62,7 +62,7 @@ typedef struct {
 } Event;
 
 typedef struct {
-    long long cum;         /* phase ns attributed so far, in this process: the own-time arithmetic (own_time) */
+    long long cum;         /* phase ns attributed so far, in this process: the own-time arithmetic (own_ns) */
     Event *ev;
     Py_ssize_t n, cap;     /* events pending */
     PyObject *session;     /* log mode's session (a reference), NULL: log mode is off */

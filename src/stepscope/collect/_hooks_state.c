@@ -2,7 +2,7 @@
  * _hooks.h): StepState, whose fields are Nums (a C long long while the value is an exact int that fits, the
  * Python object otherwise), and SessionCore, Session's base class, whose attributes the hooks read are object
  * pointers in its struct. Python reads and writes both through descriptors, as it did the slots and the instance
- * dict before; the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
+ * dict before, which apply the hooks' log first (_hooks_log.c); the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
  * lookup touched cold cache lines, each add made an int). Their references: pystate.py's PyStepState and
  * PySessionCore, used where this extension is not built. Also columns(), the flush's rows -> columns (buffers.py). */
 #include "_hooks.h"
