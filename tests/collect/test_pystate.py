@@ -291,6 +291,22 @@ def test_a_step_log_out_of_memory_keeps_every_row() -> None:
     assert failed >= 50 and ok >= 1, (failed, ok)  # the failures fell inside take(), and past its last allocation
 
 
+def _python_calls_of_steps(model: Any, opt: Any, steps: int) -> list[str]:
+    """The names of the Python functions called while ``steps`` training steps of ``model`` (a ``Linear(3, 1)``) run
+    (``sys.setprofile``)."""
+    import torch
+
+    names: list[str] = []
+    sys.setprofile(lambda frame, event, arg: names.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        for _ in range(steps):
+            model(torch.ones(4, 3)).sum().backward()
+            opt.step()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
 @needs_build
 def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> None:
     """Inside a session the step hook is bound to the buffers' StepLog, the compiled step timer marks each step
@@ -311,14 +327,7 @@ def test_the_compiled_timer_writes_its_rows_into_the_step_log(tmp_path: Any) -> 
             model(torch.ones(4, 3)).sum().backward()
             opt.step()
         before = len(s.buffers.step_rows)
-        py_frames: list[str] = []
-        sys.setprofile(lambda frame, event, arg: py_frames.append(frame.f_code.co_name) if event == "call" else None)
-        try:
-            for _ in range(5):
-                model(torch.ones(4, 3)).sum().backward()
-                opt.step()
-        finally:
-            sys.setprofile(None)
+        py_frames = _python_calls_of_steps(model, opt, 5)
         assert len(s.buffers.step_rows) == before + 5
         assert "mark_step" not in py_frames  # marked by the compiled timer, which wrote into the log
         cols = s.buffers.step_rows.take()
@@ -349,14 +358,7 @@ def test_the_compiled_timer_counts_the_step_index_past_a_long_long(tmp_path: Any
             opt.step()
         s.buffers.step_rows.take()
         s.step_index = first
-        py_frames: list[str] = []
-        sys.setprofile(lambda frame, event, arg: py_frames.append(frame.f_code.co_name) if event == "call" else None)
-        try:
-            for _ in range(3):
-                model(torch.ones(4, 3)).sum().backward()
-                opt.step()
-        finally:
-            sys.setprofile(None)
+        py_frames = _python_calls_of_steps(model, opt, 3)
         assert "mark_step" not in py_frames  # the compiled mark counted them
         assert s.step_index == first + 3 and type(s.step_index) is int
         index = s.buffers.step_rows.take()[0]

@@ -2,8 +2,8 @@
  * (modules.py, ModuleWatch._model_hooks), the torch.autograd.backward wrapper (hooks.py,
  * _install_backward_hook), the optimizer's step timer and the DataLoader iterators' __next__ (loader.py),
  * with the same semantics as those Python functions, line for line: the same own time (nesting.own_time's, with
- * what other phases took meanwhile read from one process-wide counter, own_ns in _hooks.h), the same samples from the first tensor argument, the same validation-step
- * mark, the same errors caught and warned about once (session.warn_once), the same errors let through.
+ * what other phases took meanwhile read from one process-wide counter, own_ns in _hooks.h), the same samples
+ * from the first tensor argument, the same validation-step mark, the same errors caught and warned about once (session.warn_once), the same errors let through.
  * Issue 20: a real step pays several times the hooks' warm cost, because each Python frame of ours runs with
  * cold caches; a C body touches far fewer cache lines, and in the steady state (log mode, _hooks_log.c) the
  * hooks append events and touch neither the session nor its step.

@@ -95,6 +95,15 @@ static inline Event *hot_append(int kind, long long t0, long long t1) {
     return e;
 }
 
+/* a logged span's own time d, from t0: an event when d > 0 (as attribute() adds only then), counted in g_hot.cum;
+ * 0, or -1 with an exception */
+static inline int log_phase(int kind, long long t0, long long d) {
+    if (d <= 0) return 0;
+    if (UNLIKELY(hot_append(kind, t0, d) == NULL)) return -1;
+    g_hot.cum += d;
+    return 0;
+}
+
 /* own time of a span entered at t0 with g_hot.cum at cum0 and left at t1: its wall time less what was attributed
  * meanwhile (nesting.own_time: the phases' sums at entry and exit, here one process-wide counter) */
 static inline long long own_ns(long long cum0, long long t0, long long t1) { return t1 - t0 - (g_hot.cum - cum0); }

@@ -120,8 +120,8 @@ static int training_at_entry(Forward *self, PyObject *module) {
 }
 
 /* The outermost forward's entry at t outside log mode (or before a batch came this step): the step's start, and
- * its samples from the first argument when no batch came (the Python pre-hook's body): 0, or -1 with an
- * exception. */
+ * its samples from the first argument when no batch came (the Python pre-hook's body, less the span's entry, which
+ * pre_enter keeps): 0, or -1 with an exception. */
 COLD static int pre_enter_step(Forward *self, long long t, PyObject *args, PyObject *const *argv, Py_ssize_t n) {
     if (UNLIKELY(hot_sync() < 0)) return -1;
     PyObject *st = sget(self->session, S_STEP);
@@ -142,10 +142,6 @@ COLD static int pre_enter_step(Forward *self, long long t, PyObject *args, PyObj
             warn_caught(self->session, s_module_samples, "reading the batch size from the forward input failed") < 0)
             goto done;
     }
-    self->t0 = t;
-    self->cum0 = g_hot.cum;
-    self->open = 1;
-    self->logged = 0;
     rc = 0;
 done:
     Py_DECREF(st);
@@ -159,13 +155,11 @@ static int pre_enter(Forward *self, PyObject *module, PyObject *args, PyObject *
         if (UNLIKELY(training < 0)) return -1;
         self->called_training = training;
         long long t = now_ns();
-        if (LIKELY(log_on(self->session) && g_hot.fetched)) { /* log mode, a batch came: nothing to read */
-            self->t0 = t;
-            self->cum0 = g_hot.cum;
-            self->open = self->logged = 1;
-        } else if (pre_enter_step(self, t, args, argv, n) < 0) {
-            return -1;
-        }
+        self->logged = log_on(self->session) && g_hot.fetched; /* log mode, a batch came: nothing to read */
+        if (UNLIKELY(!self->logged) && pre_enter_step(self, t, args, argv, n) < 0) return -1;
+        self->t0 = t;
+        self->cum0 = g_hot.cum;
+        self->open = 1;
     }
     self->depth += 1;
     return 0;
@@ -182,6 +176,7 @@ static PyObject *Forward_pre(Forward *self, PyObject *const *args, Py_ssize_t na
 
 /* The rest of the validation-step check after an eval-mode forward that ended at t1 (post_body). */
 COLD static int validation_check(Forward *self, long long t1) {
+    if (hot_sync() < 0) return -1; /* it reads the session: the log's events first */
     PyObject *source = sget(self->session, S_STEP_SOURCE);
     if (source == NULL) return -1;
     int opt = PyObject_RichCompareBool(source, s_optimizer, Py_EQ);
@@ -217,17 +212,11 @@ static int post_body(Forward *self) {
     if (self->depth || !self->open) return 0;
     long long t1 = now_ns(), d = own_ns(self->cum0, self->t0, t1);
     self->open = 0;
-    if (LIKELY(log_on(self->session))) {
-        if (d > 0) {
-            if (UNLIKELY(hot_append(EV_FORWARD, self->t0, d) == NULL)) return -1;
-            g_hot.cum += d;
-        }
-    } else if (forward_done(self, d) < 0) {
-        return -1;
-    }
+    int e = LIKELY(log_on(self->session)) ? log_phase(EV_FORWARD, self->t0, d) : forward_done(self, d);
+    if (UNLIKELY(e < 0)) return -1;
     /* not training (at entry) and session.step_source == "optimizer" and not is_grad_enabled() */
     if (LIKELY(self->called_training)) return 0;
-    return hot_sync() < 0 ? -1 : validation_check(self, t1);
+    return validation_check(self, t1);
 }
 
 static PyObject *Forward_post(Forward *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -418,12 +407,7 @@ COLD static int backward_done(Backward *self, long long t0, long long d) {
 /* The wrapper's timing after backward ran (in log mode an event: the session is active there) */
 static int backward_timed(Backward *self, long long cum0, long long t0) {
     long long t1 = now_ns(), d = own_ns(cum0, t0, t1);
-    if (UNLIKELY(!log_on(self->session))) return backward_done(self, t0, d);
-    if (d > 0) {
-        if (UNLIKELY(hot_append(EV_BACKWARD, t0, d) == NULL)) return -1;
-        g_hot.cum += d;
-    }
-    return 0;
+    return LIKELY(log_on(self->session)) ? log_phase(EV_BACKWARD, t0, d) : backward_done(self, t0, d);
 }
 
 static PyObject *Backward_call(Backward *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {

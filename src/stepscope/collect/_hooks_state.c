@@ -2,8 +2,8 @@
  * _hooks.h): StepState, whose fields are Nums (a C long long while the value is an exact int that fits, the
  * Python object otherwise), and SessionCore, Session's base class, whose attributes the hooks read are object
  * pointers in its struct. Python reads and writes both through descriptors, as it did the slots and the instance
- * dict before, which apply the hooks' log first (_hooks_log.c); the compiled hooks read them without an attribute lookup or a new int per add (issue 20: each
- * lookup touched cold cache lines, each add made an int). Their references: pystate.py's PyStepState and
+ * dict before, which apply the hooks' log first (_hooks_log.c); the compiled hooks read them without an attribute
+ * lookup or a new int per add (issue 20: each lookup touched cold cache lines, each add made an int). Their references: pystate.py's PyStepState and
  * PySessionCore, used where this extension is not built. Also columns(), the flush's rows -> columns (buffers.py). */
 #include "_hooks.h"
 
@@ -153,12 +153,16 @@ static void Core_dealloc(Core *self) {
 
 /* Python reads and writes the session's attributes with the log's events applied first; a write to the session in
  * log mode ends it (the next common mark starts it again, its conditions checked anew). */
+static int no_attr(Core *self, int i) { /* the AttributeError of an attribute not set (or deleted): -1 */
+    PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name, core_names[i]);
+    return -1;
+}
+
 static PyObject *Core_get(Core *self, void *closure) {
     int i = (int)(Py_ssize_t)closure;
     if (hot_sync() < 0) return NULL;
     if (self->slot[i] == NULL) {
-        PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name,
-                     core_names[i]);
+        no_attr(self, i);
         return NULL;
     }
     return Py_NewRef(self->slot[i]);
@@ -168,11 +172,7 @@ static int Core_set(Core *self, PyObject *v, void *closure) {
     int i = (int)(Py_ssize_t)closure;
     if (hot_sync() < 0) return -1;
     if (g_hot.session == (PyObject *)self) hot_off();
-    if (v == NULL && self->slot[i] == NULL) {
-        PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%s'", Py_TYPE(self)->tp_name,
-                     core_names[i]);
-        return -1;
-    }
+    if (v == NULL && self->slot[i] == NULL) return no_attr(self, i);
     Py_XSETREF(self->slot[i], Py_XNewRef(v));
     return 0;
 }
