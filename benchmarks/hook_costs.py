@@ -507,12 +507,6 @@ def alternated_runs(scripts: tuple[str, ...], pairs: int, processes: int,
     return outs
 
 
-def alternated_processes(scripts: tuple[str, ...], pairs: int, processes: int, *, aa: bool = False,
-                         arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, dict[str, Any]]:
-    """Table 2c in ``processes`` fresh processes, one after another (``alternated_runs`` with one run)."""
-    return alternated_runs(scripts, pairs, processes, [(arms, aa)])[0]
-
-
 def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False,
                      arms: tuple[str, str] = ("hooked", "bare")) -> None:
     title = "A/A, nothing swapped" if aa else "alternated steps" if arms == ("hooked", "bare") else " - ".join(arms)

@@ -32,7 +32,9 @@ Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
         [--no-tools] [--no-scripts] [--within-rounds 1000] [--alternate-pairs 2000] [--alternate-processes 6]
-        [--alternate-floor]
+        [--alternate-scripts loader48,linear,many] [--alternate-floor]
+    python benchmarks/overhead.py --no-tools --no-scripts --no-keras --alternate-scripts many \
+        --alternate-processes 64     # the verdict on many (201 modules): ~45 min on a quiet host
 """
 
 from __future__ import annotations
@@ -195,18 +197,19 @@ def target_verdict(interval: tuple[float, float], aa: tuple[float, float], targe
             "quieter machine)")
 
 
-def print_alternated_hooks(pairs: int, processes: int, floor: bool = False) -> None:
+def print_alternated_hooks(pairs: int, processes: int, floor: bool = False,
+                          scripts: tuple[str, ...] = tuple(SCRIPT_STEPS)) -> None:
     """The zero-code hooks' cost in a step of each issue-20 script, hooked and bare steps alternated one by one
     (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target; with
-    ``floor``, then the floor of a hook at the same sites (``--arms probe,bare``)."""
+    ``floor``, then the floor of a hook at the same sites (``--arms probe,bare``). The runs go round by round, one
+    process of each in turn, so that a drift of the machine over the minutes falls on each alike."""
     sys.path.insert(0, str(HERE.parent))
-    from benchmarks.hook_costs import alternated_processes, over_processes
+    from benchmarks.hook_costs import alternated_runs, over_processes
 
     print(f"\nthe zero-code hooks in a step, hooked and bare steps alternated one by one ({pairs} pairs a process, "
           f"{processes} processes; hook_costs.py --alternate, A/A: --aa)", flush=True)
-    scripts = tuple(SCRIPT_STEPS)
-    real = alternated_processes(scripts, pairs, processes)
-    aa = alternated_processes(scripts, pairs, processes, aa=True)
+    runs = [(("hooked", "bare"), False), (("hooked", "bare"), True)] + [(("probe", "bare"), False)] * floor
+    real, aa, *rest = alternated_runs(scripts, pairs, processes, runs)
 
     def cells(meds: list[float], width: int) -> tuple[str, tuple[float, float]]:
         """A figure's median and interval over processes, printed and as numbers."""
@@ -221,7 +224,7 @@ def print_alternated_hooks(pairs: int, processes: int, floor: bool = False) -> N
     print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
           "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
     if floor:
-        low = alternated_processes(scripts, pairs, processes, arms=("probe", "bare"))
+        low = rest[0]
         print("the floor of any hook at the same four sites (clock, call, clock, a C array; hook_costs.py --alternate "
               "--arms probe,bare)")
         for sc in scripts:
@@ -298,6 +301,8 @@ def main() -> None:
     p.add_argument("--alternate-pairs", type=int, default=2000,
                    help="pairs of alternated steps a process for the hooks' cost per step (0: leave it out)")
     p.add_argument("--alternate-processes", type=int, default=6, help="processes of alternated steps (and of A/A)")
+    p.add_argument("--alternate-scripts", default=",".join(SCRIPT_STEPS),
+                   help=f"the scripts of the alternated steps (comma list of {', '.join(SCRIPT_STEPS)})")
     p.add_argument("--alternate-floor", action="store_true",
                    help="also the floor of a hook at the same sites (probe - bare, as many processes and pairs)")
     args = p.parse_args()
@@ -307,6 +312,9 @@ def main() -> None:
     if args.alternate_pairs < 0 or 0 < args.alternate_pairs < ALTERNATE_MIN_PAIRS or args.alternate_processes < 0:
         p.error(f"--alternate-pairs is 0 (left out) or at least {ALTERNATE_MIN_PAIRS}, and --alternate-processes 0 "
                 f"or more; got {args.alternate_pairs} and {args.alternate_processes}")
+    alt_scripts = tuple(args.alternate_scripts.split(","))
+    if not alt_scripts or not set(alt_scripts) <= set(SCRIPT_STEPS):
+        p.error(f"--alternate-scripts takes a comma list of {', '.join(SCRIPT_STEPS)}; got {args.alternate_scripts}")
     import os
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", file=sys.stderr)
@@ -350,7 +358,8 @@ def main() -> None:
     if scripts:
         print_script_pairs(scripts)
     if args.alternate_pairs > 0 and args.alternate_processes > 0:
-        print_alternated_hooks(args.alternate_pairs, args.alternate_processes, args.alternate_floor)
+        print_alternated_hooks(args.alternate_pairs, args.alternate_processes, args.alternate_floor,
+                               alt_scripts)
     print_hooks_and_region()
     print_startup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

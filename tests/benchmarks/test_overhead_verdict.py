@@ -23,11 +23,11 @@ def test_target_verdicts_need_the_whole_interval_and_a_clean_a_a() -> None:
     assert few == "not judged: 2 processes (6 or more give a 95% interval)"
 
 
-def test_the_floor_is_printed_beside_the_hooks_figure(monkeypatch: Any, capsys: Any) -> None:
+def test_the_floor_is_printed_beside_the_hooks_figure(capsys: Any) -> None:
     import benchmarks.overhead as overhead
 
-    monkeypatch.setattr(overhead, "SCRIPT_STEPS", {"linear": overhead.SCRIPT_STEPS["linear"]})
-    overhead.print_alternated_hooks(12, 1, floor=True)  # real children, one process each: hooked, A/A, probe
+    # real children, one process each, round by round: hooked, A/A, probe
+    overhead.print_alternated_hooks(12, 1, floor=True, scripts=("linear",))
     out = capsys.readouterr().out
     hooked = next(line for line in out.splitlines() if line.startswith("linear") and "target" not in line
                   and "<= 10 µs" in line)
