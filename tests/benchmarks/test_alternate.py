@@ -96,6 +96,35 @@ def test_real_steps_alternate_in_a_seeded_random_order(aa: bool) -> None:
     assert hooks.installed() == 0
 
 
+def test_the_hooked_steps_are_the_hooks_steady_state_and_the_bare_ones_log_nothing() -> None:
+    """What the hooked arm times is log mode (collect/_hooks_log.c), as in a real run's steady state: the steps in
+    between, with the sites bare, leave it on, and each hooked step appends the four hooks' events."""
+    from stepscope.collect import _hooks
+
+    with recording("alternate-log") as s:
+        p = Parts("loader48")
+        seen: list[tuple[bool, bool, int, int]] = []  # (log mode on before, after, events pending before, after)
+        real_step = p.step
+
+        def step() -> None:
+            on0, n0 = _hooks.log_state()
+            real_step()
+            on1, n1 = _hooks.log_state()
+            seen.append((on0, on1, n0, n1))
+
+        p.step = step  # type: ignore[method-assign]
+        r = alternate(s, p, 68, warm=2)
+    hooked_steps = [2 + 2 * k + (not first) for k, first in enumerate(r["hooked_first"])]
+    bare_steps = [2 + 2 * k + first for k, first in enumerate(r["hooked_first"])]
+    # a pass's first batch is not logged (the fetch's other path), and the first pass's first mark is not common
+    starts = {2 + 2 * k for k in (0, 32, 64)}
+    assert all(seen[i][1] for i in hooked_steps if i not in starts)  # every other hooked step ends in log mode
+    # another thread (the flush, the sampler) may apply the events mid-step; without it, exactly four more
+    four = [seen[i][3] - seen[i][2] == 4 for i in hooked_steps if i not in starts]
+    assert sum(four) >= 0.8 * len(four), seen
+    assert all(seen[i][3] <= seen[i][2] for i in bare_steps)  # nothing logged (some applied by another thread)
+
+
 def test_the_probe_arm_wraps_what_the_bare_step_calls_and_logs_each_call() -> None:
     from benchmarks._probe_build import load_probe
 
