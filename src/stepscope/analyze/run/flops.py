@@ -145,7 +145,7 @@ def _well_formed(rec: Any) -> bool:
     def num(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
-    return (isinstance(rec, dict) and num(rec.get("flops")) and isinstance(rec.get("step", 0), int)
+    return (isinstance(rec, dict) and num(rec.get("flops")) and isinstance(rec.get("step"), int)
             and isinstance(rec.get("device_name") or "", str) and isinstance(rec.get("by_dtype") or {}, dict)
             and num(rec.get("step_wall_ns", 0)) and num(rec.get("rnn_flops") or 0)
             and isinstance(rec.get("uncounted") or [], list))
