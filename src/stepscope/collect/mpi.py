@@ -1,24 +1,20 @@
 """MPI call timing through mpi4py, zero code: every call on ``MPI.COMM_WORLD`` (and on communicators made
-from it) becomes one row of the rank's CommTable, the table torch.distributed timing fills (collect/comm.py),
-so the transfer/sync split, POP metrics, stragglers and the communication matrix read MPI runs unchanged.
+from it) is counted, and timed calls become rows of the rank's CommTable, the table torch.distributed timing
+fills (collect/comm.py), so the transfer/sync split, POP metrics, stragglers and the communication matrix
+read MPI runs unchanged. Which calls are timed: collect/mpi_sample.py (all of them up to a budget per flush
+interval, then a sample); what each method's row holds: collect/mpi_calls.py and docs/frameworks.md.
 
 How (mpi4py's types are immutable C types, their methods cannot be replaced): right after ``mpi4py.MPI``
 is imported, ``MPI.COMM_WORLD`` is replaced by an instance of a Python subclass of ``MPI.Intracomm`` that
 holds the same MPI handle and overrides the communication methods; communicators made from it (``Dup``,
-``Split``, ``Split_type``, ``Create``, ``Create_group``, ``Clone``) are of that class too. Non-blocking
-calls return a subclass of ``MPI.Request`` (same handle, same buffer reference) that records the call when
-its ``Wait``/``wait``/``Test``/``test`` or a class-level ``Waitall``/``waitall``/``Waitany``/... completes it;
-``MPI.Request`` is replaced by that subclass (``isinstance`` against it stays true for every request).
+``Split``, ...) are of that class too. Non-blocking calls that are timed return a subclass of
+``MPI.Request`` (same handle, same buffer reference) that records the call when its ``Wait``/``Test`` or a
+class-level ``Waitall``/``Waitany``/... completes it; ``MPI.Request`` is replaced by that subclass
+(``isinstance`` against it stays true for every request).
 
-Rows (docs/frameworks.md, MPI section): ``op`` is ``send``/``isend``/``recv``/``irecv`` for point-to-point
-calls of either API (the names the matrix and split know), mpi4py's method name for collectives
-(``Allreduce``, ``allreduce``, ``Bcast``, ``Iallreduce``, ...). ``bytes``: buffer API, the message size
-(count x datatype size, else the buffer's nbytes; receives: the size of the message received, from its
-status); pickle API, the bytes mpi4py pickled in the call (for a rank that only received: unpickled).
-``peer``: the other rank (world rank), for receives from ``ANY_SOURCE`` the source in the status.
-``tag``: the tag (receives: the message's tag). ``seq``: ``(communicator id << 32) | index`` as for
-torch.distributed; the world is 0, a derived communicator ``(world rank of its rank 0 << 16) | creation
-index`` (the same on all its members, different for the disjoint pieces of one ``Split``).
+Each overridden method is one :class:`Site` (one class per behaviour: send, receive, non-blocking,
+collective, send-receive, probe, communicator maker). Its wrapper's untimed path does only what the exact
+counts need (a countdown, the call, two additions); the timed path builds the row.
 
 Nothing raises into the user's program: bookkeeping errors warn once and the call goes on untimed.
 """
@@ -26,84 +22,71 @@ Nothing raises into the user's program: bookkeeping errors warn once and the cal
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.comm import CommRecorder
+from stepscope.collect.mpi_calls import (
+    CALLS,
+    MAKERS,
+    NAN,
+    PROBES,
+    SENDRECV,
+    Call,
+    arg,
+    buf_bytes,
+    counting_dumps,
+    counting_loads,
+    is_default_pickle,
+    payload_bytes,
+    pickled_bytes,
+    reset_pickled,
+    set_pickle,
+    thread_local,
+    thread_status,
+)
+from stepscope.collect.mpi_requests import request_class
+from stepscope.collect.mpi_sample import Budget, Counts
 from stepscope.collect.session import Session
 
 _perf = time.perf_counter_ns
-_local = threading.local()
-_NAN = float("nan")
-
-# point-to-point: method -> (op, buffer position/name, peer position/name, tag position/name, status position)
-_P2P: dict[str, tuple[str, tuple[int, str], tuple[int, str], tuple[int, str], int | None]] = {}
-for _m in ("Send", "Ssend", "Bsend", "Rsend", "send", "ssend", "bsend"):
-    _P2P[_m] = ("send", (0, "obj" if _m.islower() else "buf"), (1, "dest"), (2, "tag"), None)
-for _m in ("Isend", "Issend", "Ibsend", "Irsend", "isend", "issend", "ibsend"):
-    _P2P[_m] = ("isend", (0, "obj" if _m.islower() else "buf"), (1, "dest"), (2, "tag"), None)
-_P2P["Recv"] = ("recv", (0, "buf"), (1, "source"), (2, "tag"), 3)
-_P2P["recv"] = ("recv", (0, "buf"), (1, "source"), (2, "tag"), 3)
-_P2P["Irecv"] = ("irecv", (0, "buf"), (1, "source"), (2, "tag"), None)
-_P2P["irecv"] = ("irecv", (0, "buf"), (1, "source"), (2, "tag"), None)
-
-# collectives: method -> payload (position, name) or None (barrier); IN_PLACE falls back to the recvbuf
-_COLL: dict[str, tuple[int, str] | None] = {}
-for _m in ("Barrier", "barrier", "Ibarrier"):
-    _COLL[_m] = None
-for _m in ("Bcast", "Ibcast"):
-    _COLL[_m] = (0, "buf")
-for _m in ("bcast",):
-    _COLL[_m] = (0, "obj")
-for _m in ("Scatter", "Scatterv", "Iscatter", "Iscatterv"):
-    _COLL[_m] = (1, "recvbuf")
-for _m in ("Gather", "Gatherv", "Igather", "Igatherv", "Allgather", "Allgatherv", "Iallgather", "Iallgatherv",
-           "Alltoall", "Alltoallv", "Alltoallw", "Ialltoall", "Ialltoallv", "Ialltoallw", "Reduce", "Ireduce",
-           "Allreduce", "Iallreduce", "Reduce_scatter", "Reduce_scatter_block", "Ireduce_scatter",
-           "Ireduce_scatter_block", "Scan", "Iscan", "Exscan", "Iexscan"):
-    _COLL[_m] = (0, "sendbuf")
-for _m in ("gather", "scatter", "allgather", "alltoall", "reduce", "allreduce", "scan", "exscan"):
-    _COLL[_m] = (0, "sendobj")
-_ASYNC_COLL = frozenset(m for m in _COLL if m.startswith("I"))
-_PROBES = ("Probe", "probe", "Mprobe", "mprobe")
-"""Blocking probes wait for a message: their time is added to the step's comm phase, no row."""
-_MAKERS = ("Dup", "Split", "Split_type", "Create", "Create_group", "Clone", "Dup_with_info")
-
-
-def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int, name: str, default: Any = None) -> Any:
-    if name in kwargs:
-        return kwargs[name]
-    return args[pos] if len(args) > pos else default
+CommInfo = tuple[int, int, tuple[int, ...] | None]
+"""(communicator id, size, world rank of each member or None for the world itself)"""
 
 
 class MpiRecorder:
-    """Per-process state: the CommTable writer, communicator ids and the pickle byte counters."""
+    """Per-process state: the CommTable writer, communicator ids, the row budget and the exact counts."""
 
-    def __init__(self, session: Session, mpi: Any) -> None:
+    def __init__(self, session: Session, mpi: Any, budget: Budget | None = None) -> None:
         self.session = session
         self.mpi = mpi
         self.rec = CommRecorder(session)
-        self.comms: dict[int, tuple[int, int, tuple[int, ...] | None]] = {}
+        self.budget = budget or Budget(seed=os.getpid())
+        self.counts: dict[str, Counts] = {}
+        self.comms: dict[int, CommInfo] = {}
         self.created = 0
         self.world: Any = None
+        self.noted = False
+        self.reported: tuple[int, ...] = ()
+        self.request_cls: type[Any] = mpi.Request
+        """The timed ``MPI.Request`` subclass (collect/mpi_requests.py), set by MpiTiming."""
+        self.comm_cls: type[Any] = mpi.Intracomm
+        """The timed ``MPI.Intracomm`` subclass, set by MpiTiming."""
 
     # -- communicators -----------------------------------------------------------------------------
-    def comm_info(self, comm: Any) -> tuple[int, int, tuple[int, ...] | None]:
-        """(communicator id, size, world rank of each member or None for the world itself)."""
+    def comm_info(self, comm: Any) -> CommInfo:
         info = self.comms.get(_handle(comm))
-        if info is None:
-            info = self.register(comm)
-        return info
+        return info if info is not None else self.register(comm)
 
-    def register(self, comm: Any) -> tuple[int, int, tuple[int, ...] | None]:
+    def register(self, comm: Any) -> CommInfo:
         mpi = self.mpi
         size = comm.Get_size()
         if self.world is not None and comm.Compare(self.world) in (mpi.IDENT,):
-            info: tuple[int, int, tuple[int, ...] | None] = (0, size, None)
+            info: CommInfo = (0, size, None)
         else:
             world_group = self.world.Get_group()
             group = comm.Get_group()
@@ -117,42 +100,74 @@ class MpiRecorder:
         self.comms[_handle(comm)] = info
         return info
 
-    def world_rank(self, info: tuple[int, int, tuple[int, ...] | None], peer: int) -> int:
+    def adopt(self, comm: Any) -> Any:
+        """A communicator made from a timed one, as an instance of the timed class, registered."""
+        base = self.mpi.Intracomm
+        if isinstance(comm, base) and type(comm) in (base, self.comm_cls) and comm:
+            if type(comm) is base:
+                comm = self.comm_cls(comm)
+            elif not hasattr(comm, "_ss_n"):  # made by mpi4py as type(self) without our __init__
+                comm._ss_n = 0
+            self.register(comm)
+        return comm
+
+    @staticmethod
+    def world_rank(info: CommInfo, peer: int) -> int:
         ranks = info[2]
         if peer < 0 or ranks is None:
             return peer
         return ranks[peer] if peer < len(ranks) else -1
 
-    def add(self, row: dict[str, Any], t0: int, t_end: int, blocked_ns: int) -> None:
-        """Store one call; a receive from ANY_SOURCE is numbered among its sender's calls once it is known."""
+    # -- rows --------------------------------------------------------------------------------------
+    def add(self, counts: Counts, row: dict[str, Any], t0: int, t_end: int, blocked_ns: int, weight: int) -> None:
+        """Store one timed call; a receive from ANY_SOURCE is numbered among its sender's calls once it is
+        known. A sampled row's blocked time counts ``weight`` times in the step's comm phase."""
         if row.get("seq") is None:
             gid = row.get("gid", 0)
             row["seq"] = self.rec.next_seq((gid, row["op"], row["peer"]), gid)
-        self.rec.add(row, t0, t_end, blocked_ns)
+        if weight > 1 and not self.noted:
+            self.note_sampling()
+        self.rec.add(row, t0, t_end, blocked_ns * weight)
+        counts.timed += 1
+        counts.timed_ns += t_end - t0
+        counts.estimated_ns += (t_end - t0) * weight
 
-    # -- bytes -------------------------------------------------------------------------------------
-    def buf_bytes(self, spec: Any) -> float:
-        """Message size of a buffer argument: [buf, count, type] / [buf, (count, disp), type] /
-        [buf, counts, displs, type] / [buf, type] / buf."""
+    def note_sampling(self) -> None:
+        self.noted = True
+        b = self.budget
+        self.session.buffers.add_other({"kind": "note", "text": (
+            f"mpi4py: more than {b.per_interval} calls in a flush interval: every call is counted (calls and "
+            f"bytes, record mpi_calls) but past that only 1 in {b.sample_every} is timed, so this rank's MPI "
+            "times and comm phase are estimates from a sample")})
+
+    def status_row(self, row: dict[str, Any], info: CommInfo, status: Any) -> None:
+        """A receive's peer, tag and bytes from the message received."""
         mpi = self.mpi
-        if spec is None or spec is mpi.IN_PLACE or spec is mpi.BOTTOM:
-            return _NAN
-        if isinstance(spec, (list, tuple)):
-            if not spec:
-                return _NAN
-            rest = spec[1:]
-            dtype = next((x for x in rest if isinstance(x, mpi.Datatype)), None)
-            counts = [x for x in rest if not isinstance(x, mpi.Datatype)]
-            if dtype is not None and counts:
-                c = counts[0]
-                if isinstance(c, int):
-                    return float(c * dtype.Get_size())
-                if isinstance(c, (list, tuple)) and c and all(isinstance(x, int) for x in c):
-                    if len(counts) == 1 and len(c) == 2:  # [buf, (count, displ), type]
-                        return float(c[0] * dtype.Get_size())
-                    return float(sum(c) * dtype.Get_size())  # [buf, counts, displs, type]
-            return _nbytes(spec[0])
-        return _nbytes(spec)
+        src, tag = status.Get_source(), status.Get_tag()
+        if src >= 0:
+            row["peer"] = self.world_rank(info, src)
+        if tag >= 0:
+            row["tag"] = tag
+        n = status.Get_count(mpi.BYTE)
+        if n >= 0 and n != mpi.UNDEFINED:
+            row["bytes"] = float(n)
+
+    # -- exact counts ------------------------------------------------------------------------------
+    def record_counts(self) -> None:
+        """The cumulative per-method counts as one ``mpi_calls`` record, when they changed (at each flush
+        and at exit: the last record of a rank is its total)."""
+        now = tuple(c.calls for c in self.counts.values())
+        if now == self.reported or not any(now):
+            return
+        self.reported = now
+        b = self.budget
+        self.session.record("mpi_calls", free_rows=b.per_interval, sample_every=b.sample_every,
+                            sampled_rows=b.sampled, methods={k: c.as_dict() for k, c in self.counts.items()
+                                                             if c.calls})
+
+    def on_flush(self) -> None:
+        self.record_counts()
+        self.budget.refill()
 
 
 def _handle(comm: Any) -> int:
@@ -161,447 +176,516 @@ def _handle(comm: Any) -> int:
     return int(h) if h is not None else int(comm.py2f())
 
 
-def _set_pickle(pkl: Any, dumps: Any, loads: Any, protocol: Any, threshold: Any) -> bool:
-    """Configure mpi4py's pickler (4.x takes a threshold, 3.x does not). False when it cannot be done."""
-    for extra in ((protocol, threshold), (protocol,)):
-        try:
-            pkl.__init__(dumps, loads, *extra)
-            return True
-        except TypeError:
-            continue
-    return False
+# -- sites: one per overridden method, one class per behaviour ------------------------------------------
+class Site:
+    """One mpi4py method: ``wrap()`` gives the override. Untimed calls (``gap`` > 0) are counted only;
+    the others go through ``timed``."""
 
+    def __init__(self, m: MpiRecorder, name: str, orig: Callable[..., Any]) -> None:
+        self.m = m
+        self.name = name
+        self.orig = orig
+        self.call: Call | None = CALLS.get(name)
+        self.counts = m.counts.setdefault(name, Counts())
+        self.gap = 0
 
-def _nbytes(buf: Any) -> float:
-    try:
-        return float(memoryview(buf).nbytes)
-    except TypeError:
-        n = getattr(buf, "nbytes", None)
-        return float(n) if isinstance(n, (int, float)) else _NAN
+    def wrap(self) -> Callable[..., Any]:
+        site, orig, counts, mpi = self, self.orig, self.counts, self.m.mpi
+        call = self.call
+        assert call is not None
 
-
-# -- pickle byte counting -------------------------------------------------------------------------------
-def _counting_dumps(obj: Any, protocol: int | None = None) -> bytes:
-    data = pickle.dumps(obj, protocol)
-    _local.dumped = getattr(_local, "dumped", 0) + len(data)
-    return data
-
-
-def _counting_loads(buf: Any) -> Any:
-    try:
-        _local.loaded = getattr(_local, "loaded", 0) + memoryview(buf).nbytes
-    except TypeError:
-        pass
-    return pickle.loads(buf)
-
-
-def _is_default_pickle(pkl: Any) -> bool:
-    """True when mpi4py pickles with the standard library (it does unless the user configured otherwise)."""
-    try:
-        probe = {"stepscope": 1}
-        return bytes(pkl.dumps(probe)) == pickle.dumps(probe, pkl.PROTOCOL)
-    except Exception:
-        return False
-
-
-def _pickled_bytes() -> float:
-    dumped, loaded = getattr(_local, "dumped", 0), getattr(_local, "loaded", 0)
-    _local.dumped = _local.loaded = 0
-    if dumped or loaded:
-        return float(dumped or loaded)
-    return _NAN
-
-
-# -- the subclasses -------------------------------------------------------------------------------------
-class _Pending:
-    """A non-blocking call waiting for completion."""
-
-    __slots__ = ("blocked", "info", "recv", "row", "t0")
-
-    def __init__(self, row: dict[str, Any], t0: int, blocked: int, recv: bool,
-                 info: tuple[int, int, tuple[int, ...] | None]) -> None:
-        self.row, self.t0, self.blocked, self.recv, self.info = row, t0, blocked, recv, info
-
-
-def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]) -> None:
-    """Replace ``MPI.COMM_WORLD`` and ``MPI.Request`` by timing subclasses; restore callables go to ``undo``."""
-    if getattr(mpi, "__stepscope_timed__", False):
-        return
-    m = MpiRecorder(session, mpi)
-    version = str(getattr(sys.modules.get("mpi4py"), "__version__", "?"))
-    if version.split(".")[0] not in ("3", "4"):
-        session.warn_once("mpi:version", f"mpi4py {version} is not a version stepscope knows (3.x, 4.x); "
-                          "its calls are timed where they can be")
-    base_comm, base_req = mpi.Intracomm, mpi.Request
-    status_cls = mpi.Status
-
-    def finish(req: Any, status: Any, blocked: int, t_end: int) -> None:
-        p: _Pending | None = getattr(req, "_ss_pending", None)
-        if p is None:
-            return
-        req._ss_pending = None
-        row = p.row
-        if p.recv and status is not None:
-            src, tag = status.Get_source(), status.Get_tag()
-            if src >= 0:
-                row["peer"] = m.world_rank(p.info, src)
-            if tag >= 0:
-                row["tag"] = tag
-            n = status.Get_count(mpi.BYTE)
-            if n >= 0 and n != mpi.UNDEFINED:
-                row["bytes"] = float(n)
-        m.add(row, p.t0, t_end, p.blocked + blocked)
-
-    def finish_done(requests: Sequence[Any], statuses: Any, blocked: int) -> None:
-        t_end = _perf()
-        try:
-            for i, r in enumerate(requests):
-                if getattr(r, "_ss_pending", None) is not None and not r:
-                    st = statuses[i] if isinstance(statuses, list) and i < len(statuses) else None
-                    finish(r, st, blocked, t_end)
-                    blocked = 0  # the blocked time goes to the step once
-        except Exception as e:
-            session.warn_once("mpi:wait", f"could not time an MPI request ({e})")
-
-    class _Meta(type):
-        def __instancecheck__(cls, obj: Any) -> bool:
-            return isinstance(obj, base_req)
-
-        def __subclasscheck__(cls, sub: Any) -> bool:
-            return issubclass(sub, base_req)
-
-    class Request(base_req, metaclass=_Meta):  # type: ignore[misc, valid-type]
-        """mpi4py's Request, recording stepscope's pending MPI calls when they complete."""
-
-        __slots__ = ("_ss_pending",)
-
-        def _ss_one(self, method: Callable[..., Any], status: Any, *args: Any) -> Any:
-            p = getattr(self, "_ss_pending", None)
-            if p is None:
-                return method(self, status, *args)
-            st = status if status is not None or not p.recv else status_cls()
-            t0 = _perf()
-            out = method(self, st, *args)
-            t1 = _perf()
-            if not self:
-                try:
-                    finish(self, st, t1 - t0, t1)
-                except Exception as e:
-                    session.warn_once("mpi:wait", f"could not time an MPI request ({e})")
-            return out
-
-        def Wait(self, status: Any = None) -> Any:
-            return self._ss_one(base_req.Wait, status)
-
-        def wait(self, status: Any = None) -> Any:
-            return self._ss_one(base_req.wait, status)
-
-        def Test(self, status: Any = None) -> Any:
-            return self._ss_one(base_req.Test, status)
-
-        def test(self, status: Any = None) -> Any:
-            return self._ss_one(base_req.test, status)
-
-        @classmethod
-        def _ss_many(cls, method: Callable[..., Any], requests: Any, statuses: Any) -> Any:
-            reqs = requests if isinstance(requests, list) else list(requests)
-            if not any(getattr(r, "_ss_pending", None) is not None for r in reqs):
-                return method(reqs, statuses)
-            sts = [status_cls() for _ in reqs] if statuses is None else statuses
-            t0 = _perf()
-            out = method(reqs, sts)
-            finish_done(reqs, sts, _perf() - t0)
-            return out
-
-        @classmethod
-        def Waitall(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.Waitall, requests, statuses)
-
-        @classmethod
-        def waitall(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.waitall, requests, statuses)
-
-        @classmethod
-        def Testall(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.Testall, requests, statuses)
-
-        @classmethod
-        def testall(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.testall, requests, statuses)
-
-        @classmethod
-        def Waitsome(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.Waitsome, requests, statuses)
-
-        @classmethod
-        def waitsome(cls, requests: Any, statuses: Any = None) -> Any:
-            return cls._ss_many(base_req.waitsome, requests, statuses)
-
-        @classmethod
-        def _ss_any(cls, method: Callable[..., Any], requests: Any, status: Any) -> Any:
-            reqs = requests if isinstance(requests, list) else list(requests)
-            if not any(getattr(r, "_ss_pending", None) is not None for r in reqs):
-                return method(reqs, status)
-            st = status_cls() if status is None else status
-            t0 = _perf()
-            out = method(reqs, st)
-            t1 = _perf()
-            try:
-                idx = out[0] if isinstance(out, tuple) else out
-                if isinstance(idx, int) and 0 <= idx < len(reqs) and not reqs[idx]:
-                    finish(reqs[idx], st, t1 - t0, t1)
-            except Exception as e:
-                session.warn_once("mpi:wait", f"could not time an MPI request ({e})")
-            return out
-
-        @classmethod
-        def Waitany(cls, requests: Any, status: Any = None) -> Any:
-            return cls._ss_any(base_req.Waitany, requests, status)
-
-        @classmethod
-        def waitany(cls, requests: Any, status: Any = None) -> Any:
-            return cls._ss_any(base_req.waitany, requests, status)
-
-        @classmethod
-        def Testany(cls, requests: Any, status: Any = None) -> Any:
-            return cls._ss_any(base_req.Testany, requests, status)
-
-        @classmethod
-        def testany(cls, requests: Any, status: Any = None) -> Any:
-            return cls._ss_any(base_req.testany, requests, status)
-
-    Request.__module__ = "mpi4py.MPI"
-    Request.__qualname__ = Request.__name__ = "Request"
-
-    def prepare(comm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-        info = m.comm_info(comm)
-        gid, size = info[0], info[1]
-        step = session.step_index
-        p2p = _P2P.get(name)
-        if p2p is not None:
-            op, (bpos, bname), (ppos, pname), (tpos, tname), _ = p2p
-            peer = _arg(args, kwargs, ppos, pname, mpi.ANY_SOURCE)
-            tag = _arg(args, kwargs, tpos, tname, 0 if op in ("send", "isend") else mpi.ANY_TAG)
-            peer = m.world_rank(info, int(peer)) if isinstance(peer, int) and peer >= 0 else -1
-            nbytes = _NAN if name.islower() else m.buf_bytes(_arg(args, kwargs, bpos, bname))
-            row = {"op": op, "step": step, "bytes": nbytes, "peer": peer, "group_size": size,
-                   "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1, "gid": gid,
-                   "seq": m.rec.next_seq((gid, op, peer), gid) if peer >= 0 else None}
-            return row, info
-        payload = _COLL[name]
-        nbytes = 0.0 if payload is None else _NAN
-        if payload is not None and not name.islower():
-            nbytes = m.buf_bytes(_arg(args, kwargs, payload[0], payload[1]))
-            if nbytes != nbytes and payload[1] == "sendbuf":  # IN_PLACE: the receive buffer holds the data
-                nbytes = m.buf_bytes(_arg(args, kwargs, 1, "recvbuf"))
-        row = {"op": name, "step": step, "bytes": nbytes, "peer": -1, "group_size": size, "tag": -1,
-               "seq": m.rec.next_seq((gid, "collective"), gid)}
-        return row, info
-
-    def timed(name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
-        p2p = _P2P.get(name)
-        is_recv = p2p is not None and p2p[0] in ("recv", "irecv")
-        status_pos = p2p[4] if p2p is not None else None
-        is_async = (p2p is not None and p2p[0] in ("isend", "irecv")) or name in _ASYNC_COLL
-        pickled = name.islower()
-
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if getattr(_local, "depth", 0):
-                return orig(self, *args, **kwargs)
-            row = info = None
-            try:
-                row, info = prepare(self, name, args, kwargs)
-            except Exception as e:
-                session.warn_once(f"mpi:{name}", f"could not time MPI {name} ({e})")
-            st = None
-            if row is not None and status_pos is not None and _arg(args, kwargs, status_pos, "status") is None:
-                st = status_cls()
-                kwargs = {**kwargs, "status": st}
-                if len(args) > status_pos:
-                    args = args[:status_pos]
-            if pickled:
-                _local.dumped = _local.loaded = 0
-            _local.depth = 1
-            t0 = _perf()
-            try:
-                out = orig(self, *args, **kwargs)
-            finally:
-                _local.depth = 0
-            t1 = _perf()
-            if row is None or info is None:
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
+            if site.gap:
+                site.gap -= 1
+                out = orig(comm, *args, **kwargs)
+                counts.calls += 1
+                counts.add_bytes(payload_bytes(mpi, call, args, kwargs))
                 return out
-            try:
-                if pickled:
-                    counted = _pickled_bytes()
-                    if counted == counted:
-                        row["bytes"] = counted
-                if is_async:
-                    if isinstance(out, base_req):
-                        req = Request(out)
-                        req._ss_pending = _Pending(row, t0, t1 - t0, is_recv, info)
-                        return req
+            return site.timed(comm, args, kwargs)
+
+        return self.named(method)
+
+    def named(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        functools.update_wrapper(method, self.orig)
+        return method
+
+    def warn(self, e: Exception) -> None:
+        self.m.session.warn_once(f"mpi:{self.name}", f"could not time MPI {self.name} ({e})")
+
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The call with its row (a blocking point-to-point call; subclasses for the others)."""
+        m, call = self.m, self.call
+        assert call is not None
+        weight = m.budget.take()
+        self.gap = m.budget.gap()
+        row = info = None
+        try:
+            info = m.comm_info(comm)
+            row = self.p2p_row(call, info, args, kwargs)
+        except Exception as e:
+            self.warn(e)
+        if call.pickled:
+            reset_pickled()
+        t0 = _perf()
+        out = self.orig(comm, *args, **kwargs)
+        t1 = _perf()
+        self.counts.calls += 1
+        if row is None or info is None:
+            self.counts.add_bytes(NAN)
+            return out
+        try:
+            if call.pickled:
+                counted = pickled_bytes()
+                if counted == counted:
+                    row["bytes"] = counted
+            self.finish_row(row, info, args, kwargs)
+            self.counts.add_bytes(row["bytes"])
+            m.add(self.counts, row, t0, t1, t1 - t0, weight)
+        except Exception as e:
+            self.warn(e)
+        return out
+
+    def finish_row(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """What only the completed call tells (receives: the message's status)."""
+
+    def p2p_row(self, call: Call, info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        m, mpi = self.m, self.m.mpi
+        gid, size = info[0], info[1]
+        send = call.kind in ("send", "isend")
+        assert call.peer is not None and call.tag is not None
+        peer = arg(args, kwargs, call.peer, mpi.ANY_SOURCE)
+        tag = arg(args, kwargs, call.tag, 0 if send else mpi.ANY_TAG)
+        peer = m.world_rank(info, int(peer)) if isinstance(peer, int) and peer >= 0 else -1
+        nbytes = NAN if call.pickled else payload_bytes(mpi, call, args, kwargs)
+        return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": peer, "group_size": size,
+                "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1, "gid": gid,
+                "seq": m.rec.next_seq((gid, call.op, peer), gid) if peer >= 0 else None}
+
+
+class SendSite(Site):
+    """Blocking sends (buffer and pickle API, all ``(buf, dest, tag=0)``): bytes from the buffer, or the bytes
+    pickled. The untimed path is written out (no helper calls): it runs on every call past the budget."""
+
+    def wrap(self) -> Callable[..., Any]:
+        site, orig, counts, mpi = self, self.orig, self.counts, self.m.mpi
+        if self.name.islower():
+            def pickled(comm: Any, obj: Any, dest: int, tag: int = 0) -> Any:
+                if site.gap:
+                    site.gap -= 1
+                    reset_pickled()
+                    out = orig(comm, obj, dest, tag)
+                    counts.calls += 1
+                    counts.add_bytes(pickled_bytes())
                     return out
-                if is_recv:
-                    status = st if st is not None else _arg(args, kwargs, status_pos or 0, "status")
-                    src, tag = status.Get_source(), status.Get_tag()
-                    if src >= 0:
-                        row["peer"] = m.world_rank(info, src)
-                    if tag >= 0:
-                        row["tag"] = tag
-                    n = status.Get_count(mpi.BYTE)
-                    if n >= 0 and n != mpi.UNDEFINED:
-                        row["bytes"] = float(n)
-                m.add(row, t0, t1, t1 - t0)
-            except Exception as e:
-                session.warn_once(f"mpi:{name}", f"could not time MPI {name} ({e})")
+                return site.timed(comm, (obj, dest, tag), {})
+
+            return self.named(pickled)
+
+        def method(comm: Any, buf: Any, dest: int, tag: int = 0) -> Any:
+            if site.gap:
+                site.gap -= 1
+                out = orig(comm, buf, dest, tag)
+                counts.calls += 1
+                try:
+                    counts.bytes += buf.nbytes  # a NumPy array or memoryview: its size is the message's
+                except AttributeError:
+                    counts.add_bytes(buf_bytes(mpi, buf))
+                return out
+            return site.timed(comm, (buf, dest, tag), {})
+
+        return self.named(method)
+
+
+class RecvSite(Site):
+    """Blocking receives: the peer, tag and bytes of the message received, from its status (the user's, or
+    the thread's own reusable one)."""
+
+    def wrap(self) -> Callable[..., Any]:
+        site, orig, counts, mpi = self, self.orig, self.counts, self.m.mpi
+        status_cls, byte, tls = mpi.Status, mpi.BYTE, thread_local
+
+        def method(comm: Any, buf: Any = None, source: int = mpi.ANY_SOURCE, tag: int = mpi.ANY_TAG,
+                   status: Any = None) -> Any:
+            if site.gap:
+                site.gap -= 1
+                if status is None:
+                    try:
+                        status = tls.status
+                    except AttributeError:
+                        status = thread_status(status_cls)
+                out = orig(comm, buf, source, tag, status)
+                counts.calls += 1
+                counts.bytes += status.Get_count(byte)
+                return out
+            return site.timed(comm, (buf, source, tag, status), {})
+
+        return self.named(method)
+
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args[3] is None:
+            args = (*args[:3], self.m.mpi.Status())
+        return super().timed(comm, args, kwargs)
+
+    def finish_row(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.m.status_row(row, info, args[3])
+
+
+class CollectiveSite(Site):
+    """Blocking collectives: numbered per communicator (``comm._ss_n``); past the budget a hash of that number
+    decides, alike on every rank, which are timed."""
+
+    def wrap(self) -> Callable[..., Any]:
+        site, orig, counts, mpi, budget = self, self.orig, self.counts, self.m.mpi, self.m.budget
+        call = self.call
+        assert call is not None
+        pickled = call.pickled
+
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
+            n = comm._ss_n
+            comm._ss_n = n + 1
+            if budget.collective_untimed(n):
+                if pickled:
+                    reset_pickled()
+                    out = orig(comm, *args, **kwargs)
+                    counts.add_bytes(pickled_bytes())
+                else:
+                    out = orig(comm, *args, **kwargs)
+                    counts.add_bytes(payload_bytes(mpi, call, args, kwargs))
+                counts.calls += 1
+                return out
+            return site.timed_collective(comm, n, args, kwargs)
+
+        return self.named(method)
+
+    def row(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        call, m = self.call, self.m
+        assert call is not None
+        gid, size, _ = m.comm_info(comm)
+        nbytes = NAN if call.pickled else payload_bytes(m.mpi, call, args, kwargs)
+        return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": -1, "group_size": size,
+                "tag": -1, "seq": (gid << 32) | n}
+
+    def timed_collective(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        m, call = self.m, self.call
+        assert call is not None
+        weight = m.budget.take()
+        row = None
+        try:
+            row = self.row(comm, n, args, kwargs)
+        except Exception as e:
+            self.warn(e)
+        if call.pickled:
+            reset_pickled()
+        t0 = _perf()
+        out = self.orig(comm, *args, **kwargs)
+        t1 = _perf()
+        self.counts.calls += 1
+        if row is None:
+            self.counts.add_bytes(NAN)
             return out
+        try:
+            if call.pickled:
+                row["bytes"] = pickled_bytes()
+            self.counts.add_bytes(row["bytes"])
+            m.add(self.counts, row, t0, t1, t1 - t0, weight)
+        except Exception as e:
+            self.warn(e)
+        return out
 
-        functools.update_wrapper(method, orig)
-        return method
 
-    def sendrecv(name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
-        """Sendrecv / sendrecv / Sendrecv_replace: a send row and a recv row, each with half the time."""
-        replace = name == "Sendrecv_replace"
+class AsyncSite(CollectiveSite):
+    """Non-blocking calls: a timed one returns a request that records the call when it completes; an
+    untimed one is counted (an untimed ``Irecv``'s bytes are unknown: its message is never looked at)."""
 
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if getattr(_local, "depth", 0):
-                return orig(self, *args, **kwargs)
-            # Sendrecv(sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None)
-            # Sendrecv_replace(buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None)
-            spos = 5 if replace else 6
-            st = _arg(args, kwargs, spos, "status")
-            if st is None:
-                st = status_cls()
-                kwargs = {**kwargs, "status": st}
-                args = args[:spos]
-            _local.dumped = _local.loaded = 0
-            _local.depth = 1
-            t0 = _perf()
-            try:
-                out = orig(self, *args, **kwargs)
-            finally:
-                _local.depth = 0
-            t1 = _perf()
-            try:
-                dumped, loaded = getattr(_local, "dumped", 0), getattr(_local, "loaded", 0)
-                _local.dumped = _local.loaded = 0
-                info = m.comm_info(self)
-                gid, size = info[0], info[1]
-                dest = m.world_rank(info, int(_arg(args, kwargs, 1, "dest")))
-                stag = int(_arg(args, kwargs, 2, "sendtag", 0))
-                sbytes = float(dumped) if name.islower() else m.buf_bytes(_arg(args, kwargs, 0, "buf" if replace
-                                                                                else "sendbuf"))
-                rbytes = float(st.Get_count(mpi.BYTE)) if not name.islower() else float(loaded)
-                half = (t1 - t0) // 2
-                step = session.step_index
-                m.rec.add({"op": "send", "step": step, "bytes": sbytes, "peer": dest, "group_size": size,
-                           "tag": stag, "seq": m.rec.next_seq((gid, "send", dest), gid)}, t0, t0 + half, half)
-                src = m.world_rank(info, st.Get_source())
-                m.rec.add({"op": "recv", "step": step, "bytes": rbytes, "peer": src, "group_size": size,
-                           "tag": st.Get_tag(), "seq": m.rec.next_seq((gid, "recv", src), gid)},
-                          t0 + half, t1, t1 - t0 - half)
-            except Exception as e:
-                session.warn_once(f"mpi:{name}", f"could not time MPI {name} ({e})")
+    def wrap(self) -> Callable[..., Any]:
+        call = self.call
+        assert call is not None
+        if call.kind == "icollective":
+            return super().wrap()
+        site, orig, counts, mpi = self, self.orig, self.counts, self.m.mpi
+        pickled, recv = call.pickled, call.is_recv
+
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
+            if site.gap:
+                site.gap -= 1
+                if pickled and not recv:
+                    reset_pickled()
+                    out = orig(comm, *args, **kwargs)
+                    counts.add_bytes(pickled_bytes())
+                else:
+                    out = orig(comm, *args, **kwargs)
+                    counts.add_bytes(NAN if recv else payload_bytes(mpi, call, args, kwargs))
+                counts.calls += 1
+                return out
+            return site.timed_async(comm, None, args, kwargs)
+
+        return self.named(method)
+
+    def timed_collective(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self.timed_async(comm, n, args, kwargs)
+
+    def timed_async(self, comm: Any, n: int | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        m, call = self.m, self.call
+        assert call is not None
+        weight = m.budget.take()
+        if n is None:
+            self.gap = m.budget.gap()
+        row = info = None
+        try:
+            info = m.comm_info(comm)
+            row = self.p2p_row(call, info, args, kwargs) if n is None else self.row(comm, n, args, kwargs)
+        except Exception as e:
+            self.warn(e)
+        if call.pickled:
+            reset_pickled()
+        t0 = _perf()
+        out = self.orig(comm, *args, **kwargs)
+        t1 = _perf()
+        self.counts.calls += 1
+        if row is None or info is None or not isinstance(out, m.mpi.Request):
+            self.counts.add_bytes(NAN)
             return out
+        try:
+            if call.pickled:
+                counted = pickled_bytes()
+                if counted == counted:
+                    row["bytes"] = counted
+            if not call.is_recv:  # a receive's bytes are counted when it completes
+                self.counts.add_bytes(row["bytes"])
+            req = m.request_cls(out)
+            req._ss_pending = Pending(self.counts, row, t0, t1 - t0, call.is_recv, info, weight)
+            return req
+        except Exception as e:
+            self.warn(e)
+        return out
 
-        functools.update_wrapper(method, orig)
-        return method
 
-    def probe(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if getattr(_local, "depth", 0):
-                return orig(self, *args, **kwargs)
+class SendrecvSite(Site):
+    """``Sendrecv`` / ``sendrecv`` / ``Sendrecv_replace``: a send row and a recv row, each with half the time;
+    counted once, with the bytes sent plus received."""
+
+    def wrap(self) -> Callable[..., Any]:
+        site, orig, counts, status_cls = self, self.orig, self.counts, self.m.mpi.Status
+        spos = 5 if self.name == "Sendrecv_replace" else 6
+
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
+            if site.gap:
+                site.gap -= 1
+                args, kwargs, st = _with_status(args, kwargs, spos, thread_status(status_cls))
+                reset_pickled()
+                out = orig(comm, *args, **kwargs)
+                counts.calls += 1
+                sent, got = site.sizes(args, kwargs, st)
+                counts.add_bytes(sent + got)
+                return out
+            return site.timed(comm, args, kwargs)
+
+        return self.named(method)
+
+    def sizes(self, args: tuple[Any, ...], kwargs: dict[str, Any], st: Any) -> tuple[float, float]:
+        """(bytes sent, bytes received) of a completed call; pickle API: sent from the pickler."""
+        mpi = self.m.mpi
+        got = float(st.Get_count(mpi.BYTE))
+        if self.name.islower():
+            return pickled_bytes(), got
+        reset_pickled()
+        return buf_bytes(mpi, arg(args, kwargs, (0, "buf" if self.name == "Sendrecv_replace" else "sendbuf"))), got
+
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        m = self.m
+        weight = m.budget.take()
+        self.gap = m.budget.gap()
+        # Sendrecv(sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None)
+        # Sendrecv_replace(buf, dest, sendtag=0, source=ANY_SOURCE, recvtag=ANY_TAG, status=None)
+        args, kwargs, st = _with_status(args, kwargs, 5 if self.name == "Sendrecv_replace" else 6, m.mpi.Status())
+        reset_pickled()
+        t0 = _perf()
+        out = self.orig(comm, *args, **kwargs)
+        t1 = _perf()
+        self.counts.calls += 1
+        try:
+            sent, got = self.sizes(args, kwargs, st)
+            self.counts.add_bytes(sent + got)
+            info = m.comm_info(comm)
+            gid, size = info[0], info[1]
+            dest = m.world_rank(info, int(arg(args, kwargs, (1, "dest"))))
+            stag = int(arg(args, kwargs, (2, "sendtag"), 0))
+            half = (t1 - t0) // 2
+            step = m.session.step_index
+            m.add(self.counts, {"op": "send", "step": step, "bytes": sent, "peer": dest, "group_size": size,
+                                "tag": stag, "seq": m.rec.next_seq((gid, "send", dest), gid)}, t0, t0 + half, half,
+                  weight)
+            src = m.world_rank(info, st.Get_source())
+            m.add(self.counts, {"op": "recv", "step": step, "bytes": got, "peer": src, "group_size": size,
+                                "tag": st.Get_tag(), "seq": m.rec.next_seq((gid, "recv", src), gid)},
+                  t0 + half, t1, t1 - t0 - half, weight)
+            self.counts.timed -= 1  # one call, two rows
+        except Exception as e:
+            self.warn(e)
+        return out
+
+
+def _with_status(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int,
+                 mine: Any) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """The call's arguments with a status at ``pos`` (the user's when given, else ``mine``)."""
+    st = arg(args, kwargs, (pos, "status"))
+    if st is not None:
+        return args, kwargs, st
+    return args[:pos], {**kwargs, "status": mine}, mine
+
+
+class ProbeSite(Site):
+    """Blocking probes: the time waited is added to the step's comm phase; no row."""
+
+    def wrap(self) -> Callable[..., Any]:
+        orig, session = self.orig, self.m.session
+
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
             t0 = _perf()
-            out = orig(self, *args, **kwargs)
+            out = orig(comm, *args, **kwargs)
             if session.active or session.activate():
                 session.step.comm += _perf() - t0
             return out
 
-        functools.update_wrapper(method, orig)
-        return method
+        return self.named(method)
 
-    def maker(orig: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            out = orig(self, *args, **kwargs)
+
+class MakerSite(Site):
+    """``Dup``, ``Split``, ...: the new communicator is of the timed class and registered."""
+
+    def wrap(self) -> Callable[..., Any]:
+        orig, m = self.orig, self.m
+
+        def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
+            out = orig(comm, *args, **kwargs)
             try:
-                if isinstance(out, base_comm) and type(out) in (base_comm, TimedIntracomm) and out:
-                    if type(out) is base_comm:
-                        out = TimedIntracomm(out)
-                    m.register(out)
+                out = m.adopt(out)
             except Exception as e:
-                session.warn_once("mpi:comm", f"could not time a new MPI communicator ({e})")
+                m.session.warn_once("mpi:comm", f"could not time a new MPI communicator ({e})")
             return out
 
-        functools.update_wrapper(method, orig)
-        return method
+        return self.named(method)
 
-    ns: dict[str, Any] = {"__slots__": (), "__module__": "mpi4py.MPI", "__qualname__": "Intracomm"}
-    for name in (*_P2P, *_COLL):
-        orig = getattr(base_comm, name, None)
-        if orig is not None:
-            ns[name] = timed(name, orig)
-    for name in ("Sendrecv", "sendrecv", "Sendrecv_replace"):
-        orig = getattr(base_comm, name, None)
-        if orig is not None:
-            ns[name] = sendrecv(name, orig)
-    for name in _PROBES:
-        orig = getattr(base_comm, name, None)
-        if orig is not None:
-            ns[name] = probe(orig)
-    for name in _MAKERS:
-        orig = getattr(base_comm, name, None)
-        if orig is not None:
-            ns[name] = maker(orig)
-    TimedIntracomm = type("Intracomm", (base_comm,), ns)
 
-    orig_world = mpi.COMM_WORLD
-    restores: list[Callable[[], None]] = []
+class Pending:
+    """A timed non-blocking call waiting for completion."""
 
-    def time_world() -> None:
+    __slots__ = ("blocked", "counts", "info", "recv", "row", "t0", "weight")
+
+    def __init__(self, counts: Counts, row: dict[str, Any], t0: int, blocked: int, recv: bool, info: CommInfo,
+                 weight: int) -> None:
+        self.counts, self.row, self.t0, self.blocked, self.recv, self.info = counts, row, t0, blocked, recv, info
+        self.weight = weight
+
+
+_SITES: tuple[tuple[Callable[[str], bool], type[Site]], ...] = (
+    (lambda n: n in CALLS and CALLS[n].is_async, AsyncSite),
+    (lambda n: n in CALLS and CALLS[n].kind == "send", SendSite),
+    (lambda n: n in CALLS and CALLS[n].kind == "recv", RecvSite),
+    (lambda n: n in CALLS, CollectiveSite),
+    (lambda n: n in SENDRECV, SendrecvSite),
+    (lambda n: n in PROBES, ProbeSite),
+    (lambda n: n in MAKERS, MakerSite),
+)
+
+
+def site_class(name: str) -> type[Site]:
+    return next(cls for match, cls in _SITES if match(name))
+
+
+# -- installation ---------------------------------------------------------------------------------------
+def timed_comm_class(m: MpiRecorder) -> type[Any]:
+    """``MPI.Intracomm`` with every method of the tables overridden by its site."""
+    base = m.mpi.Intracomm
+
+    def init(self: Any, *args: Any) -> None:
+        self._ss_n = 0  # collectives made on this communicator (their seq)
+
+    ns: dict[str, Any] = {"__slots__": ("_ss_n",), "__module__": "mpi4py.MPI", "__qualname__": "Intracomm",
+                          "__init__": init}
+    for name in (*CALLS, *SENDRECV, *PROBES, *MAKERS):
+        orig = getattr(base, name, None)
+        if orig is not None:
+            ns[name] = site_class(name)(m, name, orig).wrap()
+    return type("Intracomm", (base,), ns)
+
+
+class MpiTiming:
+    """Puts the timed ``COMM_WORLD``, ``MPI.Request`` and counting pickler in place; ``restore`` undoes it."""
+
+    def __init__(self, session: Session, mpi: Any) -> None:
+        self.session = session
+        self.mpi = mpi
+        self.m = m = MpiRecorder(session, mpi)
+        self.base_comm, self.base_req = mpi.Intracomm, mpi.Request
+        m.request_cls = request_class(m)
+        self.comm_cls = m.comm_cls = timed_comm_class(m)
+        self.orig_world = mpi.COMM_WORLD
+        self.restores: list[Callable[[], None]] = []
+        self.counting = False
+
+    def install(self) -> None:
+        mpi, session = self.mpi, self.session
+        version = str(getattr(sys.modules.get("mpi4py"), "__version__", "?"))
+        if version.split(".")[0] not in ("3", "4"):
+            session.warn_once("mpi:version", f"mpi4py {version} is not a version stepscope knows (3.x, 4.x); "
+                              "its calls are timed where they can be")
+        if mpi.Is_initialized():
+            self.time_world()
+        else:  # mpi4py.rc.initialize = False: the user calls MPI.Init / Init_thread later
+            for fname in ("Init", "Init_thread"):
+                init = getattr(mpi, fname, None)
+                if init is not None:
+                    setattr(mpi, fname, self.then_time_world(init))
+                    self.restores.append(functools.partial(setattr, mpi, fname, init))
+        pkl = mpi.pickle
+        self.pickle_args = (getattr(pkl, "PROTOCOL", None), getattr(pkl, "THRESHOLD", None))
+        # mpi4py's default pickler is pickle.dumps(obj, PROTOCOL) / pickle.loads: the counting pair does the
+        # same. A pickler the user configured already (dill, cloudpickle) is kept: pickled sends' bytes are
+        # then unknown (receives count from the message status).
+        self.counting = is_default_pickle(pkl) and set_pickle(pkl, counting_dumps, counting_loads,
+                                                              *self.pickle_args)
+        if not self.counting:
+            session.warn_once("mpi:pickle", "mpi4py's pickler is not the default one: bytes of pickled sends "
+                              "are not counted")
+        mpi.Request = self.m.request_cls
+        mpi.__stepscope_timed__ = True
+        session.on_flush.append(self.m.on_flush)
+        session.closers.append(self.m.record_counts)
+
+    def time_world(self) -> None:
         """Put the timed COMM_WORLD in place (making it asks MPI, which must be initialised by then)."""
-        world = TimedIntracomm(orig_world)
-        m.world = world
-        mpi.COMM_WORLD = world
-        restores.append(functools.partial(setattr, mpi, "COMM_WORLD", orig_world))
+        world = self.comm_cls(self.orig_world)
+        self.m.world = world
+        self.mpi.COMM_WORLD = world
+        self.restores.append(functools.partial(setattr, self.mpi, "COMM_WORLD", self.orig_world))
 
-    if mpi.Is_initialized():
-        time_world()
-    else:  # mpi4py.rc.initialize = False: the user calls MPI.Init / Init_thread later
-        for fname in ("Init", "Init_thread"):
-            init = getattr(mpi, fname, None)
-            if init is None:
-                continue
+    def then_time_world(self, init: Callable[..., Any]) -> Callable[..., Any]:
+        def init_then_time(*args: Any, **kwargs: Any) -> Any:
+            out = init(*args, **kwargs)
+            try:
+                if self.m.world is None:
+                    self.time_world()
+            except Exception as e:
+                self.session.warn_once("install:mpi", f"could not time mpi4py calls ({e})")
+            return out
 
-            def init_then_time(*args: Any, _init: Callable[..., Any] = init, **kwargs: Any) -> Any:
-                out = _init(*args, **kwargs)
-                try:
-                    if m.world is None:
-                        time_world()
-                except Exception as e:
-                    session.warn_once("install:mpi", f"could not time mpi4py calls ({e})")
-                return out
+        functools.update_wrapper(init_then_time, init)
+        return init_then_time
 
-            functools.update_wrapper(init_then_time, init)
-            setattr(mpi, fname, init_then_time)
-            restores.append(functools.partial(setattr, mpi, fname, init))
-    pkl = mpi.pickle
-    proto, threshold = getattr(pkl, "PROTOCOL", None), getattr(pkl, "THRESHOLD", None)
-    # mpi4py's default pickler is pickle.dumps(obj, PROTOCOL) / pickle.loads: the counting pair does the same.
-    # A pickler the user configured already (dill, cloudpickle) is kept: pickled bytes are then counted on
-    # the receiving side only (from the message status).
-    counting = _is_default_pickle(pkl) and _set_pickle(pkl, _counting_dumps, _counting_loads, proto, threshold)
-    if not counting:
-        session.warn_once("mpi:pickle", "mpi4py's pickler is not the default one: bytes of pickled sends "
-                          "are not counted")
-    mpi.Request = Request
-    mpi.__stepscope_timed__ = True
-
-    def restore() -> None:
-        for r in reversed(restores):
+    def restore(self) -> None:
+        for r in reversed(self.restores):
             r()
-        mpi.Request = base_req
-        if counting:
-            _set_pickle(pkl, pickle.dumps, pickle.loads, proto, threshold)
-        mpi.__stepscope_timed__ = False
+        self.mpi.Request = self.base_req
+        if self.counting:
+            set_pickle(self.mpi.pickle, pickle.dumps, pickle.loads, *self.pickle_args)
+        self.mpi.__stepscope_timed__ = False
 
-    undo.append(restore)
+
+def install_mpi_hooks(session: Session, mpi: Any, undo: list[Callable[[], None]]) -> None:
+    """Time mpi4py's calls (see the module's docstring); the restore callable goes to ``undo``."""
+    if getattr(mpi, "__stepscope_timed__", False):
+        return
+    timing = MpiTiming(session, mpi)
+    timing.install()
+    undo.append(timing.restore)

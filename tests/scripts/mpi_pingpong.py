@@ -1,0 +1,102 @@
+"""A latency-bound mpi4py program of known call counts, for tests/collect/test_mpi_sampling.py and
+benchmarks/mpi_overhead.py. Run it under ``mpirun -n 2``.
+
+Phases (each rank does the same number of calls, so exact counts follow from the arguments):
+
+* ``--round-trips N``: a 1-byte ``Send``/``Recv`` ping-pong (rank 0 sends first): N ``Send`` and N ``Recv``
+  per rank, 1 byte each.
+* ``--allreduces M`` of ``--allreduce-bytes B`` float64 bytes (``Allreduce(sendbuf, recvbuf)``): M calls, B
+  bytes each.
+* ``--pickled K``: K pickled ``send``/``recv`` round trips of the int 7 (rank 0 sends first).
+* ``--pairs P --block R`` (with N = 0): P pairs of R round trips each, alternating in every pair the
+  communicator's own methods (timed by stepscope when it runs) and mpi4py's untimed base methods on the
+  same communicator; the order within a pair alternates. Rank 0 prints the per-pair microseconds per
+  round trip of each.
+
+Rank 0 prints one JSON object: the loop counts and wall times of each phase (seconds, loop only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import types
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+p = argparse.ArgumentParser()
+p.add_argument("--round-trips", type=int, default=0)
+p.add_argument("--allreduces", type=int, default=0)
+p.add_argument("--allreduce-bytes", type=int, default=1 << 20)
+p.add_argument("--pickled", type=int, default=0)
+p.add_argument("--pairs", type=int, default=0)
+p.add_argument("--block", type=int, default=200)
+p.add_argument("--warmup", type=int, default=200, help="untimed round trips first (not counted by stepscope's "
+               "records either: they go through mpi4py's base methods)")
+args = p.parse_args()
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+other = 1 - rank
+# mpi4py's own class: the first in the MRO whose Send is not a Python function (stepscope's subclass defines one)
+base: Any = next(c for c in type(comm).__mro__ if not isinstance(c.__dict__.get("Send"), types.FunctionType))
+one = np.zeros(1, dtype=np.uint8)
+out: dict[str, Any] = {"round_trips": args.round_trips, "allreduces": args.allreduces,
+                       "allreduce_bytes": args.allreduce_bytes, "pickled": args.pickled}
+
+
+def pingpong(send: Any, recv: Any, n: int) -> float:
+    """n round trips through the bound methods ``send`` and ``recv``."""
+    t0 = time.perf_counter()
+    if rank == 0:
+        for _ in range(n):
+            send(one, other, 5)
+            recv(one, other, 5)
+    else:
+        for _ in range(n):
+            recv(one, other, 5)
+            send(one, other, 5)
+    return time.perf_counter() - t0
+
+
+# mpi4py's methods bound to the same communicator: the same call as on a communicator stepscope left alone
+bare_send, bare_recv = base.Send.__get__(comm), base.Recv.__get__(comm)
+pingpong(bare_send, bare_recv, args.warmup)
+base.Barrier(comm)
+if args.round_trips:
+    out["pingpong_s"] = pingpong(comm.Send, comm.Recv, args.round_trips)
+if args.allreduces:
+    n = max(1, args.allreduce_bytes // 8)
+    sendbuf, recvbuf = np.full(n, 1.0 + rank), np.zeros(n)
+    base.Barrier(comm)
+    t0 = time.perf_counter()
+    for _ in range(args.allreduces):
+        comm.Allreduce(sendbuf, recvbuf)
+    out["allreduce_s"] = time.perf_counter() - t0
+    out["allreduce_ok"] = bool(np.all(recvbuf == 3.0))
+if args.pickled:
+    got = 0
+    for _ in range(args.pickled):
+        if rank == 0:
+            comm.send(7, other, 6)
+            got += comm.recv(None, other, 6)
+        else:
+            got += comm.recv(None, other, 6)
+            comm.send(7, other, 6)
+    out["pickled_sum"] = got
+if args.pairs:
+    timed_us: list[float] = []
+    bare_us: list[float] = []
+    for i in range(args.pairs):
+        arms = [("timed", comm.Send, comm.Recv), ("bare", bare_send, bare_recv)]
+        for arm, send, recv in arms if i % 2 == 0 else arms[::-1]:
+            base.Barrier(comm)
+            us = pingpong(send, recv, args.block) / args.block * 1e6
+            (timed_us if arm == "timed" else bare_us).append(us)
+    out["pairs_timed_us"], out["pairs_bare_us"] = timed_us, bare_us
+base.Barrier(comm)
+if rank == 0:
+    print(json.dumps(out), flush=True)
