@@ -1,5 +1,6 @@
 """Compatibility reference for a TensorFlow custom loop: `tf.GradientTape` and a Keras optimizer's
-`apply_gradients` in a `tf.function`, over a `tf.data` dataset, unmodified (zero code).
+`apply_gradients` in a `tf.function`, over a `tf.data` dataset, unmodified (zero code), imported as
+tensorflow.org's tutorials do (`import tensorflow as tf`, then `tf.keras`).
 tests/compat/test_compat.py checks the stored counts against the arguments.
 
     tf_tape_ref.py --epochs 2 --samples 100 --batch 16 --features 8 --hidden 4
@@ -7,7 +8,6 @@ tests/compat/test_compat.py checks the stored counts against the arguments.
 
 import argparse
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -25,10 +25,10 @@ def main() -> None:
     x = rng.normal(size=(args.samples, args.features)).astype("float32")
     y = rng.normal(size=(args.samples, 1)).astype("float32")
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch)
-    model = keras.Sequential([keras.Input(shape=(args.features,)),
-                              keras.layers.Dense(args.hidden, activation="relu"), keras.layers.Dense(1)])
-    opt = keras.optimizers.SGD(0.01)
-    loss_fn = keras.losses.MeanSquaredError()
+    model = tf.keras.Sequential([tf.keras.Input(shape=(args.features,)),
+                                 tf.keras.layers.Dense(args.hidden, activation="relu"), tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD(0.01)
+    loss_fn = tf.keras.losses.MeanSquaredError()
 
     @tf.function  # type: ignore[untyped-decorator]
     def train_step(xb: tf.Tensor, yb: tf.Tensor) -> tf.Tensor:
