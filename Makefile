@@ -14,7 +14,7 @@ TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi,
 PYTEST_ARGS ?= -n 2 -q
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup setup-test system-deps demo test test-fast lint bench clean
+.PHONY: setup setup-test system-deps demo test test-fast lint bench compat clean
 
 # core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
 # (setup.py and the C sources: an edited compiled part is rebuilt by the editable install)
@@ -66,6 +66,13 @@ lint: setup-test
 
 bench: setup
 	$(PY) benchmarks/overhead.py
+
+# The version matrix (docs/frameworks.md, "Versions tested"): tests/compat run in one venv per version set (the
+# oldest claimed and the newest torch, pinned and newest TensorFlow / Keras / JAX) under COMPAT_VENVS, kept
+# between runs. Several GB the first time (torch's CUDA builds): run before a release, not in CI.
+COMPAT_VENVS ?= /tmp/stepscope-compat
+compat: setup
+	$(PY) benchmarks/compat.py --venvs $(COMPAT_VENVS)
 
 clean:
 	rm -rf $(VENV) .stepscope .stepscope-demo .pytest_cache
