@@ -125,8 +125,8 @@ def test_every_cut_of_a_block_gives_the_same_columns(tmp_path: Path) -> None:
     whatever the cut, the builder ends with the columns of one whole feed."""
     body = AWKWARD[AWKWARD.index(b"[") + 1:AWKWARD.index(b'], "deviceProperties"') + 1]
     columns = ("ts", "dur", "cat", "name", "pid", "tid", "correlation", "external_id", "stream", "device", "bytes",
-               "flags", "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "flow_id",
-               "flow_start", "flow_ts", "flow_pid", "flow_tid")
+               "flags", "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong",
+               "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid")
 
     def raw(cut: int) -> tuple[object, ...]:
         builder = compiled._kineto_reader.Builder()
@@ -138,7 +138,7 @@ def test_every_cut_of_a_block_gives_the_same_columns(tmp_path: Path) -> None:
                 *(builder.strings(t) for t in ("name", "cat", "dims", "coll")))
 
     whole = raw(0)
-    assert whole[0] == (12, 3, 3)
+    assert whole[0] == (12, 3, 3, 0)  # events, flows, dropped, strings cut
     for cut in range(1, len(body)):
         assert raw(cut) == whole, cut
 

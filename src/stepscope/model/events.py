@@ -108,6 +108,10 @@ class TraceMeta:
     dropped_events: int = 0
     """Complete events dropped at parsing because they lack a timestamp."""
     unknown_categories: tuple[str, ...] = ()
+    wrong_type_values: int = 0
+    """Values read as not measured because their type is wrong (an array where a number belongs)."""
+    cut_strings: int = 0
+    """Event names and categories cut to the reader's cap (``stepscope.traces.columns.MAX_NAME_CHARS``)."""
 
     def device(self, device_id: int) -> DeviceInfo | None:
         return next((d for d in self.devices if d.id == device_id), None)

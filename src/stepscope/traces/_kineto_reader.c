@@ -26,12 +26,18 @@
 #define BUF_MAPS 1
 #endif
 
-enum { ST_OK = 0, ST_MORE = 1, ST_BAD = 2, ST_ERR = 3 };
-#define MAX_DEPTH 500
+enum { ST_OK = 0, ST_MORE = 1, ST_BAD = 2, ST_ERR = 3, ST_DEEP = 4 };
+/* Levels of nesting an event may hold, the event object being level 1: stepscope.traces.jsonstream.MAX_DEPTH (what
+ * orjson parses inside a chunk's [...]); deeper raises TooDeep, the same one-line refusal as the Python reader's. The
+ * recursion is a few hundred bytes a level: well within any thread's stack. */
+#define MAX_DEPTH 1023
+/* Names and categories longer than this many characters are cut (stepscope.traces.notes.MAX_NAME_CHARS). */
+#define MAX_NAME_CHARS 65536
 #define MISSING_ARG (-(INT64_C(1) << 62))
 #define MAX_US 4.5e15
 
 static PyObject *Unsupported;
+static PyObject *TooDeep;
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -77,6 +83,7 @@ static int buf_reserve(Buf *b, size_t extra) {
 }
 
 static int buf_put(Buf *b, const void *src, size_t n) {
+    if (!n) return 0; /* an empty buffer's p is NULL: memcpy(NULL, src, 0) is undefined behaviour */
     if (buf_reserve(b, n)) return -1;
     memcpy(b->p + b->n, src, n);
     b->n += n;
@@ -155,7 +162,7 @@ static const char *intern_str(const Intern *t, uint32_t code, size_t *len) {
     uint64_t start = offs[code];
     uint64_t end = code + 1 < t->count ? offs[code + 1] : t->arena.n;
     *len = (size_t)(end - start);
-    return t->arena.p + start;
+    return t->arena.p ? t->arena.p + start : ""; /* only empty strings so far: no arena yet */
 }
 
 static int intern_grow(Intern *t) {
@@ -209,12 +216,12 @@ static void intern_free(Intern *t) {
 
 enum {
     C_TS, C_DUR, C_CAT, C_NAME, C_PID, C_TID, C_CORR, C_EXT, C_STREAM, C_DEVICE, C_BYTES, C_FLAGS,
-    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL,
+    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG,
     F_ID, F_START, F_TS, F_PID, F_TID, N_COLS
 };
 static const char *const COL_NAMES[N_COLS] = {
     "ts", "dur", "cat", "name", "pid", "tid", "correlation", "external_id", "stream", "device", "bytes", "flags",
-    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll",
+    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong",
     "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid"};
 enum { T_NAME, T_CAT, T_DIMS, T_COLL, N_TABLES };
 static const char *const TABLE_NAMES[N_TABLES] = {"name", "cat", "dims", "coll"};
@@ -247,14 +254,19 @@ typedef struct {
     int has_dims;
     int has_coll;
     Span coll[NUM_COLL];
+    uint16_t wrong; /* W_* bits: a value of the wrong type (an array or object) read as not measured */
 } Ev;
+
+/* The bits of the "wrong" column, one per figure (stepscope.traces.compiled counts those of the rows that read it). */
+enum { W_PID = 1, W_TID = 2, W_CORR = 4, W_EXT = 8, W_STREAM = 16, W_DEVICE = 32, W_BYTES = 64, W_BPSM = 128,
+       W_WPSM = 256, W_OCC = 512 };
 
 typedef struct {
     PyObject_HEAD
     Buf cols[N_COLS];
     Intern tables[N_TABLES];
     Buf scratch, scratch2, dims;
-    int64_t count, flow_count, dropped;
+    int64_t count, flow_count, dropped, cut;
     int state; /* 0: before the first element, 1: after an element, 2: after a comma, 3: array ended */
 } Builder;
 
@@ -554,8 +566,9 @@ static int expect_lit(Cur *c, const char *lit, size_t n) {
     return ST_OK;
 }
 
+/* depth: the level of the container at c->p (the event object is 1). */
 static int skip_container(Cur *c, int depth, char close) {
-    if (depth > MAX_DEPTH) return ST_BAD;
+    if (depth > MAX_DEPTH) return ST_DEEP;
     c->p++;
     WS(c);
     if (c->p >= c->end) return ST_MORE;
@@ -655,8 +668,9 @@ static int64_t int_of_string(const char *s, size_t n, int *ambiguous) {
     return (int64_t)r;
 }
 
-/* An integer field (pid, tid, id, an integer arg): int, a string int(s, 0) reads, null (-1). */
-static int int_field(Cur *c, Ev *ev, int64_t *val, int *is_int, int is_arg) {
+/* An integer field (pid, tid, id, an integer arg) at nesting level lvl: int, a string int(s, 0) reads, null (-1); an
+ * array or object is of the wrong type: -1, and the bit `wrong` set. */
+static int int_field(Cur *c, Ev *ev, int64_t *val, int *is_int, int is_arg, int lvl, uint16_t wrong) {
     WS(c);
     if (c->p >= c->end) return ST_MORE;
     char ch = *c->p;
@@ -684,12 +698,18 @@ static int int_field(Cur *c, Ev *ev, int64_t *val, int *is_int, int is_arg) {
         if (is_int) *is_int = 1;
         return ST_OK;
     }
+    if (ch == '[' || ch == '{') {
+        *val = -1;
+        ev->wrong |= wrong;
+        return skip_value(c, lvl);
+    }
     ev->sem = 1;
-    return skip_value(c, 2);
+    return skip_value(c, lvl);
 }
 
-/* A float field (ts, dur, a float arg): a number, or null (NaN). */
-static int float_field(Cur *c, Ev *ev, double *val) {
+/* A float field (ts, dur, a float arg) at nesting level lvl: a number, or null (NaN); an array or object is of the
+ * wrong type: NaN, and the bit `wrong` set (none for ts and dur: the event is dropped, counted as such). */
+static int float_field(Cur *c, Ev *ev, double *val, int lvl, uint16_t wrong) {
     WS(c);
     if (c->p >= c->end) return ST_MORE;
     char ch = *c->p;
@@ -707,8 +727,13 @@ static int float_field(Cur *c, Ev *ev, double *val) {
         *val = NAN;
         return ST_OK;
     }
+    if (ch == '[' || ch == '{') {
+        *val = NAN;
+        ev->wrong |= wrong;
+        return skip_value(c, lvl);
+    }
     ev->sem = 1;
-    return skip_value(c, 2);
+    return skip_value(c, lvl);
 }
 
 static int string_field(Cur *c, Ev *ev, Span *s, int *has) {
@@ -720,7 +745,7 @@ static int string_field(Cur *c, Ev *ev, Span *s, int *has) {
         return ST_OK;
     }
     ev->sem = 1;
-    return skip_value(c, 2);
+    return skip_value(c, 2); /* a top-level field's value: level 2 */
 }
 
 /* grid / block: the product of a list of integers; -1 for an empty list or a value that is not a list. */
@@ -729,7 +754,7 @@ static int product_field(Cur *c, Ev *ev, int64_t *val) {
     if (c->p >= c->end) return ST_MORE;
     if (*c->p != '[') {
         *val = -1;
-        return skip_value(c, 2);
+        return skip_value(c, 3);
     }
     c->p++;
     WS(c);
@@ -750,7 +775,7 @@ static int product_field(Cur *c, Ev *ev, int64_t *val) {
             if (!x.int_ok || __builtin_mul_overflow(prod, x.ival, &prod)) ev->sem = 1;
         } else {
             ev->sem = 1;
-            CHECK(skip_value(c, 3));
+            CHECK(skip_value(c, 4));
         }
         WS(c);
         if (c->p >= c->end) return ST_MORE;
@@ -770,8 +795,8 @@ static int product_field(Cur *c, Ev *ev, int64_t *val) {
 static int canon_value(Cur *c, Ev *ev, Buf *out, int depth) {
     WS(c);
     if (c->p >= c->end) return ST_MORE;
-    if (depth > MAX_DEPTH) return ST_BAD;
     char ch = *c->p;
+    if (ch == '[' && depth > MAX_DEPTH) return ST_DEEP;
     const char *start = c->p;
     if (ch == '[') {
         c->p++;
@@ -831,7 +856,7 @@ static int seen_once(Ev *ev, int key) {
 static int parse_args(Cur *c, Ev *ev) {
     WS(c);
     if (c->p >= c->end) return ST_MORE;
-    if (*c->p != '{') return skip_value(c, 1); /* args that are not an object read as no args */
+    if (*c->p != '{') return skip_value(c, 2); /* args that are not an object read as no args */
     c->p++;
     WS(c);
     if (c->p >= c->end) return ST_MORE;
@@ -867,27 +892,27 @@ static int parse_args(Cur *c, Ev *ev) {
         switch (key) {
         case A_CORR: {
             int is = 0;
-            CHECK(int_field(c, ev, &ev->corr, &is, 1));
+            CHECK(int_field(c, ev, &ev->corr, &is, 1, 3, W_CORR));
             if (is) ev->flags |= 4;
             break;
         }
-        case A_EXT: CHECK(int_field(c, ev, &ev->ext, NULL, 1)); break;
+        case A_EXT: CHECK(int_field(c, ev, &ev->ext, NULL, 1, 3, W_EXT)); break;
         case A_STREAM: {
             int is = 0;
-            CHECK(int_field(c, ev, &ev->stream, &is, 1));
+            CHECK(int_field(c, ev, &ev->stream, &is, 1, 3, W_STREAM));
             if (is) ev->flags |= 2;
             break;
         }
         case A_DEVICE: {
             int is = 0;
-            CHECK(int_field(c, ev, &ev->device, &is, 1));
+            CHECK(int_field(c, ev, &ev->device, &is, 1, 3, W_DEVICE));
             if (is) ev->flags |= 1;
             break;
         }
-        case A_BYTES: CHECK(int_field(c, ev, &ev->bytes, NULL, 1)); break;
-        case A_BPSM: CHECK(float_field(c, ev, &ev->bpsm)); break;
-        case A_WPSM: CHECK(float_field(c, ev, &ev->wpsm)); break;
-        case A_OCC: CHECK(float_field(c, ev, &ev->occ)); break;
+        case A_BYTES: CHECK(int_field(c, ev, &ev->bytes, NULL, 1, 3, W_BYTES)); break;
+        case A_BPSM: CHECK(float_field(c, ev, &ev->bpsm, 3, W_BPSM)); break;
+        case A_WPSM: CHECK(float_field(c, ev, &ev->wpsm, 3, W_WPSM)); break;
+        case A_OCC: CHECK(float_field(c, ev, &ev->occ, 3, W_OCC)); break;
         case A_GRID: CHECK(product_field(c, ev, &ev->grid)); break;
         case A_BLOCK: CHECK(product_field(c, ev, &ev->block)); break;
         case A_DIMS: {
@@ -902,11 +927,11 @@ static int parse_args(Cur *c, Ev *ev) {
             }
             break;
         }
-        case -1: CHECK(skip_value(c, 2)); break;
+        case -1: CHECK(skip_value(c, 3)); break;
         default: { /* a collective arg: its raw JSON, parsed by orjson per distinct key */
             WS(c);
             const char *start = c->p;
-            CHECK(skip_value(c, 2));
+            CHECK(skip_value(c, 3));
             Span *s = &ev->coll[key - A_COLL0];
             s->s = start;
             s->n = (size_t)(c->p - start);
@@ -944,10 +969,25 @@ static float launch_figure(double v) {
     return fabs(v) < 3e38 ? (float)v : NAN;
 }
 
+/* The byte length of the first `chars` characters of valid UTF-8 (all of it if shorter). */
+static size_t utf8_prefix(const char *s, size_t n, size_t chars) {
+    size_t i = 0;
+    for (; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && chars-- == 0) break; /* a lead byte past the last kept one */
+    return i;
+}
+
 static int intern_span(Builder *b, int table, const Span *s, int has, int32_t *code) {
     const char *d = "";
     size_t n = 0;
     if (has && decode_string(s, &b->scratch, &d, &n)) return ST_ERR;
+    if (n > MAX_NAME_CHARS) { /* bytes >= characters: only a string this long can be past the cap */
+        size_t keep = utf8_prefix(d, n, MAX_NAME_CHARS);
+        if (keep < n) {
+            n = keep;
+            b->cut++;
+        }
+    }
     int64_t r = intern(&b->tables[table], d, n);
     if (r < 0) return ST_ERR;
     *code = (int32_t)r;
@@ -1019,6 +1059,7 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_BLOCK, int64_t, ev->block);
     PUSH(C_DIMS, int32_t, dims);
     PUSH(C_COLL, int32_t, coll);
+    PUSH(C_WRONG, uint16_t, ev->wrong);
     b->count++;
     return ST_OK;
 }
@@ -1065,18 +1106,18 @@ static int parse_event(Cur *c) {
                 CHECK(scan_string(c, &s));
                 if (s.esc) return ST_BAD;
                 if (s.n == 1) ev.ph_kind = s.s[0] == 'X' ? 1 : s.s[0] == 's' ? 2 : s.s[0] == 'f' ? 3 : 0;
-            } else CHECK(skip_value(c, 1)); /* not a string: neither X nor a flow */
+            } else CHECK(skip_value(c, 2)); /* not a string: neither X nor a flow */
             break;
         }
-        case K_TS: CHECK(float_field(c, &ev, &ev.ts)); break;
-        case K_DUR: CHECK(float_field(c, &ev, &ev.dur)); break;
+        case K_TS: CHECK(float_field(c, &ev, &ev.ts, 2, 0)); break;
+        case K_DUR: CHECK(float_field(c, &ev, &ev.dur, 2, 0)); break;
         case K_CAT: CHECK(string_field(c, &ev, &ev.cat, &ev.has_cat)); break;
         case K_NAME: CHECK(string_field(c, &ev, &ev.name, &ev.has_name)); break;
-        case K_PID: CHECK(int_field(c, &ev, &ev.pid, NULL, 0)); break;
-        case K_TID: CHECK(int_field(c, &ev, &ev.tid, NULL, 0)); break;
-        case K_ID: CHECK(int_field(c, &ev, &ev.id, NULL, 0)); break;
+        case K_PID: CHECK(int_field(c, &ev, &ev.pid, NULL, 0, 2, W_PID)); break;
+        case K_TID: CHECK(int_field(c, &ev, &ev.tid, NULL, 0, 2, W_TID)); break;
+        case K_ID: CHECK(int_field(c, &ev, &ev.id, NULL, 0, 2, 0)); break;
         case K_ARGS: CHECK(parse_args(c, &ev)); break;
-        default: CHECK(skip_value(c, 1));
+        default: CHECK(skip_value(c, 2));
         }
         WS(c);
         if (c->p >= c->end) return ST_MORE;
@@ -1139,6 +1180,10 @@ static PyObject *builder_feed(Builder *self, PyObject *arg) {
     PyBuffer_Release(&view);
     if (r == ST_ERR) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    if (r == ST_DEEP) {
+        PyErr_Format(TooDeep, "brackets nested more than %d deep", MAX_DEPTH);
         return NULL;
     }
     if (r == ST_BAD && self->state != 3) {
@@ -1231,7 +1276,8 @@ static PyObject *builder_strings(Builder *self, PyObject *name) {
 }
 
 static PyObject *builder_counts(Builder *self, PyObject *Py_UNUSED(ignored)) {
-    return Py_BuildValue("(LLL)", (long long)self->count, (long long)self->flow_count, (long long)self->dropped);
+    return Py_BuildValue("(LLLL)", (long long)self->count, (long long)self->flow_count, (long long)self->dropped,
+                         (long long)self->cut);
 }
 
 static void builder_dealloc(Builder *self) {
@@ -1248,7 +1294,7 @@ static PyMethodDef builder_methods[] = {
      "feed(block) -> (consumed, ended): parse the whole events at the head of block into the columns."},
     {"take", (PyCFunction)builder_take, METH_O, "take(column) -> the column's memory, handed over (a buffer)."},
     {"strings", (PyCFunction)builder_strings, METH_O, "strings(table) -> the table's values in code order."},
-    {"counts", (PyCFunction)builder_counts, METH_NOARGS, "counts() -> (events, flows, dropped)."},
+    {"counts", (PyCFunction)builder_counts, METH_NOARGS, "counts() -> (events, flows, dropped, cut strings)."},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject BuilderType = {
@@ -1297,8 +1343,13 @@ PyMODINIT_FUNC PyInit__kineto_reader(void) {
                                             "The trace holds what the compiled reader leaves to the Python reader.",
                                             PyExc_Exception, NULL);
     if (!Unsupported || PyModule_AddObject(m, "Unsupported", Unsupported) < 0) return NULL;
-    /* 2: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32) */
-    if (PyModule_AddIntConstant(m, "LAYOUT", 2) < 0) return NULL;
+    TooDeep = PyErr_NewExceptionWithDoc("stepscope.traces._kineto_reader.TooDeep",
+                                        "An event nested deeper than the bound every reader keeps.", PyExc_Exception,
+                                        NULL);
+    if (!TooDeep || PyModule_AddObject(m, "TooDeep", TooDeep) < 0) return NULL;
+    /* 3: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32), a "wrong"
+     * column of type bits, and counts() gives the strings cut */
+    if (PyModule_AddIntConstant(m, "LAYOUT", 3) < 0) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) return NULL;
     return m;

@@ -20,6 +20,7 @@ import orjson
 
 from stepscope.model.events import CollectiveArgs, EventKind, EventTable, TraceMeta, category_kind
 from stepscope.traces import typed
+from stepscope.traces.notes import MAX_NAME_CHARS
 
 Array = npt.NDArray[Any]
 _EMPTY: dict[str, Any] = {}
@@ -36,6 +37,7 @@ class NotTraceEvents(ValueError):
 
 
 _I64 = 2**63
+_CONTAINERS = (list, dict)
 _MAX_US = 4.5e15
 """Largest |ts| or |dur| in µs kept (~142 years): ts + dur in ns then always fits int64; beyond is damage."""
 
@@ -95,10 +97,16 @@ _Access = type[_DictArgs] | type[_StructArgs]
 def _ints(values: Sequence[Any], default: int = -1) -> Array:
     """int64 column; values that are not integers (or do not fit int64) go through :func:`_to_int`
     (``default`` if hopeless)."""
+    return _ints_counted(values, default)[0]
+
+
+def _ints_counted(values: Sequence[Any], default: int = -1) -> tuple[Array, int]:
+    """:func:`_ints`, and how many values were of the wrong type (an array or object: ``default``)."""
     try:
-        return np.fromiter(values, dtype=np.int64, count=len(values))
+        return np.fromiter(values, dtype=np.int64, count=len(values)), 0
     except (TypeError, ValueError, OverflowError):
-        return np.asarray([_to_int(v, default) for v in values], dtype=np.int64)
+        wrong = sum(1 for v in values if v.__class__ in _CONTAINERS)
+        return np.asarray([_to_int(v, default) for v in values], dtype=np.int64), wrong
 
 
 def _to_int(v: Any, default: int) -> int:
@@ -114,16 +122,34 @@ def _to_int(v: Any, default: int) -> int:
     return v if isinstance(v, int) and -_I64 <= v < _I64 else default
 
 
-def _floats(values: Sequence[Any], what: str) -> Array:
+def _floats(values: Sequence[Any]) -> Array:
+    return _floats_counted(values)[0]
+
+
+def _floats_counted(values: Sequence[Any]) -> tuple[Array, int]:
+    """float64 column and how many values were of the wrong type: NaN (not measured) for an array, an object or
+    a string that is not a number; ``null`` is NaN too (absent, not counted); numbers written as strings read."""
     try:
-        return np.fromiter(values, dtype=np.float64, count=len(values))
-    except (TypeError, ValueError):
+        return np.fromiter(values, dtype=np.float64, count=len(values)), 0
+    except (TypeError, ValueError, OverflowError):
         pass
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise NotTraceEvents(f"{what} is not a number ({detail[:80]})") from None
+    out = np.empty(len(values), dtype=np.float64)
+    wrong = 0
+    for i, v in enumerate(values):  # a chunk holding a hostile value only: each value checked on its own
+        if v is None:
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v) if v.__class__ not in _CONTAINERS else np.nan
+        except (TypeError, ValueError, OverflowError):
+            out[i] = np.nan
+        wrong += v.__class__ in _CONTAINERS or (np.isnan(out[i]) and not _is_nan_text(v))
+    return out, wrong
+
+
+def _is_nan_text(v: Any) -> bool:
+    """A float NaN, or a string that reads as one ("NaN"): a value, not a wrong type."""
+    return (v.__class__ is float) or (v.__class__ is str and v.strip().lower().lstrip("+-") == "nan")
 
 
 def us_to_ns(us: Array) -> Array:
@@ -168,6 +194,10 @@ class ChunkColumns:
         self.parts: dict[str, list[Array]] = defaultdict(list)
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
         self.dropped = 0
+        self.wrong_types = 0
+        """Values read as not measured because of their type (``TraceMeta.wrong_type_values``)."""
+        self.cut_strings = 0
+        """Names and categories cut to :data:`MAX_NAME_CHARS` (``TraceMeta.cut_strings``)."""
         self.device_cats: set[str] = set()
         """Categories unknown by name whose events were taken as device work (they carry a device and stream)."""
 
@@ -205,21 +235,41 @@ class ChunkColumns:
         if xs:
             self._add_complete([(), *(list(map(get, xs)) for get in _TOP)], _StructArgs)
 
-    def _codes(self, table: dict[str, int], values: Sequence[Any]) -> Array:
+    def _counted(self, col_wrong: tuple[Array, int]) -> Array:
+        self.wrong_types += col_wrong[1]
+        return col_wrong[0]
+
+    def _int_arg(self, acc: _Access, args: Sequence[Any], key: str) -> Array:
+        """int64 column of one launch argument, -1 where absent or of the wrong type (counted)."""
+        out = self._counted(_ints_counted(acc.col(args, key, -1)))
+        if acc.typed:
+            out[out == typed.MISSING] = -1
+        return out
+
+    def _codes(self, table: dict[str, int], values: Sequence[Any], *, cap: bool = False) -> Array:
+        """Codes of ``values`` in ``table`` (first-seen order); with ``cap``, strings past MAX_NAME_CHARS are cut
+        (and counted)."""
         try:
             distinct = dict.fromkeys(values)  # distinct values in first-seen order: codes as setdefault gives
             if any(v.__class__ is not str for v in distinct):
                 raise TypeError("names and categories are strings")
+            if cap and any(len(v) > MAX_NAME_CHARS for v in distinct):
+                raise TypeError("a string past the cap")
             for v in distinct:
                 table.setdefault(v, len(table))
             return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
         except TypeError:
-            return np.asarray([table.setdefault(str(v), len(table)) for v in values], dtype=np.int32)
+            texts = [v if v.__class__ is str else str(v) for v in values]
+            if cap:
+                long = [len(t) > MAX_NAME_CHARS for t in texts]
+                self.cut_strings += sum(long)
+                texts = [t[:MAX_NAME_CHARS] if cut else t for t, cut in zip(texts, long)]
+            return np.asarray([table.setdefault(t, len(table)) for t in texts], dtype=np.int32)
 
     def _add_complete(self, fields: list[Sequence[Any]], acc: _Access) -> None:
         ts_v, dur_v, cat_v, name_v, pid_v, tid_v, args_v = fields[1:8]
-        ts = _floats(ts_v, "an event's ts")
-        dur = _floats(dur_v, "an event's dur")
+        ts = _floats(ts_v)  # a value that is not a number: NaN, so the event is dropped and counted
+        dur = _floats(dur_v)
         ok = (np.abs(ts) < _MAX_US) & (np.abs(dur) < _MAX_US)  # NaN, inf and absurd values are dropped, counted
         if not ok.all():
             self.dropped += int((~ok).sum())
@@ -227,18 +277,18 @@ class ChunkColumns:
             cat_v, name_v, pid_v, tid_v, args_v = ([col[i] for i in keep] for col in (cat_v, name_v, pid_v, tid_v,
                                                                                      args_v))
             ts, dur = ts[ok], dur[ok]
-        cat = self._codes(self.cat_codes, cat_v)
+        cat = self._codes(self.cat_codes, cat_v, cap=True)
         kind_of = np.asarray([category_kind(str(c)) for c in self.cat_codes], dtype=np.int8)
         kind = kind_of[cat]
         args = args_v if acc.typed else [a if a.__class__ is dict else _EMPTY for a in args_v]
         self._device_work(kind, cat, args, acc)
         n = len(args)
         cols: dict[str, Array] = {
-            "kind": kind, "cat": cat, "name": self._codes(self.name_codes, name_v),
+            "kind": kind, "cat": cat, "name": self._codes(self.name_codes, name_v, cap=True),
             "ts_ns": us_to_ns(ts), "dur_ns": np.rint(dur * 1000.0).astype(np.int64),
-            "pid": _ints(pid_v), "tid": _ints(tid_v),
-            "correlation": _int_arg(acc, args, "correlation"),
-            "external_id": _int_arg(acc, args, "External id"),
+            "pid": self._counted(_ints_counted(pid_v)), "tid": self._counted(_ints_counted(tid_v)),
+            "correlation": self._int_arg(acc, args, "correlation"),
+            "external_id": self._int_arg(acc, args, "External id"),
         }
         cols.update(self._gpu_columns(kind, args, n, cols["tid"], acc))
         cols["shape"] = self._shape_column(kind, args, n, acc)
@@ -267,19 +317,19 @@ class ChunkColumns:
         if not gi.size:
             return out
         ga = [args[i] for i in gi.tolist()]
-        out["stream"][gi] = _int_arg(acc, ga, "stream")
+        out["stream"][gi] = self._int_arg(acc, ga, "stream")
         no_stream = gi[(out["stream"][gi] < 0) & _IS_GPU_WORK[kind[gi]]]
         if no_stream.size:  # device work recorded without a stream arg: its trace row (tid) is its queue
             out["stream"][no_stream] = tid[no_stream]
-        out["device"][gi] = _int_arg(acc, ga, "device")
-        out["bytes"][gi] = _int_arg(acc, ga, "bytes")
+        out["device"][gi] = self._int_arg(acc, ga, "device")
+        out["bytes"][gi] = self._int_arg(acc, ga, "bytes")
         ki = np.flatnonzero(kind == EventKind.KERNEL)
         if ki.size:
             ka = [args[i] for i in ki.tolist()]
             nan = float("nan")
             for key, arg in (("blocks_per_sm", "blocks per SM"), ("warps_per_sm", "warps per SM"),
                              ("occupancy_pct", "est. achieved occupancy %")):
-                vals = _floats(acc.col(ka, arg, nan), arg)
+                vals = self._counted(_floats_counted(acc.col(ka, arg, nan)))
                 out[key][ki] = np.where(np.abs(vals) < 3e38, vals, nan)  # beyond float32: not measured
             out["grid_blocks"][ki] = _products(acc.col(ka, "grid", None))
             out["block_threads"][ki] = _products(acc.col(ka, "block", None))
@@ -310,7 +360,7 @@ class ChunkColumns:
         ph, ts, pid, tid, ids = fields
         self.flow_parts["id"].append(_ints(ids))
         self.flow_parts["is_start"].append(np.asarray([p == "s" for p in ph], dtype=bool))
-        self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(_floats(ts, "a flow's ts"), nan=-1.0)))
+        self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(_floats(ts), nan=-1.0)))
         self.flow_parts["pid"].append(_ints(pid))
         self.flow_parts["tid"].append(_ints(tid))
 
@@ -377,14 +427,6 @@ def _rank_list(v: Any) -> tuple[int, ...] | None:
     if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return None
     return tuple(v)
-
-
-def _int_arg(acc: _Access, args: Sequence[Any], key: str) -> Array:
-    """int64 column of one launch argument, -1 where absent."""
-    out = _ints(acc.col(args, key, -1))
-    if acc.typed:
-        out[out == typed.MISSING] = -1
-    return out
 
 
 def _device_args(a: dict[str, Any]) -> bool:

@@ -26,11 +26,11 @@ import orjson
 
 from stepscope.model.events import EventKind, category_kind
 from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns
-from stepscope.traces.jsonstream import ByteReader, TraceEventSplitter
+from stepscope.traces.jsonstream import TOO_DEEP, ByteReader, JsonShapeError, TraceEventSplitter
 
-LAYOUT = 2
-"""The column layout this module reads (the extension's ``LAYOUT``; 2: the table's types). A build of older C
-source reads as not built, never as wrong columns."""
+LAYOUT = 3
+"""The column layout this module reads (the extension's ``LAYOUT``; 3: the table's types, the ``wrong`` bits and
+the count of cut strings). A build of older C source reads as not built, never as wrong columns."""
 
 try:
     from stepscope.traces import _kineto_reader
@@ -85,6 +85,8 @@ def read_columns(splitter: TraceEventSplitter, stream: ByteReader, block_bytes: 
             consumed, ended = builder.feed(data)
         except _kineto_reader.Unsupported as exc:
             raise Unsupported(str(exc)) from None
+        except _kineto_reader.TooDeep:
+            raise JsonShapeError(TOO_DEEP) from None
         rest = data[consumed:]
         if ended:
             tail = [rest]
@@ -106,7 +108,7 @@ def read_columns(splitter: TraceEventSplitter, stream: ByteReader, block_bytes: 
 def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     """The raw C columns as one chunk of :class:`ChunkColumns` (each C column handed to NumPy without a copy)."""
     out = ChunkColumns()
-    n, n_flows, out.dropped = builder.counts()
+    n, n_flows, out.dropped, out.cut_strings = builder.counts()
     cats: list[str] = builder.strings("cat")
     out.cat_codes = {c: i for i, c in enumerate(cats)}
     out.name_codes = {s: i for i, s in enumerate(builder.strings("name"))}
@@ -134,11 +136,27 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     cols["dur_ns"] = col("dur", np.int64)
     for key in ("pid", "tid", "correlation", "external_id"):
         cols[key] = col(key, np.int64)
+    out.wrong_types = _wrong_types(col("wrong", np.uint16), kind)
     cols.update(_gpu_columns(builder, kind, cols["tid"], out))
     cols["shape"] = _shape_column(builder, kind, out)
     for k, v in cols.items():
         out.parts[k].append(v)
     return out
+
+
+_W_EVERY, _W_ON_STREAM, _W_KERNEL = 1 | 2 | 4 | 8, 16 | 32 | 64, 128 | 256 | 512
+"""The C reader's wrong-type bits by the rows the Python reader reads them on: pid, tid, correlation and External id
+on every event; stream, device and bytes on stream; the three launch figures on kernels."""
+
+
+def _wrong_types(bits: Array, kind: Array) -> int:
+    """How many values the Python reader would count as of the wrong type, from the C reader's bits."""
+    hit = np.flatnonzero(bits)
+    if not hit.size:
+        return 0
+    b, k = bits[hit], kind[hit]
+    mask = _W_EVERY | np.where(_IS_ON_STREAM[k], _W_ON_STREAM, 0) | np.where(k == EventKind.KERNEL, _W_KERNEL, 0)
+    return int(np.unpackbits((b & mask).astype(">u2").view(np.uint8)).sum())
 
 
 def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, out: ChunkColumns) -> dict[str, Array]:

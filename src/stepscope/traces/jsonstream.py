@@ -251,16 +251,19 @@ def _try_loads(loads: Any, body: bytes | memoryview) -> list[Any] | None:
     return value if isinstance(value, list) and value else None
 
 
-_MAX_DEPTH = 1000
-"""Deeper nesting than this cannot be an event (and orjson refuses beyond 1024): refused at once, before
-more of a hostile file is buffered."""
+MAX_DEPTH = 1023
+"""Levels of nesting inside an event (the event object is level 1) that a trace may hold: exactly what orjson
+parses inside the ``[...]`` a chunk is wrapped in (its limit is 1,024 levels), so every reader and every path
+(fast cut, exact cut, header, the compiled reader) refuses the same files with :data:`TOO_DEEP`. Deeper is
+refused at once, before more of a hostile file is buffered."""
+TOO_DEEP = f"brackets nested more than {MAX_DEPTH} deep — not trace events"
 
 
 def _exact_cut(buf: bytes) -> int:
     """End (exclusive) of the last complete event found by the bracket scan, or 0."""
     pos, _, depth = _structure(buf)
-    if depth.size and int(depth.max()) > _MAX_DEPTH:
-        raise JsonShapeError(f"brackets nested more than {_MAX_DEPTH} deep — not trace events")
+    if depth.size and int(depth.max()) > MAX_DEPTH:
+        raise JsonShapeError(TOO_DEEP)
     ends = np.flatnonzero(depth == 0)
     if not ends.size or (depth < 0).any():
         return 0

@@ -28,7 +28,8 @@ from stepscope.errors import TraceError
 from stepscope.model.events import DeviceInfo, EventKind, EventTable, TraceMeta, category_kind
 from stepscope.traces import compiled, typed
 from stepscope.traces.columns import ChunkColumns, NotTraceEvents
-from stepscope.traces.jsonstream import BLOCK_BYTES, JsonShapeError, TraceEventSplitter, header_object
+from stepscope.traces.jsonstream import BLOCK_BYTES, TOO_DEEP, JsonShapeError, TraceEventSplitter, header_object
+from stepscope.traces.notes import reading_notes
 
 RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -157,14 +158,20 @@ def _reading(p: Path) -> Iterator[io.BufferedIOBase]:
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise TraceError(f"{p}: truncated or corrupt gzip ({exc}) — re-copy or re-record the trace") from None
     except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):  # the header, or a last chunk: the bound every path keeps
+            raise TraceError(_not_a_trace(p, TOO_DEEP)) from None
         raise TraceError(f"{p}: invalid JSON ({str(exc).splitlines()[0]}) — the file is damaged") from None
     except (JsonShapeError, NotTraceEvents) as exc:
-        raise TraceError(f"{p}: not a Kineto/Chrome trace ({exc}) — expected {{\"traceEvents\": [...]}}") from None
+        raise TraceError(_not_a_trace(p, str(exc))) from None
     except UnicodeDecodeError:
         raise TraceError(f"{p}: not text JSON — expected a .json or .json.gz Kineto trace") from None
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _not_a_trace(p: Path, why: str) -> str:
+    return f"{p}: not a Kineto/Chrome trace ({why}) — expected {{\"traceEvents\": [...]}}"
 
 
 def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkColumns) -> TraceMeta:
@@ -178,7 +185,7 @@ def _meta(path: Path, header: dict[str, Any], given: int | None, builder: ChunkC
         world_size=_int_or_none(dist.get("world_size")), backend=_str_or_none(dist.get("backend")),
         devices=tuple(_device(d) for d in _list(header.get("deviceProperties")) if isinstance(d, dict)),
         schema_version=_int_or_none(header.get("schemaVersion")), dropped_events=builder.dropped,
-        unknown_categories=tuple(unknown),
+        unknown_categories=tuple(unknown), wrong_type_values=builder.wrong_types, cut_strings=builder.cut_strings,
     )
 
 
@@ -220,4 +227,4 @@ def kind_of_category(cat: str) -> EventKind:
     return category_kind(cat)
 
 
-__all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace", "read_trace_partial"]
+__all__ = ["RANK_IN_NAME", "kind_of_category", "read_trace", "read_trace_partial", "reading_notes"]

@@ -86,7 +86,7 @@ def loads(data: bytes | memoryview) -> list[Any]:
     try:
         value: list[Any] = _decode(data)
         return value
-    except _Error:
+    except (_Error, RecursionError):  # msgspec's nesting limit is Python's stack; orjson's is the documented bound
         parsed: list[Any] = orjson.loads(data)
         return parsed
 

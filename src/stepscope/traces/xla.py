@@ -261,7 +261,8 @@ def read_xla_trace(path: str | Path, *, rank: int | None = None) -> EventTable:
         raise TraceError(f"{p}: not a trace-viewer profile ({exc})") from None
     m = _RANK_IN_NAME.search(p.name)
     r, source = (int(m.group(1)), "file name") if m else ((rank, "given") if rank is not None else (0, "default"))
-    meta = TraceMeta(path=str(p), rank=r, rank_source=source, dropped_events=builder.dropped)
+    meta = TraceMeta(path=str(p), rank=r, rank_source=source, dropped_events=builder.dropped,
+                     wrong_type_values=builder.wrong_types, cut_strings=builder.cut_strings)
     try:
         return builder.finish(meta)
     except ValueError as exc:

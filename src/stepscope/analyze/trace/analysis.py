@@ -28,6 +28,7 @@ from stepscope.analyze.trace.temporal import (
 )
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
+from stepscope.traces.notes import reading_notes
 
 SCHEMA_VERSION = 1
 OVERLAP_TOLERANCE_NS = 1_000
@@ -107,6 +108,7 @@ def trace_warnings(table: EventTable, gpu: GpuView, steps: StepSummary) -> list[
         out.append(f"unknown event categories kept as 'other': {', '.join(m.unknown_categories[:5])}")
     if m.dropped_events:
         out.append(f"{m.dropped_events} events without a timestamp or duration were dropped")
+    out.extend(reading_notes(m))
     if (m.world_size or 1) > 1 and len(gpu) and not gpu.component_mask("communication").any():
         out.append(f"rank {m.rank} of {m.world_size} has no communication kernels: check the component rules "
                    "(`stepscope trace rules`) or whether communication ran outside the trace")
