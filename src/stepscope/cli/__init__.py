@@ -49,7 +49,8 @@ COMMANDS: list[str] = [
 """module:Class of every subcommand, in the order `stepscope --help` lists them."""
 
 DESCRIPTION = """\
-stepscope observes PyTorch training runs, stores them, and explains where the time goes.
+stepscope observes PyTorch, Keras / TensorFlow, JAX and MPI training runs, stores them, and explains
+where the time goes.
 
 observe      stepscope run -- python train.py           (also torchrun / mpirun; --profile-steps N)
              stepscope data-bench -- python train.py    the input pipeline alone
