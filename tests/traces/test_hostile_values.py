@@ -214,3 +214,35 @@ def test_an_empty_first_name_reads(tmp_path: Path) -> None:
     sanitizer build reports; here, the values)."""
     t = both(write(tmp_path, [dict(OP, name="", cat=""), OP]))[0]
     assert t.names == ("", "op") and t.cats == ("", "cpu_op")
+
+
+_PEAK = """
+import resource, sys
+from stepscope.traces.kineto import read_trace
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = read_trace(sys.argv[1], reader=sys.argv[2])
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024, max(map(len, t.names)), t.meta.cut_strings)
+"""
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_huge_name_costs_a_small_multiple_of_the_file(tmp_path: Path, reader: str) -> None:
+    """One event holding a 32 MB name (a 32 KB .gz file): the table keeps 65,536 characters of it, and the read
+    peaks within 2x the decompressed size by the C reader (1.45x measured), 6x by the Python one (4.6x: the split
+    buffer, the parser's copy and the parsed string)."""
+    import gzip
+    import subprocess
+    import sys
+
+    from stepscope.traces.notes import MAX_NAME_CHARS
+
+    size = 32 << 20
+    body = (b'{"traceEvents": [' + json.dumps(OP).encode() + b', {"ph": "X", "cat": "cpu_op", "name": "'
+            + b"n" * size + b'", "pid": 0, "tid": 1, "ts": 5, "dur": 5}]}')
+    path = tmp_path / "long.json.gz"
+    path.write_bytes(gzip.compress(body, 1))
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(path), reader], capture_output=True, text=True,
+                         check=True, timeout=120)
+    peak, longest, cut = map(int, out.stdout.split())
+    assert longest == MAX_NAME_CHARS and cut == 1
+    assert peak < (2 if reader == "c" else 6) * len(body), peak / len(body)
