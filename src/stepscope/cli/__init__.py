@@ -69,12 +69,30 @@ PostgreSQL index). A run is named by its id, a unique id prefix, its name, `late
 """
 
 
-def load_commands() -> list[Command]:
-    out = []
-    for spec in COMMANDS:
-        module, cls = spec.split(":")
-        out.append(getattr(importlib.import_module(module), cls)())
-    return out
+NAMES = {"databench": "data-bench", "imports": "import"}
+"""Subcommands whose name is not their module's (every other one is named after its module)."""
+
+
+def command_name(spec: str) -> str:
+    """The name a subcommand is called by, from its ``module:Class`` alone (its module is not imported)."""
+    module = spec.split(":")[0].rsplit(".", 1)[1]
+    return NAMES.get(module, module)
+
+
+def load_command(spec: str) -> Command:
+    module, cls = spec.split(":")
+    command: Command = getattr(importlib.import_module(module), cls)()
+    return command
+
+
+def load_commands(argv: list[str] | None = None) -> list[Command]:
+    """Every subcommand; with ``argv`` naming one, only that one: each module imports what its command
+    needs (analysis, rich, the web server), and `stepscope run` should not pay for `serve`'s imports."""
+    if argv:
+        named = [spec for spec in COMMANDS if command_name(spec) == argv[0]]
+        if named:
+            return [load_command(named[0])]
+    return [load_command(spec) for spec in COMMANDS]
 
 
 def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
@@ -97,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("stepscope").addHandler(logging.NullHandler())
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        commands = load_commands()
+        commands = load_commands(argv)
         parser = build_parser(commands)
         args = parser.parse_args(argv)
         cmd: Any = getattr(args, "_command", None)

@@ -1,10 +1,27 @@
 """Injected by `stepscope run` (through PYTHONPATH) into every Python process of the observed command.
 
-Chain-loads the user's own sitecustomize, then starts stepscope's dormant recorder. Never raises.
+Chain-loads the user's own sitecustomize, then waits: stepscope's recorder starts only when the process first
+imports a framework it observes (``WATCHED``) or stepscope itself. A process that imports none of them (a
+launcher script, a data-preparation step, ``python -c pass``) never loads stepscope and pays one name
+comparison per import. Never raises.
 """
+
+from __future__ import annotations
 
 import os
 import sys
+
+TYPE_CHECKING = False  # typing itself is not imported: most processes never need it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+WATCHED = frozenset({"torch", "tensorflow", "keras", "jax", "mpi4py"})
+"""Top-level packages under which collect/bootstrap.py's ``attach`` watches imports (a test keeps the two equal):
+the recorder starts before the first of them runs its body, so each framework's own watcher still wraps it."""
+_OWN = "stepscope"
+_booted = False
 
 
 def _chain_user_sitecustomize() -> None:
@@ -20,15 +37,69 @@ def _chain_user_sitecustomize() -> None:
     spec.loader.exec_module(module)
 
 
+def _boot() -> None:
+    """Start the recorder once (a second thread arriving during the first's boot skips it)."""
+    global _booted
+    if _booted:
+        return
+    _booted = True
+    try:
+        from stepscope.collect.bootstrap import boot
+
+        boot()
+    except Exception as e:
+        print(f"stepscope: cannot observe this process ({e!r}); it runs unobserved", file=sys.stderr)
+
+
+def _find(fullname: str, path: Sequence[str] | None, target: ModuleType | None) -> ModuleSpec | None:
+    """The spec as the finders after this one give it (those of frameworks with finders of their own too)."""
+    for finder in list(sys.meta_path):
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec: ModuleSpec | None = find(fullname, path, target)
+            if spec is not None:
+                return spec
+    return None
+
+
+class FirstImportBoot:
+    """A finder on ``sys.meta_path`` that starts the recorder at the first import of a watched package (before
+    its body runs) or right after ``stepscope``'s own import (the recorder is part of that package), then
+    leaves ``sys.meta_path``. Duck-typed: importing importlib.abc would cost every process a few ms."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname not in WATCHED and fullname != _OWN:
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        if fullname in WATCHED:
+            _boot()
+            return _find(fullname, path, target)
+        spec = _find(fullname, path, target)
+        loader = spec.loader if spec is not None else None
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_then_boot(module: ModuleType) -> None:
+            exec_module(module)
+            sys.modules.setdefault(fullname, module)
+            _boot()
+
+        loader.exec_module = exec_then_boot  # type: ignore[union-attr,method-assign]
+        return spec
+
+
 try:
     _chain_user_sitecustomize()
 except Exception as _e:  # the user's own sitecustomize failed: say so, as Python would
     print(f"Error in user sitecustomize (loaded by stepscope): {_e!r}", file=sys.stderr)
 
-try:
-    from stepscope.collect.bootstrap import boot as _boot
-
-    _boot()
-except Exception as _e:
-    if os.environ.get("STEPSCOPE_RUN_DIR"):
-        print(f"stepscope: cannot observe this process ({_e!r}); it runs unobserved", file=sys.stderr)
+if os.environ.get("STEPSCOPE_RUN_DIR") and not os.environ.get("STEPSCOPE_DISABLE"):
+    if any(name in sys.modules for name in (*WATCHED, _OWN)):
+        _boot()  # the user's sitecustomize imported one already
+    else:
+        sys.meta_path.insert(0, FirstImportBoot())
