@@ -18,7 +18,7 @@ so the pass state the hooked ``__iter__`` sets is there for the hooked steps of 
 pass that starts on a bare step is refused. Those pairs are left out of the differences: every pass's start
 (the DataLoader making its iterator, hundreds of µs) falls in their hooked step, and one pair in 32 with a large
 positive difference moved the median of ``many``'s differences by +14 to +39 µs in an A/A run. What the hooks
-add once a pass (+50 to +68 µs a pass of 64 batches, docs/metrics.md "Eighth pass") is not in this figure.
+add once a pass (+50 to +68 µs a pass of 64 batches, benchmarks/RESULTS.md "eighth change") is not in this figure.
 """
 
 from __future__ import annotations

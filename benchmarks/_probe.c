@@ -2,7 +2,7 @@
  * clock, calls what it wraps, reads the clock again and writes the two readings (and, for the loader, the batch's
  * first dimension by torch's C length) into a static array. It keeps no state, touches no session and marks no
  * step: it is what any hook at the same four sites pays at least, the design of "a clock read appended to a C
- * log" (docs/metrics.md, "Twelfth pass") at its cheapest. With ``reads`` (the ``log`` arm) it also does the reads
+ * log" (benchmarks/RESULTS.md, "twelfth change") at its cheapest. With ``reads`` (the ``log`` arm) it also does the reads
  * that design keeps on the training thread: the loader compares the iterator with the last one and reads its
  * pass attribute when it changes, the forward reads the model's ``training`` flag as it is entered (where the
  * hooks read it since the thirteenth pass), the optimizer counts the step.

@@ -50,7 +50,7 @@ machine), the load average printed beside them:
    (where the forward's end read it) and right after its call slot (where its entry reads it: Python has just read
    the slot to call the model). Table 1 is the warm figure; inside a real
    step each hook runs after torch's work has evicted its code and data, which is why table 2's
-   hooked-minus-bare is larger than table 1's sum (docs/metrics.md, "Overhead", "Seventh pass").
+   hooked-minus-bare is larger than table 1's sum (benchmarks/RESULTS.md, "seventh change").
 
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
                                     [--only-hooks | --only-steps | --only-cold | --attribute [ARMS]]
@@ -861,7 +861,7 @@ def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
     above = ", ".join(f"{k} {cold[k] - floor:+.2f}" for k in hooks_only)
     print(f"  {COLD_STATE}, above a cold C call: {above}; the four hooks' floor (4 cold C calls above the\n"
           f"  harness) {4 * (floor - cold[COLD_FLOORS[0]]):.2f} µs. What each hook costs in a real step is its cold "
-          "figure\n  less the harness (the first row): docs/metrics.md, 'Seventh pass'.")
+          "figure\n  less the harness (the first row): benchmarks/RESULTS.md, 'seventh change'.")
     alone = cold[MODE_READS[0]] - cold[COLD_FLOORS[0]]
     after = cold[MODE_READS[2]] - cold[MODE_READS[1]]
     print(f"  the model's training flag {COLD_STATE}: {alone:+.2f} µs read alone (as the forward's end read it), "

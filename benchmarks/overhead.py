@@ -224,7 +224,8 @@ def print_alternated_hooks(pairs: int, processes: int, floor: bool = False,
         print(f"{sc:<10}{rtext}{atext}   <= {STEP_TARGET_US:g} µs: "
               + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
     print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
-          "  6 processes: their range); the loader's once-a-pass cost is not in it (docs/metrics.md, 'Eleventh pass')")
+          "  6 processes: their range); the loader's once-a-pass cost is not in it\n"
+          "  (benchmarks/RESULTS.md, 'eleventh change')")
     if floor:
         low = rest[0]
         print("the floor of any hook at the same four sites (clock, call, clock, a C array; hook_costs.py --alternate "

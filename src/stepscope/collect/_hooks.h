@@ -12,7 +12,7 @@
 /* Hot and cold paths (issue 20): each hook's common case is a few dozen instructions, but the error and slow
  * paths inlined into it spread it over several times as many cache lines, all cold after a long step. Slow
  * paths live in COLD functions (out of line, in .text.unlikely with GCC) and error branches are UNLIKELY, so
- * the common case lies in few lines (docs/metrics.md, "Tenth pass"). */
+ * the common case lies in few lines (benchmarks/RESULTS.md, "tenth change"). */
 #if defined(__GNUC__) || defined(__clang__)
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -253,7 +253,7 @@ typedef struct {
 /* The last subclass of SessionCore a hook met (Session), held so that its address stays its own: the common
  * case is one pointer compare, not PyType_IsSubtype walking the class's MRO tuple (two more cold lines and
  * that function's code in each hook after a step: 0.5 us of the backward and of the optimizer's timer after
- * a `many` step, docs/metrics.md "Seventh pass"). */
+ * a `many` step, benchmarks/RESULTS.md "seventh change"). */
 extern PyTypeObject *g_core_subtype;
 
 COLD static PyObject **core_slots_subtype(PyObject *s) { /* core_slots of a class met for the first time */
