@@ -232,8 +232,8 @@ def print_alternated_hooks(pairs: int, processes: int, floor: bool = False,
               "--arms probe,bare)")
         for sc in scripts:
             hooked = statistics.median(real[sc]["med"])
-            print(f"{sc:<10}{cells(low[sc]['med'], 12)[0]}   of the hooks' {hooked:+.1f} µs (docs/metrics.md, "
-                  "'Twelfth pass')")
+            print(f"{sc:<10}{cells(low[sc]['med'], 12)[0]}   of the hooks' {hooked:+.1f} µs (benchmarks/RESULTS.md, "
+                  "'twelfth change')")
 
 
 def print_hooks_and_region() -> None:

@@ -1,7 +1,7 @@
 /* StepLog: the step rows of one session's buffers as a C array of 12 Nums each (stepscope.collect._hooks; shared
  * parts in _hooks.h). The compiled step timer writes a row into it in place: no object allocated, no call made
- * (a StepRow object and deque.append cost ~0.8 us of the timer after a `many` step, docs/metrics.md "Eighth
- * pass"). Python appends a row by calling it (mark_step's tuples); the flush takes every row as 12 column tuples.
+ * (a StepRow object and deque.append cost ~0.8 us of the timer after a `many` step, benchmarks/RESULTS.md
+ * "eighth change"). Python appends a row by calling it (mark_step's tuples); the flush takes every row as 12 column tuples.
  * The GIL orders the two threads: take() detaches the array before it makes any object, so a row appended while
  * the columns are made (a collection can switch threads) waits in the new array for the next flush. */
 #include "_hooks.h"
