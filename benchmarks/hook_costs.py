@@ -865,8 +865,8 @@ def print_cold_hook_costs(costs: dict[str, dict[str, float]]) -> None:
     alone = cold[MODE_READS[0]] - cold[COLD_FLOORS[0]]
     after = cold[MODE_READS[2]] - cold[MODE_READS[1]]
     print(f"  the model's training flag {COLD_STATE}: {alone:+.2f} µs read alone (as the forward's end read it), "
-          f"{after:+.2f}\n  right after the model's call slot (as the forward's entry reads it): benchmarks/RESULTS.md, "
-          "'thirteenth change'")
+          f"{after:+.2f}\n  right after the model's call slot (as the forward's entry reads it): "
+          "benchmarks/RESULTS.md, 'thirteenth change'")
 
 
 def print_call_counts() -> None:
