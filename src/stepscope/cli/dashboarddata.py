@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from stepscope.analyze.run.lost import partial_label
 from stepscope.analyze.runs.history import RunPoint, metric_history, tracked_metrics
 from stepscope.analyze.runs.historysteps import THRESHOLD, StepKind, history_steps
 from stepscope.cli.historydata import default_name, point_from_row
@@ -32,7 +33,9 @@ def build_site(store: Store, *, name: str | None = None, report_ids: set[str] | 
     rows = store.rows() if live else store.index.runs()
     metrics = store.index.metrics()
     reported = report_ids or set()
-    runs = tuple(DashRun(id=r.id, name=r.name, status=r.status, start_s=r.start_ns / 1e9, commit=r.git_commit,
+    runs = tuple(DashRun(id=r.id, name=r.name,
+                         status=partial_label(r.status, metrics.get(r.id, {}).get("records_lost")),  # lost records
+                         start_s=r.start_ns / 1e9, commit=r.git_commit,
                          branch=r.git_branch, dirty=bool(r.git_dirty), subject=r.git_subject, group=r.grp,
                          host=r.host, params=r.params, tags=r.tags, metrics=metrics.get(r.id, {}),
                          has_report=r.id in reported) for r in rows)

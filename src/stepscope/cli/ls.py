@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
+from stepscope.analyze.run.lost import partial_label
 from stepscope.cli.common import add_store_args, ensure_metrics, parse_pairs, print_json, store_from
 from stepscope.report import format as f
 from stepscope.report.runs_list import RunLine, runs_view
@@ -38,8 +39,8 @@ class LsCommand:
         computed = ensure_metrics(store, rows)
         metrics: dict[str, dict[str, float | None]] = {**store.index.metrics([r.id for r in rows]), **computed}
         if args.json:
-            print_json([{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "metrics": metrics.get(r.id, {})}
-                        for r in rows])
+            print_json([{**{k: getattr(r, k) for k in r.__dataclass_fields__}, **_partial(metrics.get(r.id, {})),
+                         "metrics": metrics.get(r.id, {})} for r in rows])
             return 0
         lines = [run_line(r, metrics.get(r.id, {})) for r in rows]
         out = console()
@@ -50,11 +51,17 @@ class LsCommand:
         return 0
 
 
+def _partial(metrics: dict[str, float | None]) -> dict[str, object]:
+    """``partial`` (the run lost records) and how many, for ``ls --json``."""
+    lost = int(metrics.get("records_lost") or 0)
+    return {"partial": lost > 0, "records_lost": lost}
+
+
 def run_line(r: RunRow, metrics: dict[str, float | None]) -> RunLine:
     """The `ls` cells of an index row and its indexed metrics."""
     p50 = metrics.get("step_time_median_s")
     return RunLine(
-        id=r.id, name=r.name, status=r.status,
+        id=r.id, name=r.name, status=partial_label(r.status, metrics.get("records_lost")),
         started=datetime.fromtimestamp(r.start_ns / 1e9).strftime("%Y-%m-%d %H:%M"),
         duration=f.duration_ns(r.end_ns - r.start_ns if r.end_ns else None), ranks=str(r.world_size),
         steps=f.number(metrics.get("steps")), step_p50=f.duration_ns(p50 * 1e9 if p50 else None),

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from stepscope.analyze.advisor import Advice
+from stepscope.analyze.run.lost import partial_label, records_lost
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.run.summary import RankSummary, RunSummary
-from stepscope.analyze.trace.ops import ModuleNode
 from stepscope.report import format as f
-from stepscope.report.advice import advice_view
 from stepscope.report.flops import flops_table
+
+if TYPE_CHECKING:  # the advisor and the trace engine are imported where shown: the end-of-run summary uses neither
+    from stepscope.analyze.advisor import Advice
+    from stepscope.analyze.trace.ops import ModuleNode
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "incomplete": "yellow", "running": "cyan"}
 
@@ -39,6 +41,9 @@ def header(s: RunSummary) -> RenderableType:
     lines.append(f"run {r.id}", style="bold")
     lines.append(f"  {r.name}  ")
     lines.append(r.status.value, style=STATUS_STYLE.get(r.status.value, ""))
+    lost = records_lost(n for rank in s.ranks for n in rank.notes)
+    if lost:  # a partial run: its figures come from what was kept
+        lines.append(partial_label("", lost), style="yellow")
     if r.exit_code not in (None, 0):
         lines.append(f" (exit code {r.exit_code})", style="red")
     lines.append(f"\n{when}  duration {f.duration_ns(r.duration_ns)}  world size {r.world_size}")
@@ -238,6 +243,8 @@ def quality_view(q: Quality | None) -> RenderableType | None:
 def full_report(s: RunSummary, advice: Advice | None = None, *, quality: Quality | None = None) -> RenderableType:
     """The whole run; the measurement-quality verdict first (when given); with ``advice``, its top three
     recommendations after the warnings."""
+    from stepscope.report.advice import advice_view
+
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
         quality_view(quality), header(s), warnings(s), advice_view(advice, limit=3, detail=False) if advice else None,

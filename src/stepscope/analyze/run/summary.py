@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.run.blind import blind_warnings, no_step_warning
 from stepscope.analyze.run.flops import FlopsSummary, counted_steps, flops_summary
+from stepscope.analyze.run.lost import records_lost
 from stepscope.analyze.run.memory import MemoryOp, memory_ops
 from stepscope.analyze.run.regions import RegionStats, region_stats
 from stepscope.analyze.run.steps import StepStats, step_stats
@@ -215,10 +217,10 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
         warnings.append("no process of the command was observed training: no optimizer step, backward pass, "
                         "DataLoader batch or stepscope call happened (or the script is not Python); if it "
                         "trains without torch.optim, mark each step with stepscope.step()")
-    elif all(r.steps.steps == 0 for r in ranks):
-        warnings.append("no step was recorded: no torch.optim optimizer stepped (parameters updated by hand?) — "
-                        "call stepscope.step() at the end of each training step, or loop over "
-                        "stepscope.steps(loader)")
+    blind = blind_warnings(data.ranks)  # a framework imported, no step seen: what was found and what to do
+    warnings.extend(blind)
+    if data.ranks and not blind and all(r.steps.steps == 0 for r in ranks):
+        warnings.append(no_step_warning(data.ranks))
     for r in data.ranks:
         if not r.stream.complete:
             warnings.append(f"rank {r.stream.rank} ended without its end record (killed): its data stops at the "
@@ -252,6 +254,9 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
     put("peak_gpu_mem_bytes", h.peak_gpu_mem_bytes)
     put("energy_per_step_j", h.energy_per_step_j)
     put("duration_s", summary.run.duration_ns, 1e-9)
+    lost = records_lost(n for r in summary.ranks for n in r.notes)
+    if lost:  # a partial run (analyze/run/lost.py): listed beside its status
+        put("records_lost", float(lost))
     if summary.flops is not None:
         put("flops_per_step", summary.flops.flops_per_step)
         put("achieved_flops", summary.flops.achieved_flops)
