@@ -49,3 +49,19 @@ def batch_tokens(batch: Any) -> float | None:
         except Exception:
             return None
     return None
+
+
+def sequence_first(model: Any) -> str | None:
+    """Why the model's input holds its batch in dimension 1 (sequence-first, as word_language_model feeds
+    ``[bptt, batch]``): the first of its modules with a ``batch_first`` flag (RNN, LSTM, GRU, Transformer,
+    MultiheadAttention) has it False. None where no module has the flag or the first has it True: the batch
+    is dimension 0. A guess either way: the model may transpose its input before that module."""
+    try:
+        for name, module in model.named_modules():
+            flag = getattr(module, "batch_first", None)
+            if isinstance(flag, bool):
+                kind = getattr(module, "original_name", None) or type(module).__name__  # a scripted module's own class
+                return None if flag else f"its {kind} ({name or 'the model'}) has batch_first=False"
+    except Exception:  # a model whose modules cannot be listed: dimension 0, as for any other
+        return None
+    return None
