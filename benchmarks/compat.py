@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE = "tests/compat/test_compat.py"
 CORE = ["orjson>=3.9", "rich>=13", "psutil>=5.9", "pytest>=8"]  # stepscope's own dependencies, and the runner
 PACKAGES = ("torch", "tensorflow-cpu", "keras", "jax", "optax", "numpy")
+OLDEST_FRAMEWORKS = ("tensorflow-cpu==2.16.2", "keras==3.3.3", "jax==0.4.30", "jaxlib==0.4.30", "optax==0.2.3")
 TESTS = {"test_torch_loop_counts_exactly": "torch loop", "test_keras_fit_counts_exactly": "keras fit",
          "test_tf_gradient_tape_loop_counts_exactly": "tf tape", "test_jax_api_counts_exactly": "jax api"}
 
@@ -55,6 +56,9 @@ def version_sets(oldest_torch: str) -> list[VersionSet]:
         VersionSet("torch-oldest", (f"torch=={oldest_torch}", "numpy>=1.24,<2"), "the oldest torch pyproject claims"),
         VersionSet("torch-pinned", (pinned("torch"), "numpy>=1.24"), "constraints.txt's torch"),
         VersionSet("torch-newest", ("torch", "numpy>=1.24"), "the newest torch pip resolves"),
+        # the oldest releases pyproject claims, of one season (TensorFlow 2.16 wheels need NumPy 1.x)
+        VersionSet("frameworks-oldest", (*OLDEST_FRAMEWORKS, "numpy>=1.24,<2"),
+                   "the oldest TensorFlow, Keras, JAX pyproject claims"),
         VersionSet("frameworks-pinned", (*(pinned(f) for f in frameworks), "numpy>=1.24"),
                    "constraints.txt's TensorFlow, Keras, JAX"),
         VersionSet("frameworks-newest", (*frameworks, "numpy>=1.24"), "the newest TensorFlow, Keras, JAX pip resolves"),
