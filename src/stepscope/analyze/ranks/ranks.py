@@ -34,6 +34,7 @@ from stepscope.analyze.diff.contention import rank_contention
 from stepscope.analyze.ranks.commsplit import CommSplit, split_calls
 from stepscope.analyze.run.steps import warmup_steps
 from stepscope.analyze.stats import mann_whitney_u
+from stepscope.model.run import RunStatus
 from stepscope.model.tables import Phase, RankData, RunData
 
 RANKS_SCHEMA = "stepscope.ranks/1"
@@ -282,7 +283,8 @@ def analyze_ranks(data: RunData, *, warmup: int | None = None, traces: dict[int,
     profiler window, for the kernel-based split (optional; the CLI loads them).
     """
     ranks = sorted(data.ranks, key=lambda r: r.stream.rank)
-    incomplete = tuple(r.stream.rank for r in ranks if not r.stream.complete)
+    running = data.run.status == RunStatus.RUNNING  # a running run's ranks have no end record yet: not killed
+    incomplete = () if running else tuple(r.stream.rank for r in ranks if not r.stream.complete)
     warnings = [f"rank {r} ended without its end record (died or was killed): analysed up to its last flush"
                 for r in incomplete]
     window = step_window(data, warmup)

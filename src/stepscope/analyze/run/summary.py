@@ -15,7 +15,7 @@ from stepscope.analyze.run.memory import MemoryOp, memory_ops
 from stepscope.analyze.run.regions import RegionStats, region_stats
 from stepscope.analyze.run.steps import StepStats, step_stats
 from stepscope.analyze.run.system import MetricStats, energy_per_step_j, metric_stats
-from stepscope.model.run import Run
+from stepscope.model.run import Run, RunStatus
 from stepscope.model.tables import RankData, RunData
 
 SUMMARY_SCHEMA = "stepscope.summary/1"
@@ -222,7 +222,7 @@ def summarize_run(data: RunData, *, warmup: int | None = None) -> RunSummary:
     if data.ranks and not blind and all(r.steps.steps == 0 for r in ranks):
         warnings.append(no_step_warning(data.ranks))
     for r in data.ranks:
-        if not r.stream.complete:
+        if not r.stream.complete and data.run.status != RunStatus.RUNNING:  # a running rank has no end record yet
             warnings.append(f"rank {r.stream.rank} ended without its end record (killed): its data stops at the "
                             "last flush")
     warnings.extend(str(p) for p in data.run.extra.get("record_problems", ()))  # store/rundir.read_run
