@@ -50,7 +50,7 @@ def test_exact_counts_past_the_budget(tmp_path: Path) -> None:
     assert got["allreduce_ok"] and got["pickled_sum"] == 7 * k  # the user's results, timing or not
     seven = len(pickle.dumps(7, PROTOCOL))
     want = {"Send": (n, n), "Recv": (n, n), "Allreduce": (m, m * size), "send": (k, k * seven),
-            "recv": (k, k * seven)}
+            "recv": (k, k * seven), "Barrier": (1, 0)}  # the program's one timed Barrier before its phases
     data = load(store)
     assert sorted(r.stream.rank for r in data.ranks) == [0, 1]
     for r in data.ranks:

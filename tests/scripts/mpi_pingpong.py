@@ -4,22 +4,28 @@ benchmarks/mpi_overhead.py. Run it under ``mpirun -n 2``.
 Phases (each rank does the same number of calls, so exact counts follow from the arguments):
 
 * ``--round-trips N``: a 1-byte ``Send``/``Recv`` ping-pong (rank 0 sends first): N ``Send`` and N ``Recv``
-  per rank, 1 byte each.
+  per rank, 1 byte each; timed in blocks of ``--block`` round trips (total, and the median block's µs per
+  round trip: on a loaded host a rank descheduled while the other spins stalls a block for milliseconds).
 * ``--allreduces M`` of ``--allreduce-bytes B`` float64 bytes (``Allreduce(sendbuf, recvbuf)``): M calls, B
-  bytes each.
+  bytes each; total and median call time.
 * ``--pickled K``: K pickled ``send``/``recv`` round trips of the int 7 (rank 0 sends first).
 * ``--pairs P --block R`` (with N = 0): P pairs of R round trips each, alternating in every pair the
   communicator's own methods (timed by stepscope when it runs) and mpi4py's untimed base methods on the
   same communicator; the order within a pair alternates. Rank 0 prints the per-pair microseconds per
-  round trip of each.
+  round trip of each. On one rank (no mpirun) a round trip is a Send to itself and its Recv: two calls
+  with nothing overlapping them, so the difference per round trip / 2 is the cost of one call.
 
-Rank 0 prints one JSON object: the loop counts and wall times of each phase (seconds, loop only).
+Before the phases, after R warm-up round trips through mpi4py's base methods (not counted by stepscope),
+one ``Barrier`` through the communicator's own method: under stepscope it opens the rank's records, so that
+one-off start (a few hundred ms) falls outside the phases' times. Rank 0 prints one JSON object: the loop
+counts and wall times of each phase (seconds, loop only).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 import types
 from typing import Any
@@ -40,7 +46,7 @@ args = p.parse_args()
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
-other = 1 - rank
+other = (1 - rank) if comm.Get_size() > 1 else 0  # one rank: messages to itself (eager, 1 byte)
 # mpi4py's own class: the first in the MRO whose Send is not a Python function (stepscope's subclass defines one)
 base: Any = next(c for c in type(comm).__mro__ if not isinstance(c.__dict__.get("Send"), types.FunctionType))
 one = np.zeros(1, dtype=np.uint8)
@@ -65,17 +71,24 @@ def pingpong(send: Any, recv: Any, n: int) -> float:
 # mpi4py's methods bound to the same communicator: the same call as on a communicator stepscope left alone
 bare_send, bare_recv = base.Send.__get__(comm), base.Recv.__get__(comm)
 pingpong(bare_send, bare_recv, args.warmup)
-base.Barrier(comm)
-if args.round_trips:
-    out["pingpong_s"] = pingpong(comm.Send, comm.Recv, args.round_trips)
+comm.Barrier()  # the one call before the phases that stepscope sees
+base.Barrier(comm)  # every rank has opened its records (after its own Barrier returned) before the phases
+if args.round_trips:  # in blocks of --block: the median block is the typical round trip, a stall left out
+    blocks = [pingpong(comm.Send, comm.Recv, min(args.block, args.round_trips - i))
+              for i in range(0, args.round_trips, args.block)]
+    out["pingpong_s"] = sum(blocks)
+    out["pingpong_median_us"] = statistics.median(b / args.block * 1e6 for b in blocks[:-1] or blocks)
 if args.allreduces:
     n = max(1, args.allreduce_bytes // 8)
     sendbuf, recvbuf = np.full(n, 1.0 + rank), np.zeros(n)
     base.Barrier(comm)
-    t0 = time.perf_counter()
+    times = []
     for _ in range(args.allreduces):
+        t0 = time.perf_counter()
         comm.Allreduce(sendbuf, recvbuf)
-    out["allreduce_s"] = time.perf_counter() - t0
+        times.append(time.perf_counter() - t0)
+    out["allreduce_s"] = sum(times)
+    out["allreduce_median_us"] = statistics.median(times) * 1e6
     out["allreduce_ok"] = bool(np.all(recvbuf == 3.0))
 if args.pickled:
     got = 0

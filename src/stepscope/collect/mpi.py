@@ -26,10 +26,10 @@ import os
 import pickle
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from stepscope.collect.comm import CommRecorder
 from stepscope.collect.mpi_calls import (
     CALLS,
     MAKERS,
@@ -64,7 +64,10 @@ class MpiRecorder:
     def __init__(self, session: Session, mpi: Any, budget: Budget | None = None) -> None:
         self.session = session
         self.mpi = mpi
-        self.rec = CommRecorder(session)
+        self.rows: deque[tuple[dict[str, Any], int, int]] = deque()
+        """Timed calls (row, perf start, perf end), moved into the session's CommTable buffers by the flush
+        thread: the buffers' per-column appends under a lock cost the training thread 2 µs a row."""
+        self.counters: dict[tuple[Any, ...], int] = {}
         self.budget = budget or Budget(seed=os.getpid())
         self.counts: dict[str, Counts] = {}
         self.comms: dict[int, CommInfo] = {}
@@ -79,8 +82,12 @@ class MpiRecorder:
 
     # -- communicators -----------------------------------------------------------------------------
     def comm_info(self, comm: Any) -> CommInfo:
-        info = self.comms.get(_handle(comm))
-        return info if info is not None else self.register(comm)
+        try:
+            info: CommInfo = comm._ss_info  # set when the timed communicator was made
+            return info
+        except AttributeError:
+            known = self.comms.get(_handle(comm))
+            return known if known is not None else self.register(comm)
 
     def register(self, comm: Any) -> CommInfo:
         mpi = self.mpi
@@ -98,6 +105,8 @@ class MpiRecorder:
             self.created += 1
             info = (((ranks[0] & 0x7FFF) << 16) | (self.created & 0x7FFF), size, ranks)
         self.comms[_handle(comm)] = info
+        if type(comm) is self.comm_cls:
+            comm._ss_info = info
         return info
 
     def adopt(self, comm: Any) -> Any:
@@ -119,15 +128,27 @@ class MpiRecorder:
         return ranks[peer] if peer < len(ranks) else -1
 
     # -- rows --------------------------------------------------------------------------------------
+    def next_seq(self, key: tuple[Any, ...], gid: int) -> int:
+        """``(gid << 32) | index`` of the call among those of ``key``. No lock: only the calling thread numbers
+        (two threads racing on one communicator, op and peer could not be matched across ranks anyway)."""
+        n = self.counters.get(key, 0)
+        self.counters[key] = n + 1
+        return (gid << 32) | n
+
     def add(self, counts: Counts, row: dict[str, Any], t0: int, t_end: int, blocked_ns: int, weight: int) -> None:
-        """Store one timed call; a receive from ANY_SOURCE is numbered among its sender's calls once it is
-        known. A sampled row's blocked time counts ``weight`` times in the step's comm phase."""
+        """Keep one timed call for the next flush; a receive from ANY_SOURCE is numbered among its sender's
+        calls once it is known. A sampled row's blocked time counts ``weight`` times in the step's comm phase."""
+        s = self.session
+        if not s.active and not s.activate():
+            return
         if row.get("seq") is None:
             gid = row.get("gid", 0)
-            row["seq"] = self.rec.next_seq((gid, row["op"], row["peer"]), gid)
+            row["seq"] = self.next_seq((gid, row["op"], row["peer"]), gid)
         if weight > 1 and not self.noted:
             self.note_sampling()
-        self.rec.add(row, t0, t_end, blocked_ns * weight)
+        self.rows.append((row, t0, t_end))
+        if blocked_ns > 0:
+            s.step.comm += blocked_ns * weight
         counts.timed += 1
         counts.timed_ns += t_end - t0
         counts.estimated_ns += (t_end - t0) * weight
@@ -165,9 +186,22 @@ class MpiRecorder:
                             sampled_rows=b.sampled, methods={k: c.as_dict() for k, c in self.counts.items()
                                                              if c.calls})
 
+    def drain_rows(self) -> None:
+        """The timed calls kept so far into the session's CommTable buffers (the flush thread, and at exit)."""
+        rows, add, wall = self.rows, self.session.buffers.add_comm, self.session.clock.wall
+        for _ in range(len(rows)):
+            row, t0, t1 = rows.popleft()
+            row["start_ns"], row["duration_ns"] = wall(t0), t1 - t0
+            add(row)
+
     def on_flush(self) -> None:
+        self.drain_rows()
         self.record_counts()
         self.budget.refill()
+
+    def at_exit(self) -> None:
+        self.drain_rows()
+        self.record_counts()
 
 
 def _handle(comm: Any) -> int:
@@ -259,7 +293,7 @@ class Site:
         nbytes = NAN if call.pickled else payload_bytes(mpi, call, args, kwargs)
         return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": peer, "group_size": size,
                 "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1, "gid": gid,
-                "seq": m.rec.next_seq((gid, call.op, peer), gid) if peer >= 0 else None}
+                "seq": m.next_seq((gid, call.op, peer), gid) if peer >= 0 else None}
 
 
 class SendSite(Site):
@@ -513,11 +547,11 @@ class SendrecvSite(Site):
             half = (t1 - t0) // 2
             step = m.session.step_index
             m.add(self.counts, {"op": "send", "step": step, "bytes": sent, "peer": dest, "group_size": size,
-                                "tag": stag, "seq": m.rec.next_seq((gid, "send", dest), gid)}, t0, t0 + half, half,
+                                "tag": stag, "seq": m.next_seq((gid, "send", dest), gid)}, t0, t0 + half, half,
                   weight)
             src = m.world_rank(info, st.Get_source())
             m.add(self.counts, {"op": "recv", "step": step, "bytes": got, "peer": src, "group_size": size,
-                                "tag": st.Get_tag(), "seq": m.rec.next_seq((gid, "recv", src), gid)},
+                                "tag": st.Get_tag(), "seq": m.next_seq((gid, "recv", src), gid)},
                   t0 + half, t1, t1 - t0 - half, weight)
             self.counts.timed -= 1  # one call, two rows
         except Exception as e:
@@ -601,7 +635,7 @@ def timed_comm_class(m: MpiRecorder) -> type[Any]:
     def init(self: Any, *args: Any) -> None:
         self._ss_n = 0  # collectives made on this communicator (their seq)
 
-    ns: dict[str, Any] = {"__slots__": ("_ss_n",), "__module__": "mpi4py.MPI", "__qualname__": "Intracomm",
+    ns: dict[str, Any] = {"__slots__": ("_ss_info", "_ss_n"), "__module__": "mpi4py.MPI", "__qualname__": "Intracomm",
                           "__init__": init}
     for name in (*CALLS, *SENDRECV, *PROBES, *MAKERS):
         orig = getattr(base, name, None)
@@ -651,7 +685,7 @@ class MpiTiming:
         mpi.Request = self.m.request_cls
         mpi.__stepscope_timed__ = True
         session.on_flush.append(self.m.on_flush)
-        session.closers.append(self.m.record_counts)
+        session.closers.append(self.m.at_exit)
 
     def time_world(self) -> None:
         """Put the timed COMM_WORLD in place (making it asks MPI, which must be initialised by then)."""

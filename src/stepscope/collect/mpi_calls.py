@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pickle
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 NAN = float("nan")
@@ -18,7 +18,9 @@ thread_local = _local
 class Call:
     """One mpi4py method: ``kind`` is send / recv / isend / irecv / collective / icollective; ``payload``,
     ``peer``, ``tag``: (position, keyword) among the method's arguments (after ``self``), None where it has
-    none; ``status``: the position of its ``status`` argument (blocking receives)."""
+    none; ``status``: the position of its ``status`` argument (blocking receives). The derived fields are
+    plain slots (read on every timed call): ``op`` the row's op, the point-to-point names the matrix and the
+    split know, else mpi4py's name; ``pickled`` the pickle API (lower-case names)."""
 
     name: str
     kind: str
@@ -26,23 +28,17 @@ class Call:
     peer: tuple[int, str] | None = None
     tag: tuple[int, str] | None = None
     status: int | None = None
+    op: str = field(init=False)
+    pickled: bool = field(init=False)
+    is_async: bool = field(init=False)
+    is_recv: bool = field(init=False)
 
-    @property
-    def op(self) -> str:
-        """The row's op: the point-to-point names the matrix and the split know, else mpi4py's name."""
-        return self.name if self.kind in ("collective", "icollective") else self.kind
-
-    @property
-    def pickled(self) -> bool:
-        return self.name.islower()
-
-    @property
-    def is_async(self) -> bool:
-        return self.kind in ("isend", "irecv", "icollective")
-
-    @property
-    def is_recv(self) -> bool:
-        return self.kind in ("recv", "irecv")
+    def __post_init__(self) -> None:
+        derived = {"op": self.name if self.kind in ("collective", "icollective") else self.kind,
+                   "pickled": self.name.islower(), "is_async": self.kind in ("isend", "irecv", "icollective"),
+                   "is_recv": self.kind in ("recv", "irecv")}
+        for k, v in derived.items():
+            object.__setattr__(self, k, v)
 
 
 def _calls() -> dict[str, Call]:
