@@ -78,7 +78,8 @@ def current_figures() -> dict[str, str]:
 
 
 def _numbers(text: str) -> set[str]:
-    return set(re.findall(r"[+−-]?\d+(?:\.\d+)?", text.replace("−", "-")))
+    """The numbers in TEXT as written, a leading + dropped (README's "7.9" is the docs' "+7.9")."""
+    return {n.lstrip("+") for n in re.findall(r"[+-]?\d+(?:\.\d+)?", text.replace("−", "-"))}
 
 
 def test_readme_overhead_figures_are_the_docs_current_figures() -> None:
