@@ -19,9 +19,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
 # (setup.py and the C sources: an edited compiled part is rebuilt by the editable install)
 $(DEMO_STAMP): pyproject.toml constraints.txt setup.py src/stepscope/traces/_kineto_reader.c \
-		src/stepscope/collect/_region.c src/stepscope/collect/_hooks.c \
-		src/stepscope/collect/_hooks_phases.c src/stepscope/collect/_hooks_optimizer.c src/stepscope/collect/_hooks_loader.c src/stepscope/collect/_hooks_state.c src/stepscope/collect/_hooks_steplog.c src/stepscope/collect/_hooks_log.c \
-		src/stepscope/collect/_hooks.h
+		src/stepscope/collect/_region.c
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) -e '.[torch]'
 	touch $@

@@ -4,9 +4,9 @@ pure-Python counterpart:
 
 - ``stepscope.traces._kineto_reader``: the trace reader (else the Python reader; docs/traces.md,
   "The compiled reader");
-- ``stepscope.collect._region``: ``region()`` (else ``PyRegion``; docs/api.md, "Regions");
-- ``stepscope.collect._hooks``: the hook bodies of the DataLoader, forward, backward and optimizer hooks (else
-  the Python ones; docs/metrics.md, "Overhead")."""
+- ``stepscope.collect._region``: ``region()`` (else ``PyRegion``; docs/api.md, "Regions").
+
+The step hooks have one body each, in Python (docs/architecture.md, "Hook bodies": why no compiled one)."""
 
 import sys
 
@@ -19,11 +19,5 @@ setup(ext_modules=[
     Extension("stepscope.traces._kineto_reader", ["src/stepscope/traces/_kineto_reader.c"],
               extra_compile_args=_FLAGS, optional=True),
     Extension("stepscope.collect._region", ["src/stepscope/collect/_region.c"],
-              extra_compile_args=_FLAGS, optional=True),
-    Extension("stepscope.collect._hooks", ["src/stepscope/collect/_hooks.c", "src/stepscope/collect/_hooks_phases.c",
-                                            "src/stepscope/collect/_hooks_optimizer.c",
-                                            "src/stepscope/collect/_hooks_loader.c", "src/stepscope/collect/_hooks_state.c",
-                                            "src/stepscope/collect/_hooks_steplog.c", "src/stepscope/collect/_hooks_log.c"],
-              depends=["src/stepscope/collect/_hooks.h"],
               extra_compile_args=_FLAGS, optional=True),
 ])

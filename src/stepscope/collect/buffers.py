@@ -14,8 +14,7 @@ STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns",
 StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int]
 """A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
 forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
-from ``step_device`` records at read time and are None here. The compiled step timer writes the same fields
-into the buffers' compiled ``StepLog`` in place (C numbers, made ints when the flush takes them)."""
+from ``step_device`` records at read time and are None here."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
@@ -26,25 +25,18 @@ class Buffers:
     ``drain`` swaps every list under a lock so a flush never sees half a row.
 
     Steps and regions, the records written on the training thread's hot path, take no lock: ``region_rows``
-    is a deque (appends and pops are atomic, so a flush takes whole rows only and leaves rows appended
-    meanwhile for the next one) and ``step_rows`` the compiled ``StepLog`` (one C array, detached whole by
-    the flush under the GIL) or, without the extension, a deque too. Rows hold raw perf-counter times, and
-    ``drain`` turns them into columns, converting times to wall clock with ``wall_offset_ns`` (the session
-    clock's fixed perf -> epoch offset). ``add_step(row)`` appends a step row to either."""
+    and ``step_rows`` are deques (appends and pops are atomic, so a flush takes whole rows only and leaves rows
+    appended meanwhile for the next one). Rows hold raw perf-counter times, and ``drain`` turns them into
+    columns, converting times to wall clock with ``wall_offset_ns`` (the session clock's fixed perf -> epoch
+    offset). ``add_step(row)`` appends a step row."""
 
     def __init__(self, wall_offset_ns: int = 0) -> None:
         self.lock = threading.Lock()
         self.wall_offset_ns = wall_offset_ns
         self.region_rows: deque[tuple[str, int, int, int, int]] = deque()
         """(path, step, perf start ns, perf end ns, depth)"""
-        if _StepLog is not None:
-            log = _StepLog()
-            self.step_rows: Any = log
-            self.add_step: Callable[[StepRow], None] = log
-        else:
-            rows: deque[StepRow] = deque()
-            self.step_rows = rows
-            self.add_step = rows.append
+        self.step_rows: deque[StepRow] = deque()
+        self.add_step: Callable[[StepRow], None] = self.step_rows.append
         self._reset()
 
     def _reset(self) -> None:
@@ -84,7 +76,7 @@ class Buffers:
             samples, other = self.samples, self.other
             self._reset()
         off = self.wall_offset_ns
-        steps = _step_cols(_step_columns(self.step_rows), off)
+        steps = _step_cols(_columns(_take(self.step_rows), 12), off)
         regions = _region_cols(_take(self.region_rows), off)
         out: list[dict[str, Any]] = []
         for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
@@ -105,25 +97,10 @@ def _take(q: deque[Any]) -> list[Any]:
     return list(starmap(q.popleft, repeat((), len(q))))
 
 
-def _py_columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
+def _columns(rows: list[Any], width: int) -> list[tuple[Any, ...]]:
     """Rows of ``width`` fields turned into ``width`` column tuples (in C, no Python code per row; the record
     encoder writes a tuple as it writes a list, so the columns are not copied into lists)."""
     return list(zip(*rows)) if rows else [() for _ in range(width)]
-
-
-_StepLog: type[Any] | None
-try:  # the compiled step log, and columns(): zip(*rows) in C that refuses a row of the wrong width
-    from stepscope.collect._hooks import StepLog as _CompiledStepLog
-    from stepscope.collect._hooks import columns as _columns
-    _StepLog = _CompiledStepLog
-except ImportError:  # the extension is optional
-    _columns = _py_columns
-    _StepLog = None
-
-
-def _step_columns(rows: Any) -> list[tuple[Any, ...]]:
-    """The step rows buffered so far as 12 columns, taken out of ``rows`` (a StepLog, or a deque of rows)."""
-    return rows.take() if _StepLog is not None and isinstance(rows, _StepLog) else _columns(_take(rows), 12)
 
 
 def _region_cols(rows: list[tuple[str, int, int, int, int]], off: int) -> dict[str, Sequence[Any]]:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.batch import batch_size, batch_tokens
-from stepscope.collect.hooks import use_compiled
 from stepscope.collect.pystate import PassState
 from stepscope.collect.session import Session
 
@@ -52,23 +51,23 @@ def batches_per_epoch() -> int | None:
     return _BATCHES[0] if _BATCHES else None
 
 
-def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> None:
-    """Time ``next()`` on DataLoader iterators and count epochs.
+def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> tuple[str, str | None]:
+    """Time ``next()`` on DataLoader iterators and count epochs. Returns the path used and why the private one was
+    refused (None: it was not), for ``Session.note_hooks``.
 
     An epoch is one pass of a loader: an iterator that yields a second batch, or that ends after its
     first. An iterator abandoned after one batch (the DDP tutorial's ``len(next(iter(loader))[0])``
     peek) is no epoch, and its batch's samples are taken back when a new pass of the same loader starts
     in the same step. Until a pass is confirmed its steps carry the epoch it will get.
 
-    ``__next__`` is the compiled ``_hooks.LoaderNext`` where built (and ``STEPSCOPE_PURE_HOOKS`` is unset), the
-    Python ``__next__`` below (its reference, the same semantics) otherwise.
+    One body (``timed_next``), on one of two paths: torch's private ``_BaseDataLoaderIter.__next__`` (no object
+    between the user and torch's iterator) where :func:`private_next_fault` finds that this torch iterates a
+    DataLoader through it, else a public-level wrapper: ``DataLoader.__iter__`` hands out a :class:`TimedIterator`
+    around torch's iterator.
     """
-    from torch import Tensor as tensor
     from torch.utils.data import dataloader as dl
 
-    it_cls = dl._BaseDataLoaderIter
     loader_cls = dl.DataLoader
-    orig_next = it_cls.__next__
     orig_iter = loader_cls.__iter__
     passes: dict[int, int] = {}
     """loader id -> passes confirmed so far (the epoch number of its next pass)"""
@@ -83,7 +82,6 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         passes[p.key] = p.epoch + 1
         first_batch.pop(p.key, None)
 
-    # the branches taken once a pass, shared by both __next__ bodies (the Python one below, the compiled one)
     def pass_end(it: Any) -> None:
         """The pass ended (StopIteration): a pass that yielded one batch only is confirmed now."""
         try:
@@ -93,75 +91,61 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
 
-    def open_epoch(it: Any, key: int, nb: int) -> Any:
-        """The epoch of a pass not yet confirmed, at its ``nb``-th batch (its second confirms it)."""
-        if nb >= 2:
-            confirm(it)
-            return it._stepscope_pass.epoch
-        return passes.get(key, 0)
-
-    def first_of_pass(it: Any, key: int, st: Any, n: float) -> None:
+    def first_of_pass(p: Any, st: Any, n: float) -> None:
         """A pass's first batch (``n`` samples, counted on ``st``): an earlier pass of the same loader in the
         same step that yielded one batch only was a peek, not trained on."""
-        token = it._stepscope_pass.token
-        prev = first_batch.get(key)
-        if prev is not None and prev[0] != token and prev[1] is st and st.samples >= prev[2]:
+        prev = first_batch.get(p.key)
+        if prev is not None and prev[0] != p.token and prev[1] is st and st.samples >= prev[2]:
             st.samples -= prev[2]
-        first_batch[key] = (token, st, n)
+        first_batch[p.key] = (p.token, st, n)
 
-    def __next__(self: Any) -> Any:
-        t0 = perf()
-        try:
-            batch = orig_next(self)
-        except StopIteration:
-            pass_end(self)
-            raise
-        t1 = perf()
+    def fetched(it: Any, batch: Any, t0: int, t1: int) -> None:
+        """A batch came from the pass of iterator ``it`` between perf times ``t0`` and ``t1``."""
         s = session
         if s.disabled:
-            return batch
+            return
         try:
             st = s.step
-            p = getattr(self, "_stepscope_pass", None)
+            p = getattr(it, "_stepscope_pass", None)
+            nb = 0
             if p is not None:  # count the batch on its pass; the pass's epoch (provisional until confirmed)
                 nb = p.batches = p.batches + 1
                 epoch = p.epoch
                 if epoch is None:
-                    epoch = open_epoch(self, p.key, nb)
+                    if nb >= 2:
+                        confirm(it)
+                        epoch = p.epoch
+                    else:
+                        epoch = passes.get(p.key, 0)
                 st.epoch = epoch  # the step in progress only: see Session.mark_step
             if s.api_fetch:  # stepscope.steps() times this fetch itself
-                return batch
+                return
             if not s.active and not s.activate():
-                return batch
-            # batch_size's common case written out: a tensor, or a list / tuple that starts with one
-            t = batch[0] if (type(batch) is list or type(batch) is tuple) and batch else batch
-            n = float(t.shape[0]) if type(t) is tensor and t.dim() else batch_size(batch)
-            if p is not None and nb == 1:
-                first_of_pass(self, p.key, st, n or 0.0)
-            # Session.add_fetch written out (the per-batch hot path)
-            if st.start is None:
-                st.start = t0
-            if not st.fetched:
-                st.fetched = True
-                st.samples = 0.0  # samples read from a forward input before this batch came: the batches count
-            st.data_wait += t1 - t0
-            if n:
-                st.samples += n
-            if isinstance(batch, dict):
-                tokens = batch_tokens(batch)
-                if tokens:
-                    st.tokens += tokens
+                return
+            n = batch_size(batch)
+            if nb == 1:
+                first_of_pass(p, st, n or 0.0)
+            s.add_fetch(t0, t1, n, batch_tokens(batch))
         except Exception as e:
             s.warn_once("loader", f"DataLoader timing failed ({e})")
-        return batch
 
-    compiled = use_compiled()
-    next_fn: Any = __next__
-    forget: Callable[[], None] = lambda: None  # noqa: E731
-    if compiled is not None:  # the same body in C (_hooks.LoaderNext): no Python frame a batch
-        next_fn = compiled.LoaderNext(session, orig_next, tensor, batch_size, batch_tokens, pass_end,
-                                       open_epoch, first_of_pass)
-        forget = next_fn.forget  # it keeps the last iterator's pass: read the attribute set below again
+    def make_next(orig_next: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def timed_next(it: Any) -> Any:
+            t0 = perf()
+            try:
+                batch = orig_next(it)
+            except StopIteration:
+                pass_end(it)
+                raise
+            fetched(it, batch, t0, perf())
+            return batch
+
+        return timed_next
+
+    fault = private_next_fault()
+    it_cls: Any = None if fault else dl._BaseDataLoaderIter
+    orig_next = it_cls.__next__ if it_cls is not None else next
+    timed_next = make_next(orig_next)
 
     def __iter__(self: Any) -> Any:
         it: Any = orig_iter(self)
@@ -174,18 +158,81 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> No
                 if n:
                     _BATCHES.append(n)
             passes.setdefault(key, 0)
-            it._stepscope_pass = PassState(key, next(tokens))  # read once a pass (compiled) or a batch (Python)
-            forget()  # a persistent-workers loader hands out the same iterator again
+            it._stepscope_pass = PassState(key, next(tokens))  # a persistent-workers iterator: a new pass
         except Exception as e:
             session.warn_once("loader-iter", f"DataLoader epoch tracking failed ({e})")
-        return it
+        return it if it_cls is not None else TimedIterator(it, timed_next)
 
-    it_cls.__next__ = next_fn  # type: ignore[method-assign]
+    if it_cls is not None:
+        it_cls.__next__ = timed_next
     loader_cls.__iter__ = __iter__  # type: ignore[method-assign]
 
     def restore() -> None:
-        it_cls.__next__ = orig_next  # type: ignore[method-assign]
+        if it_cls is not None:
+            it_cls.__next__ = orig_next
         loader_cls.__iter__ = orig_iter  # type: ignore[method-assign]
         _BATCHES.clear()
 
     undo.append(restore)
+    if fault:
+        return "dataloader (public wrapper)", f"_BaseDataLoaderIter.__next__: {fault}"
+    return "dataloader (_BaseDataLoaderIter.__next__, self-checked)", None
+
+
+class TimedIterator:
+    """The public path: what ``iter(loader)`` gives where torch's private iterator class cannot be hooked; each
+    ``next()`` runs the one timed body around torch's iterator, every other attribute is the iterator's."""
+
+    __slots__ = ("_it", "_next")
+
+    def __init__(self, it: Any, timed_next: Callable[[Any], Any]) -> None:
+        self._it = it
+        self._next = timed_next
+
+    def __iter__(self) -> TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return self._next(self._it)
+
+    def __len__(self) -> int:
+        return len(self._it)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._it, name)
+
+
+PROBE_ITEMS = 5
+"""Items of the self-check's loader, 2 a batch: 3 batches."""
+
+
+def private_next_fault() -> str | None:
+    """None where this torch iterates a DataLoader by calling ``_BaseDataLoaderIter.__next__`` once per batch,
+    handing out what it returns (checked by iterating a tiny loader through a counting stand-in); else why not."""
+    try:
+        from torch.utils.data import dataloader as dl
+
+        it_cls = dl._BaseDataLoaderIter
+        orig = vars(it_cls)["__next__"]
+    except (AttributeError, KeyError) as e:
+        return f"torch.utils.data.dataloader has no _BaseDataLoaderIter.__next__ ({e})"
+    seen: list[Any] = []
+
+    def probe(self: Any) -> Any:
+        batch = orig(self)
+        seen.append(batch)
+        return batch
+
+    it_cls.__next__ = probe  # type: ignore[method-assign]
+    try:
+        items: Any = list(range(PROBE_ITEMS))
+        got = list(dl.DataLoader(items, batch_size=2))
+    except Exception as e:
+        return f"a DataLoader failed to iterate with _BaseDataLoaderIter.__next__ hooked ({type(e).__name__}: {e})"
+    finally:
+        it_cls.__next__ = orig  # type: ignore[method-assign]
+    want = (PROBE_ITEMS + 1) // 2
+    if len(got) != want or len(seen) != want or any(a is not b for a, b in zip(seen, got, strict=True)):
+        return (f"_BaseDataLoaderIter.__next__ saw {len(seen)} of the {want} batches a DataLoader yielded "
+                f"({len(got)})")
+    return None

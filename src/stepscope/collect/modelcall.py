@@ -4,19 +4,17 @@ A module with any forward hook takes torch's slow ``Module._call_impl`` path: a 
 the hook dictionaries and a try block, on every call (issue 20: +9 to +15 us of a real step, most of
 stepscope's cost). ``Module.__call__`` first reads ``self._compiled_call_impl`` (where ``module.compile()``
 puts its compiled call) and calls it in place of ``_call_impl``. A watched model gets a function there
-that times the call and calls the real one (``_call_impl``, or what ``module.compile()`` had put there);
-torch then runs the model's forward on its fast path, inside stepscope's timing. Where the hook bodies are
-compiled, what goes there is a ``_hooks.TimedCall`` (no Python frame, the arguments passed on as torch gave
-them); else the Python function ``timed_slot`` makes.
+(``timed_slot``) that times the call and calls the real one (``_call_impl``, or what ``module.compile()`` had
+put there); torch then runs the model's forward on its fast path, inside stepscope's timing.
+
+The slot is torch's private attribute: it is used only where :func:`slot_fault` finds, on the installed torch,
+that a module calls what is put there exactly once per call and leaves it out of its pickled state; otherwise
+every model keeps public forward hooks (modules.py).
 
 Nothing of it travels with the model: torch's ``Module.__getstate__`` leaves ``_compiled_call_impl`` out
 of pickles, ``torch.save`` and deep copies; TorchScript records a function there as an attribute it could
-not compile, used by no scripted method. Any other object there would fail the script of a model class
-without annotations of its own (TorchScript types it by ``nn.Module``'s annotation of the slot), so while a
-``TimedCall`` is in use the slot's name is on TorchScript's list of the module attributes it skips
-(``hide_slot_from_script``; where this torch has no such list, the slot holds the Python function, around
-the compiled pre and post). DataParallel's replicas (``__dict__`` copies) are given the slot's previous value
-back. A model whose class changes any of these (its own ``__getstate__``,
+not compile, used by no scripted method. DataParallel's replicas (``__dict__`` copies) are given the slot's
+previous value back. A model whose class changes any of these (its own ``__getstate__``,
 ``__deepcopy__``, ``__reduce__``, ``__call__``: DDP, a parametrized root, ``torch.compile``'s wrapper)
 keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched model replaces the slot;
 ``recheck`` (run on the flush thread) wraps the new value.
@@ -24,6 +22,7 @@ keeps forward hooks (``wrappable``). ``module.compile()`` called on a watched mo
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,13 +33,11 @@ Call = Callable[[Any, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 """``call(model, impl, args, kwargs)``: the hooks around ``impl(*args, **kwargs)`` (``python_call``)."""
 
 SlotMaker = Callable[[Any, Callable[..., Any]], Callable[..., Any]]
-"""``make(model, impl)``: what goes in the model's call slot, the hooks around ``impl``
-(``_hooks.ForwardHooks.slot``, a ``TimedCall``; or ``python_slots``)."""
+"""``make(model, impl)``: what goes in the model's call slot, the hooks around ``impl`` (``python_slots``)."""
 
 
 def python_call(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> Call:
-    """The Python reference of ``_hooks.TimedCall``'s call: the pre-hook, the call, and the post-hook also
-    when the call raises (the hooks' ``always_call``)."""
+    """The pre-hook, the call, and the post-hook also when the call raises (the hooks' ``always_call``)."""
 
     def call(model: Any, impl: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         pre(model, args)
@@ -68,7 +65,7 @@ def wrappable(model: Any) -> bool:
 
 
 def python_slots(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any], None]) -> SlotMaker:
-    """The slot maker of the Python hook bodies: ``timed_slot`` of ``python_call(pre, post)``."""
+    """The slot maker: ``timed_slot`` of ``python_call(pre, post)``."""
     call = python_call(pre, post)
     tracing = _dynamo_tracing()
 
@@ -88,54 +85,12 @@ def _dynamo_tracing() -> Callable[[], bool]:
     return is_dynamo_compiling
 
 
-class _ScriptSkip:
-    """Who has the slot's name on TorchScript's skip list: the sessions using it, and the list it was put on
-    (None: not put there by us)."""
-
-    def __init__(self) -> None:
-        self.users = 0
-        self.added_to: list[str] | None = None
-        self.lock = threading.Lock()
-
-
-_SKIP = _ScriptSkip()
-
-
-def hide_slot_from_script() -> bool:
-    """Put the slot's name on TorchScript's list of module attributes it skips (``torch.jit._recursive
-    .ignored_attributes``, where torch lists its own hook dictionaries), counted per caller; False where this
-    torch has no such list. Scripting then leaves the slot out as it leaves a function there out."""
-    try:
-        from torch.jit import _recursive
-    except ImportError:
-        return False
-    names = getattr(_recursive, "ignored_attributes", None)
-    if not isinstance(names, list):
-        return False
-    with _SKIP.lock:
-        if _SKIP.users == 0 and SLOT not in names:
-            names.append(SLOT)
-            _SKIP.added_to = names
-        _SKIP.users += 1
-    return True
-
-
-def unhide_slot_from_script() -> None:
-    """Undo one ``hide_slot_from_script``; the last takes the name off the list it put it on."""
-    with _SKIP.lock:
-        _SKIP.users -= 1
-        if _SKIP.users == 0 and _SKIP.added_to is not None:
-            if SLOT in _SKIP.added_to:
-                _SKIP.added_to.remove(SLOT)
-            _SKIP.added_to = None
-
-
 def timed_slot(call: Call, model: Any, impl: Callable[..., Any], tracing: Callable[[], bool]) -> Callable[..., Any]:
     """The Python function put in the model's call slot. TorchScript, finding a function among a module's
     attributes, tries to compile it and, failing, leaves it out. Dynamo tracing the model's call (``torch.compile``
     of a module holding the watched model, ``fullgraph=True`` included) traces through this function: ``tracing()``
     is True there, and the model's call goes into the graph without the hooks (which read clocks dynamo cannot
-    trace), as it does past the compiled ``TimedCall``, which dynamo does not enter."""
+    trace)."""
 
     def _compiled_call_impl(*args: Any, **kwargs: Any) -> Any:
         if tracing():
@@ -149,11 +104,9 @@ class CallSlots:
     """The watched models timed from their call slot: install, recheck, remove. The flush thread's recheck and the
     training thread's install and remove hold one lock, so a recheck never wraps a slot the session gave back."""
 
-    def __init__(self, make: SlotMaker, fallback: SlotMaker | None = None) -> None:
+    def __init__(self, make: SlotMaker) -> None:
         self.make = make
-        """what goes in each slot; with ``fallback``, an object TorchScript skips only by hide_slot_from_script"""
-        self.fallback = fallback
-        self._hiding = False
+        """what goes in each slot"""
         self.slots: list[tuple[Any, Callable[..., Any], bool, Any]] = []
         """(model, our function, whether the slot had a value of the model's own, that value)"""
         self._replicate: Any = None
@@ -163,10 +116,6 @@ class CallSlots:
         own = vars(model)
         prev = own.get(SLOT)
         with self._lock:
-            if self.fallback is not None and not self._hiding:
-                self._hiding = hide_slot_from_script()
-                if not self._hiding:
-                    self.make, self.fallback = self.fallback, None
             self._wrap(model, SLOT in own, prev, prev if prev is not None else model._call_impl)
             if self._replicate is None:
                 self._patch_replicate()
@@ -189,9 +138,6 @@ class CallSlots:
             for model, fn, had, prev in self.slots:
                 _give_back(vars(model), fn, had, prev)
             self.slots = []
-            if self._hiding:
-                unhide_slot_from_script()
-                self._hiding = False
             if self._replicate is not None:
                 from torch import nn
 
@@ -231,3 +177,35 @@ def _give_back(own: dict[str, Any], fn: Callable[..., Any], had: bool, prev: Any
         own[SLOT] = prev
     else:
         del own[SLOT]
+
+
+def slot_fault() -> str | None:
+    """None where, on this torch, a module with a function in its call slot calls that function exactly once per
+    call with the call's arguments, returns what it returns, and pickles without it; else why not (the models
+    then keep public forward hooks). Checked on a tiny module."""
+    try:
+        import torch
+        from torch import nn
+
+        if SLOT not in vars(nn.Module):
+            return f"torch.nn.Module has no {SLOT}"
+        m = nn.Identity()
+        x = torch.zeros(1)
+        calls: list[tuple[Any, ...]] = []
+        marker = torch.ones(1)
+
+        def slot(*args: Any, **kwargs: Any) -> Any:
+            calls.append(args)
+            return marker
+
+        vars(m)[SLOT] = slot
+        out = m(x)
+        kept = SLOT in m.__getstate__()  # type: ignore[no-untyped-call]
+        clone = pickle.loads(pickle.dumps(m))
+    except Exception as e:
+        return f"a module with its {SLOT} set failed ({type(e).__name__}: {e})"
+    if len(calls) != 1 or len(calls[0]) != 1 or calls[0][0] is not x or out is not marker:
+        return f"a module called its {SLOT} {len(calls)} times for one call, or ignored what it returned"
+    if kept or SLOT in vars(clone):
+        return f"a module keeps {SLOT} in its pickled state"
+    return None

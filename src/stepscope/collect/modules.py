@@ -11,11 +11,11 @@ models are the roots whose parameters the marking optimizer updates (or those gi
 generator and discriminator). The global hooks are then removed and each model's call is timed by a
 pre- and post-hook of its own, nothing on its submodules (a global hook would cost every module call
 about 3 us). They run from the model's call slot (modelcall.py: no module hook, so torch keeps its fast
-call path), or, for a class that changes how modules are called or copied, as forward hooks in the
-model's hook dictionaries, wrapped in ``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see
-the dictionaries without stepscope's entries (a plain ``OrderedDict``), while torch's forward still
-calls them. The forward time is its own: phases run inside it (a nested backward, say) are not counted
-twice.
+call path) where the installed torch passes that slot's self-check, or, otherwise and for a class
+that changes how modules are called or copied, as forward hooks in the model's hook dictionaries,
+wrapped in ``HiddenHooks``: pickling, ``copy.deepcopy`` and TorchScript see the dictionaries without
+stepscope's entries (a plain ``OrderedDict``), while torch's forward still calls them. The forward
+time is its own: phases run inside it (a nested backward, say) are not counted twice.
 
 When no DataLoader batch was fetched in a step, the samples of the step are the first dimension of the
 first tensor argument of the step's first watched forward call (the batch, for scripts that make
@@ -32,8 +32,7 @@ from typing import Any
 
 from stepscope.collect import nesting
 from stepscope.collect.batch import batch_size
-from stepscope.collect.hooks import use_compiled
-from stepscope.collect.modelcall import CallSlots, SlotMaker, python_slots, wrappable
+from stepscope.collect.modelcall import CallSlots, SlotMaker, python_slots, slot_fault, wrappable
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 
@@ -92,7 +91,6 @@ class ModuleWatch:
         import torch
 
         self.torch = torch
-        self.tensor_type = torch.Tensor
         self.session = session
         self.depth = 0
         self.span: nesting.Span | None = None
@@ -116,31 +114,46 @@ class ModuleWatch:
         nesting depth is shared)."""
         self._slots: CallSlots | None = None
         """The models timed from their call slot (modelcall.py; the others have the hooks)."""
-        self.compiled = use_compiled()
-        """The compiled hook bodies (``_hooks``) the models get, or None for the Python ones."""
+        self.slot_refused = slot_fault()
+        """Why this torch's call slot is not used (None: it passed its self-check)."""
         undo.append(self.remove)
+
+    # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
+    def _sample_input(self, st: Any, args: Any) -> None:
+        """The step's samples from a forward's first tensor argument, where no batch was fetched in the step (once
+        a step; the batches count once one comes)."""
+        if st.fetched or self.sampled is st:
+            return
+        try:
+            if self.session.options.samples_per_step is None:
+                self.sampled = st
+                n = batch_size(args)
+                if n:
+                    st.samples = n
+        except Exception as e:
+            self.session.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
+
+    def _enter(self, args: Any) -> nesting.Span:
+        """A watched forward's outermost call begins: the step starts here at the latest; the span to time."""
+        t0 = time.perf_counter_ns()
+        st = self.session.step
+        if st.start is None:
+            st.start = t0
+        self._sample_input(st, args)
+        return nesting.enter(self.session, t0)
+
+    def _exit(self, span: nesting.Span) -> int:
+        """A watched forward's outermost call ended: its own time added to the step's forward; the end time."""
+        t1 = time.perf_counter_ns()
+        self.session.step.forward += nesting.own_time(self.session, span, t1)
+        return t1
 
     # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
     def _pre(self, module: Any, args: Any) -> None:
         if not self.discovering:
             return
         if self.depth == 0:
-            t0 = time.perf_counter_ns()
-            s = self.session
-            st = s.step
-            if st.start is None:
-                st.start = t0
-            if not st.fetched and self.sampled is not st:
-                try:
-                    if s.options.samples_per_step is None:
-                        self.sampled = st
-                        x = args[0] if args else None  # batch_size's common case written out: a tensor
-                        n = float(x.shape[0]) if type(x) is self.tensor_type and x.dim() else batch_size(args)
-                        if n:
-                            st.samples = n
-                except Exception as e:
-                    s.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
-            self.span = (st, st.data_wait + st.forward + st.backward + st.optimizer + st.comm, t0)  # nesting.enter
+            self.span = self._enter(args)
         self.depth += 1
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
@@ -151,15 +164,7 @@ class ModuleWatch:
             self.shapes[id(module)] = output_shape(out)
             if self.depth or self.span is None:
                 return
-            t1 = time.perf_counter_ns()
-            s = self.session
-            st0, a0, t0 = self.span  # nesting.own_time written out (the hot path)
-            st = s.step
-            nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
-            if st is not st0:
-                nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
-            if t1 - t0 > nested:
-                st.forward += t1 - t0 - nested
+            self._exit(self.span)
             self.span = None
             self.roots.setdefault(id(module), module)
             self.calls += 1
@@ -169,66 +174,34 @@ class ModuleWatch:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")
 
     def _model_hooks(self) -> tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], SlotMaker]:
-        """The watched models' own forward pre- and post-hook: ``_pre`` and ``_post`` without the discovery
-        branches, their state in closure cells (no attribute chain, no span tuple a step), and the maker of
-        what goes in a model's call slot to run both around its call (modelcall.py). Compiled
-        (``_hooks.ForwardHooks``, the same semantics) where built, else the Python closures below."""
-        if self.compiled is not None:
-            c = self.compiled.ForwardHooks(self.session, self, self.tensor_type, self.torch.is_grad_enabled,
-                                           batch_size, self._mark_validation)
-            return c.pre, c.post, c.slot
+        """The watched models' own forward pre- and post-hook (``_pre`` and ``_post`` without the discovery
+        branches; one pair for all models, their nesting depth shared), and the maker of what goes in a model's
+        call slot to run both around its call (modelcall.py)."""
         session = self.session
-        tensor = self.tensor_type
         is_grad_enabled = self.torch.is_grad_enabled
-        perf = time.perf_counter_ns
         depth = 0
-        st0: Any = None
-        a0 = 0
-        t0 = 0
+        span: nesting.Span | None = None
         training = True
 
         def pre(module: Any, args: Any) -> None:
-            nonlocal depth, st0, a0, t0, training
+            nonlocal depth, span, training
             if depth == 0:
                 try:  # the mode the forward is called in (read here, where the model's attributes are warm)
                     training = module.training
                 except Exception as e:
                     training = True
                     session.warn_once("module-watch", f"model forward timing failed ({e})")
-                t = perf()
-                st = session.step
-                if st.start is None:
-                    st.start = t
-                if not st.fetched and self.sampled is not st:
-                    try:
-                        if session.options.samples_per_step is None:
-                            self.sampled = st
-                            x = args[0] if args else None  # batch_size's common case written out: a tensor
-                            n = float(x.shape[0]) if type(x) is tensor and x.dim() else batch_size(args)
-                            if n:
-                                st.samples = n
-                    except Exception as e:
-                        session.warn_once("module-samples",
-                                          f"reading the batch size from the forward input failed ({e})")
-                st0 = st  # nesting.enter written out
-                a0 = st.data_wait + st.forward + st.backward + st.optimizer + st.comm
-                t0 = t
+                span = self._enter(args)
             depth += 1
 
         def post(module: Any, args: Any, out: Any) -> None:
-            nonlocal depth, st0
+            nonlocal depth, span
             try:
                 depth -= 1
-                if depth or st0 is None:
+                if depth or span is None:
                     return
-                t1 = perf()
-                st = session.step  # nesting.own_time written out
-                nested = st0.data_wait + st0.forward + st0.backward + st0.optimizer + st0.comm - a0
-                if st is not st0:
-                    nested += st.data_wait + st.forward + st.backward + st.optimizer + st.comm
-                if t1 - t0 > nested:
-                    st.forward += t1 - t0 - nested
-                st0 = None
+                t1 = self._exit(span)
+                span = None
                 if not training and session.step_source == "optimizer" and not is_grad_enabled():
                     self._mark_validation(t1)
             except Exception as e:
@@ -288,10 +261,9 @@ class ModuleWatch:
         if self._hooks is None:
             self._hooks = self._model_hooks()
         pre, post, make = self._hooks
-        if wrappable(model):
-            if self._slots is None:  # the compiled slot needs TorchScript to skip it, else the Python one
-                fallback = python_slots(pre, post) if self.compiled is not None else None
-                self._slots = CallSlots(make, fallback)
+        if self.slot_refused is None and wrappable(model):
+            if self._slots is None:
+                self._slots = CallSlots(make)
                 self.session.on_flush.append(self._slots.recheck)
             self._slots.install(model)
             return

@@ -1,11 +1,5 @@
 """The step in progress (:class:`StepState`), :class:`Session`'s base class (:class:`SessionCore`) and a DataLoader
-pass (:class:`PassState`): the compiled ones of ``stepscope.collect._hooks`` where that extension is built, else the
-Python ones here, their reference.
-
-The compiled ones keep the same attributes in C structs, so the compiled hook bodies read them without an
-attribute lookup and add to a phase time without making an int (issue 20: in a real step each lookup touched
-cold cache lines). Python reads and writes them as it does these: any value assigned is given back unchanged.
-"""
+pass (:class:`PassState`): the state the step hooks read and write."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ if TYPE_CHECKING:
     from stepscope.collect.options import Options
 
 
-class PyStepState:
+class StepState:
     """Accumulators of the step in progress (perf-counter ns)."""
 
     __slots__ = (
@@ -45,7 +39,7 @@ class PyStepState:
         self.tokens: float = 0.0
 
 
-class PyPassState:
+class PassState:
     """One pass of a DataLoader (one iterator) as the loader hooks count it (loader.py)."""
 
     __slots__ = ("batches", "epoch", "key", "token")
@@ -61,8 +55,8 @@ class PyPassState:
         """its epoch, once confirmed (None: not yet)"""
 
 
-class PySessionCore:
-    """The attributes of a session that the step hooks read (plain instance attributes here)."""
+class SessionCore:
+    """The attributes of a session that the step hooks read."""
 
     step: Any
     active: bool
@@ -74,13 +68,3 @@ class PySessionCore:
     epoch: int
     options: Options
     step_row: Callable[[Any], None]
-
-
-try:
-    from stepscope.collect._hooks import PassState as PassState
-    from stepscope.collect._hooks import SessionCore as SessionCore
-    from stepscope.collect._hooks import StepState as StepState
-except ImportError:  # the extension is optional: the Python references serve
-    StepState = PyStepState  # type: ignore[misc]
-    SessionCore = PySessionCore  # type: ignore[misc]
-    PassState = PyPassState  # type: ignore[misc]

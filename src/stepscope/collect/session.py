@@ -322,10 +322,9 @@ class Session(SessionCore):
         """End the step in progress at perf time ``t`` (ignored unless ``source`` owns the steps);
         ``phase`` is a ``model.tables.Phase`` (TRAIN: 0, the default).
 
-        The hot path of every hook: one tuple appended (no dict, no lock, no clock call; times stay
-        perf-counter ns until the flush converts them) and one new StepState. The optimizer's step timer
-        (hooks.py) writes the common case out (a training step with no per-step collector): keep the two
-        in step."""
+        The one definition of a step's end, called by every hook and API that ends a step: one tuple appended
+        (no dict, no lock, no clock call; times stay perf-counter ns until the flush converts them) and one
+        new StepState."""
         if source != self.step_source:
             if self.step_source is not None:
                 return
@@ -363,13 +362,18 @@ class Session(SessionCore):
             self.extras = [cb for cb in self.extras if cb not in retired]
 
     def add_fetch(self, t0: int, t1: int, samples: float | None, tokens: float | None) -> None:
+        """A batch fetched between perf times ``t0`` and ``t1`` (the one definition: the DataLoader hook and
+        ``stepscope.steps()`` both call it). ``samples`` None: the batch holds no tensor to count (samples
+        unknown, NaN, never 0)."""
         st = self.step
         if st.start is None:
             st.start = t0
         st.data_wait += t1 - t0
-        st.fetched = True
+        if not st.fetched:
+            st.fetched = True
+            st.samples = 0.0  # samples read from a forward input before this batch came: the batches count
         if samples is None:
-            st.samples = _NAN  # an item with no batch dimension (an int of a range): samples unknown, not 0
+            st.samples = _NAN
         elif samples:
             st.samples += samples
         if tokens:
