@@ -4,6 +4,7 @@ pays nothing: two finders on ``sys.meta_path`` that only compare a module name).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 
@@ -39,6 +40,8 @@ def _install_keras(session: Session) -> None:
 
 def _install_jax(session: Session) -> None:
     """JAX has no step to hook (steps come from the API): its versions and devices are recorded at exit."""
+    version = getattr(sys.modules.get("jax"), "__version__", None)
+    session.note_hooks("jax", None if version is None else str(version), [], {})
     _describe_at_exit(session)
     _install_profile_window(session)
 
@@ -72,3 +75,7 @@ def _guarded(session: Session, name: str, install: Callable[[Session], None]) ->
         install(session)
     except Exception as e:
         session.warn_once(f"install:{name}", f"could not install the {name} hooks ({e})")
+        if name not in session.hook_notes:  # the run still says the framework was there, and why it is blind
+            version = getattr(sys.modules.get(name), "__version__", None)
+            session.note_hooks(name, None if version is None else str(version), [],
+                               {name: f"{type(e).__name__}: {e}"})

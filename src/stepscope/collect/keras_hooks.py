@@ -61,16 +61,23 @@ SUPPORTED_MAJOR = 3
 def install_keras_hooks(session: Session) -> None:
     keras = sys.modules.get("keras")
     version = str(getattr(keras, "__version__", "?"))
+    known = None if version == "?" else version
     if version.split(".")[0] != str(SUPPORTED_MAJOR):
-        session.warn_once("keras-version", f"Keras {version} is not observed (stepscope knows Keras 3): steps come "
-                          "from tf.data and the stepscope API only")
+        why = f"Keras {version} is not observed (stepscope knows Keras {SUPPORTED_MAJOR})"
+        session.warn_once("keras-version", f"{why}: steps come from tf.data and the stepscope API only")
+        session.note_hooks("keras", known, [], {"keras": why})
         return
-    for name, install in (("keras.fit", _install_fit), ("keras.optimizer", _install_optimizer),
-                          ("keras.models", _install_model_registry)):
+    installed: list[str] = []
+    refused: dict[str, str] = {}
+    for name, install in (("fit", _install_fit), ("optimizer", _install_optimizer),
+                          ("models", _install_model_registry)):
         try:
             install(session)
+            installed.append(name)
         except Exception as e:
-            session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
+            refused[name] = f"{type(e).__name__}: {e}"
+            session.warn_once(f"install:keras.{name}", f"could not install the keras.{name} hook ({e})")
+    session.note_hooks("keras", known, installed, refused)
 
 
 def _patch(cls: Any, name: str, make: Callable[[Any], Any]) -> None:

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +106,8 @@ class Session(SessionCore):
         self.pid = os.getpid()
         self.api_fetch = False
         """True while stepscope.steps() fetches: the DataLoader hook leaves that fetch to it."""
+        self.hook_notes: dict[str, dict[str, Any]] = {}
+        """Per framework imported: its ``hooks`` record (version, hooks installed and refused; note_hooks)."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def activate(self) -> bool:
@@ -127,6 +129,24 @@ class Session(SessionCore):
         return True
 
     def _open(self) -> None:
+        self._create_stream()
+        atexit.register(self._atexit)
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None and mp.parent_process() is not None:
+            # a multiprocessing child ends with os._exit (no atexit) after running its finalizers
+            from multiprocessing import util
+
+            util.Finalize(None, self._atexit, exitpriority=100)
+        self._install_exit_handlers()
+        self._flusher = threading.Thread(target=self._flush_loop, name="stepscope-flush", daemon=True)
+        self._flusher.start()
+        from stepscope.collect.sampler import start_sampler
+
+        start_sampler(self)
+        self.closers.append(self._record_code)
+
+    def _create_stream(self) -> None:
+        """The rank file and its header (no thread, no handler: the blind exit path writes just this)."""
         from stepscope.collect.metadata import gpus_from_torch, software_info
         from stepscope.model.run import RankStream
         from stepscope.store.rundir import RANKS, RecordWriter, stream_header
@@ -142,20 +162,6 @@ class Session(SessionCore):
             self._writer.append([stream_header(self.stream)])
         except OSError as e:  # disk full: the header stays pending and goes first once space frees
             self.warn_once("flush", f"could not write records ({_why(e)}); they are kept and retried")
-        atexit.register(self._atexit)
-        mp = sys.modules.get("multiprocessing")
-        if mp is not None and mp.parent_process() is not None:
-            # a multiprocessing child ends with os._exit (no atexit) after running its finalizers
-            from multiprocessing import util
-
-            util.Finalize(None, self._atexit, exitpriority=100)
-        self._install_exit_handlers()
-        self._flusher = threading.Thread(target=self._flush_loop, name="stepscope-flush", daemon=True)
-        self._flusher.start()
-        from stepscope.collect.sampler import start_sampler
-
-        start_sampler(self)
-        self.closers.append(self._record_code)
 
     def _record_code(self) -> None:
         """At exit: content hashes of the script and the Python files it imported from the working directory
@@ -289,6 +295,47 @@ class Session(SessionCore):
         self.closers = []
         self._on_close = None
         self.api_fetch = False
+        self.hook_notes = {}  # the parent's imports: a forked child writes no blind stream for them
+
+    # -- hooks noted: loud when blind -------------------------------------------------------------------
+    def note_hooks(self, framework: str, version: str | None, installed: Sequence[str],
+                   refused: Mapping[str, str]) -> None:
+        """Which hooks of ``framework`` (imported in this process) were installed, and which refused (part ->
+        one-line reason). Cheap and dormant: nothing is written now. The notes go into the stream as
+        ``hooks`` records when it closes; and a process that noted a framework but never recorded a step
+        opens its stream at exit just to write them, so the run can say what was found and why it is blind
+        (analyze/run/summary.py)."""
+        first = not self.hook_notes
+        self.hook_notes[framework] = {"kind": "hooks", "framework": framework, "version": version,
+                                      "installed": [str(h) for h in installed],
+                                      "refused": {str(k): str(v) for k, v in refused.items()}}
+        if first:
+            self.closers.append(self._write_hook_notes)
+            atexit.register(self._close_if_blind, os.getpid())
+
+    def _write_hook_notes(self) -> None:
+        for rec in self.hook_notes.values():
+            self.buffers.add_other(dict(rec))
+
+    def _close_if_blind(self, pid: int) -> None:
+        """At exit: open and close the stream of a process that imported a framework but recorded nothing.
+        A process that trained closed its stream already (its atexit ran first); multiprocessing children
+        (DataLoader workers, pools) that merely imported the framework stay silent."""
+        if pid != os.getpid() or self.pid != pid or self.closed or self.active or self.disabled or not self.hook_notes:
+            return
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None and mp.parent_process() is not None:
+            return
+        with self._lock:
+            if self.active or self.closed:
+                return
+            try:  # the stream alone: no flush thread, sampler or signal handler is started at exit
+                self._create_stream()
+            except Exception as e:  # the store is unwritable: say so in one line, never a traceback at exit
+                log.warning("stepscope: could not record what this process imported (%s)", _why(e))
+                return
+            self.active = True
+        self.close(self._exit_reason)
 
     # -- warnings and other records ------------------------------------------------------------------
     def warn_once(self, key: str, text: str) -> None:

@@ -37,11 +37,16 @@ def install_tensorflow_hooks(session: Session) -> None:
     if not (len(parts) > 1 and parts[0] == "2" and parts[1].isdigit() and int(parts[1]) >= MIN_MINOR):
         session.warn_once("tensorflow-version", f"TensorFlow {version} is not one stepscope knows (2.{MIN_MINOR} or "
                           "later); it observes what it can")
+    installed: list[str] = []
+    refused: dict[str, str] = {}
     for name, install in (("tf.data", _install_data_hooks), ("tf.function", _install_function_hook)):
         try:
             install(session)
+            installed.append(name)
         except Exception as e:
+            refused[name] = f"{type(e).__name__}: {e}"
             session.warn_once(f"install:{name}", f"could not install the {name} hook ({e})")
+    session.note_hooks("tensorflow", None if version == "?" else version, installed, refused)
 
 
 # -- tf.data ------------------------------------------------------------------------------------------
