@@ -201,7 +201,9 @@ def compare(args: argparse.Namespace, work: Path, bare: dict[str, Any], obs: dic
             add(Check("NVML samples", "none", "gpu0_* columns (pip install nvidia-ml-py)", False))
         else:
             def col(name: str) -> list[float]:
-                return [float(v) for v in cols[name] if math.isfinite(float(v))]
+                """The column's finite values; [nan] where NVML gave none (the checks on it then fail)."""
+                got = [float(v) for v in cols.get(name, []) if math.isfinite(float(v))]
+                return got or [math.nan]
 
             total = col("gpu0_mem_total_bytes")
             add(Check("NVML memory total (bytes)", fmt(max(total)), fmt(float(obs["total_memory"])),
@@ -276,7 +278,7 @@ def compare(args: argparse.Namespace, work: Path, bare: dict[str, Any], obs: dic
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=1500)  # ~3 s on an H100-class GPU: NVML samples
     p.add_argument("--batch", type=int, default=512)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--cpu-peak", type=float, default=1e12, help="--peak-flops given with --device cpu")
