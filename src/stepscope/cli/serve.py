@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import ipaddress
+import math
 import socket
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -25,6 +28,11 @@ IDLE_TIMEOUT_S = 10.0
 """A connection that sends nothing for this long is closed (half-open connections do not pile up)."""
 MAX_CONNECTIONS = 32
 """Connections served at once; more get a 503 at once instead of a thread each."""
+REQUEST_DEADLINE_S = 20.0
+"""A request's line and headers must arrive within this of the connection's turn to speak, however they trickle in:
+a client that sends a byte just before each idle timeout would otherwise hold its slot for ever."""
+MAX_PER_CLIENT = 8
+"""Connections served at once for one client address; more get a 503 at once (one client cannot take every slot)."""
 _WILDCARDS = ("0.0.0.0", "::", "")
 LIVE_POLL_MS = 3000
 """How often a served page asks for a running run's figures."""
@@ -137,13 +145,35 @@ class PageCache:
         return body
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes, each read bounded by the idle timeout and all of them by ``deadline`` (a monotonic
+    time; past it a read raises TimeoutError, which the handler answers by closing the connection)."""
+
+    def __init__(self, sock: socket.socket, idle_s: float) -> None:
+        super().__init__()
+        self._sock, self._idle = sock, idle_s
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request deadline passed")
+        self._sock.settimeout(min(self._idle, left))
+        return self._sock.recv_into(buffer)
+
+
 def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts: Iterable[str] = (),
-                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> type[BaseHTTPRequestHandler]:
+                 idle_timeout_s: float = IDLE_TIMEOUT_S,
+                 request_deadline_s: float = REQUEST_DEADLINE_S) -> type[BaseHTTPRequestHandler]:
     """A GET/HEAD-only handler answering the dashboard's pages from the store (``open_store()`` gives a
     Store; one per request, as index connections belong to their thread). A page is built from the store as
     it is at the request, but only when the store changed since the last build (PageCache). It answers only
-    requests whose Host names the address the server is bound to (or ``extra_hosts``), closes connections
-    idle for ``idle_timeout_s``, and never follows a link out of the store."""
+    requests with one Host header naming the address the server is bound to (or ``extra_hosts``), closes
+    connections idle for ``idle_timeout_s`` or whose request is not in within ``request_deadline_s``, and never
+    follows a link out of the store."""
     from stepscope.cli.dashboarddata import render_diff_page, render_report
     from stepscope.cli.dashboardstamp import run_stamps
 
@@ -159,6 +189,16 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
         server_version = "stepscope"
         timeout = idle_timeout_s
         pages = cache
+        _reader: _DeadlineReader
+
+        def setup(self) -> None:
+            super().setup()
+            self._reader = _DeadlineReader(self.connection, idle_timeout_s)
+            self.rfile = io.BufferedReader(self._reader)
+
+        def handle_one_request(self) -> None:
+            self._reader.deadline = time.monotonic() + request_deadline_s  # this request's line and headers
+            super().handle_one_request()
 
         def _page(self) -> tuple[int, bytes]:
             path = unquote(urlsplit(self.path).path).lstrip("/") or "index.html"
@@ -201,7 +241,11 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
         def _send(self, *, head: bool) -> None:
             address: Any = self.server.server_address
             bound = address[0].decode() if isinstance(address[0], bytes) else str(address[0])
-            if not host_ok(self.headers.get("Host"), allowed_hosts(bound, extra), bound in _WILDCARDS):
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) > 1:  # which one a proxy or a cache would take is anyone's guess
+                status, body = 400, b"more than one Host header"
+                self.close_connection = True
+            elif not host_ok(self.headers.get("Host"), allowed_hosts(bound, extra), bound in _WILDCARDS):
                 status, body = 421, b"this server answers only to its own address (Host header refused)"
             else:
                 try:
@@ -346,21 +390,45 @@ def _json(doc: Any) -> bytes:
 
 
 class DashboardServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer with at most ``max_connections`` handler threads (more get 503 at once) and
-    silence for clients that disconnect (no BrokenPipe tracebacks)."""
+    """ThreadingHTTPServer with at most ``max_connections`` handler threads, at most ``max_per_client`` of them
+    for one client address (more get 503 at once), and silence for clients that disconnect (no BrokenPipe
+    tracebacks)."""
 
     daemon_threads = True
     request_queue_size = 128  # a burst of connections waits in the backlog instead of SYN retries
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+                 max_connections: int = MAX_CONNECTIONS, max_per_client: int = MAX_PER_CLIENT) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._per_client: dict[str, int] = {}
+        self._per_client_lock = threading.Lock()
+        self._max_per_client = max_per_client
+
+    def _take(self, client: str) -> bool:
+        """A slot for ``client``, if it has fewer than its share and one is free."""
+        with self._per_client_lock:
+            if self._per_client.get(client, 0) >= self._max_per_client:
+                return False
+            if not self._slots.acquire(blocking=False):
+                return False
+            self._per_client[client] = self._per_client.get(client, 0) + 1
+            return True
+
+    def _give(self, client: str) -> None:
+        with self._per_client_lock:
+            left = self._per_client.get(client, 1) - 1
+            if left:
+                self._per_client[client] = left
+            else:
+                self._per_client.pop(client, None)
+            self._slots.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        client = str(client_address[0])
+        if not self._take(client):
             try:
                 request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             except OSError:
@@ -370,14 +438,14 @@ class DashboardServer(ThreadingHTTPServer):
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self._give(client)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self._give(str(client_address[0]))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         err = sys.exc_info()[1]
@@ -390,9 +458,11 @@ class ServeCommand:
     """Serve the dashboard's pages live from the store (read-only: GET and HEAD only; other methods get
     501). Binds to 127.0.0.1 unless --host says otherwise, and then warns: the pages show commands, paths
     and host names, with no authentication. Requests must name the bound address in their Host header
-    (DNS rebinding); --allow-host adds a name. Idle connections close after 10 s; at most 32 are served
-    at once. Links inside a run directory that leave the store are never followed. Running runs are marked
-    in the runs list and their report pages show live figures, refreshed every 3 s without a reload
+    (DNS rebinding), and only one Host header; --allow-host adds a name. Idle connections close after 10 s,
+    and a request's line and headers must be in within 20 s however they trickle; at most 32 connections are
+    served at once, 8 of them for one client address. Links inside a run directory that leave the store are
+    never followed. Running runs are marked in the runs list and their report pages show live figures,
+    refreshed every 3 s without a reload
     (/live/status.json, /live/runs/ID.json). Pages show the store as it is when asked, but are built once per
     change of the store: a request compares a stamp of the index (every run row and metric, and the state of
     runs still running) with the one the pages were built from, and rebuilds them only when it differs; a
@@ -411,6 +481,11 @@ class ServeCommand:
                             help=f"close a connection idle this many seconds (default: {IDLE_TIMEOUT_S:g})")
         parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
                             help=f"connections served at once; more get 503 (default: {MAX_CONNECTIONS})")
+        parser.add_argument("--max-per-client", type=int, default=MAX_PER_CLIENT, metavar="N",
+                            help=f"connections served at once for one client address (default: {MAX_PER_CLIENT})")
+        parser.add_argument("--request-deadline", type=float, default=REQUEST_DEADLINE_S, metavar="S",
+                            help="close a connection whose request line and headers are not in within this many "
+                                 f"seconds, however they trickle (default: {REQUEST_DEADLINE_S:g})")
         parser.add_argument("--name", help="history of runs of this name (default: the newest run's name)")
         add_store_args(parser)
 
@@ -419,11 +494,15 @@ class ServeCommand:
             raise UserError(f"--idle-timeout {args.idle_timeout:g}: give seconds between 0 and 3600")
         if not 1 <= args.max_connections <= 1024:
             raise UserError(f"--max-connections {args.max_connections}: give 1 to 1024")
+        if not 1 <= args.max_per_client <= 1024:
+            raise UserError(f"--max-per-client {args.max_per_client}: give 1 to 1024")
+        if not 0 < args.request_deadline <= 3600:
+            raise UserError(f"--request-deadline {args.request_deadline:g}: give seconds between 0 and 3600")
         store_from(args).close()  # fail now, with one line, if the store cannot be opened
         try:
             handler = make_handler(lambda: store_from(args), args.name, extra_hosts=args.allow_host,
-                                   idle_timeout_s=args.idle_timeout)
-            server = DashboardServer((args.host, args.port), handler, args.max_connections)
+                                   idle_timeout_s=args.idle_timeout, request_deadline_s=args.request_deadline)
+            server = DashboardServer((args.host, args.port), handler, args.max_connections, args.max_per_client)
         except (OSError, OverflowError) as e:  # OverflowError: a port outside 0-65535
             raise UserError(f"cannot listen on {args.host}:{args.port}: {getattr(e, 'strerror', None) or e} — "
                             "pick another --port") from None
