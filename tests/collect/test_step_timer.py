@@ -1,4 +1,4 @@
-"""The optimizer's step timer (one call a step, in the cell of torch's step wrapper) and the phases it
+"""The optimizer's step timer (torch's global step hooks) and the phases it
 splits, on real in-process runs checked against sleeps of known length (issue 20's second pass)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.collect import hooks
 from tests.conftest import load
 
 torch = pytest.importorskip("torch")
