@@ -320,12 +320,16 @@ class Session(SessionCore):
     def _close_if_blind(self, pid: int) -> None:
         """At exit: open and close the stream of a process that imported a framework but recorded nothing.
         A process that trained closed its stream already (its atexit ran first); multiprocessing children
-        (DataLoader workers, pools) that merely imported the framework stay silent."""
+        (DataLoader workers, pools) that merely imported the framework stay silent, and so does a process
+        whose run already has a stream of another process (a parent whose children trained; of blind ranks
+        that exit one after another, the first one's stream says it for the run)."""
         if pid != os.getpid() or self.pid != pid or self.closed or self.active or self.disabled or not self.hook_notes:
             return
         mp = sys.modules.get("multiprocessing")
         if mp is not None and mp.parent_process() is not None:
             return
+        if self._run_has_streams():
+            return  # another process of the run recorded (a parent whose children trained): it is not blind
         with self._lock:
             if self.active or self.closed:
                 return
@@ -336,6 +340,14 @@ class Session(SessionCore):
                 return
             self.active = True
         self.close(self._exit_reason)
+
+    def _run_has_streams(self) -> bool:
+        from stepscope.store.rundir import RANKS
+
+        try:
+            return any((self.run_dir / RANKS).iterdir())
+        except OSError:
+            return False
 
     # -- warnings and other records ------------------------------------------------------------------
     def warn_once(self, key: str, text: str) -> None:

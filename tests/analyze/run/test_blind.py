@@ -165,3 +165,26 @@ def test_a_multiprocessing_child_that_only_imports_a_framework_writes_nothing(tm
     out, data = _observe(tmp_path, SPAWNED_CHILD_IMPORTS_KERAS, env)
     assert out == "0\n"
     assert data.ranks == ()  # a worker or pool process is not a blind trainer
+
+
+PARENT_OF_A_TRAINER = """\
+    import subprocess
+    import sys
+
+    import keras
+
+    child = "import stepscope\\nfor _ in stepscope.steps(range(3)):\\n    pass\\n"
+    print(subprocess.run([sys.executable, "-c", child]).returncode, keras.__version__)
+"""
+
+
+def test_a_parent_whose_child_trained_is_not_a_blind_stream(tmp_path: Path) -> None:
+    # a launcher-like parent imports the framework and lets a child train (torch.multiprocessing.spawn, a
+    # subprocess): the run has the trainer's stream only, not a second, empty "rank 0"
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(SCRIPTS / "fake_keras2"), os.environ.get("PYTHONPATH"))
+                                         if p)}
+    out, data = _observe(tmp_path, PARENT_OF_A_TRAINER, env)
+    assert out == "0 2.15.0\n"
+    (rank,) = data.ranks
+    assert len(rank.steps) == 3
+    assert not [w for w in summarize_run(data).warnings if "no training step was seen" in w]
