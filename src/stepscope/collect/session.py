@@ -106,6 +106,10 @@ class Session(SessionCore):
         self.pid = os.getpid()
         self.api_fetch = False
         """True while stepscope.steps() fetches: the DataLoader hook leaves that fetch to it."""
+        self.owner: int | None = None
+        """The thread whose training the steps record (its ``threading.get_ident``): the first whose optimizer
+        steps (``claim_steps``). The hooks leave other threads' work out; until then every thread's counts."""
+        self._owner_lock = threading.Lock()
         self.hook_notes: dict[str, dict[str, Any]] = {}
         """Per framework imported: its ``hooks`` record (version, hooks installed and refused; note_hooks)."""
 
@@ -295,6 +299,8 @@ class Session(SessionCore):
         self.closers = []
         self._on_close = None
         self.api_fetch = False
+        self.owner = None  # the forking thread is the child's only one: it owns the steps it trains
+        self._owner_lock = threading.Lock()
         self.hook_notes = {}  # the parent's imports: a forked child writes no blind stream for them
 
     # -- hooks noted: loud when blind -------------------------------------------------------------------
@@ -356,6 +362,20 @@ class Session(SessionCore):
         self._warned.add(key)
         log.warning("stepscope: %s; training goes on", text)
         self.buffers.add_other({"kind": "note", "text": text})
+
+    def note_once(self, key: str, text: str) -> None:
+        """A note for the run's report only: nothing on stderr (the training's output stays as bare)."""
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        self.buffers.add_other({"kind": "note", "text": text})
+
+    def claim_steps(self, thread: int) -> int:
+        """The owner of the steps (``owner``), ``thread`` where there was none yet: the first thread to ask."""
+        with self._owner_lock:
+            if self.owner is None:
+                self.owner = thread
+            return self.owner
 
     def record(self, kind: str, **fields: Any) -> None:
         """Store a record of another kind (model summary, loader config, ...)."""
