@@ -19,12 +19,11 @@ and read stored runs and traces in a notebook (docs/api.md)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from stepscope.collect.api import log, session, step, steps, watch
-from stepscope.collect.regions import region, timed
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from stepscope.collect.api import log, session, step, steps, watch
+    from stepscope.collect.regions import region, timed
     from stepscope.notebook import NotebookRun, TraceSet
 
 __version__ = "0.1.0"
@@ -48,3 +47,19 @@ def load_traces(*paths: str | Path) -> TraceSet:
     from stepscope.notebook import load_traces as load_set
 
     return load_set(*paths)
+
+
+_API = {"log": "api", "session": "api", "step": "api", "steps": "api", "watch": "api", "region": "regions",
+        "timed": "regions"}
+"""The recording API, imported on first use (then a plain module attribute): `stepscope run`, the other
+commands and every observed process that never calls it do not load the recorder."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"stepscope.collect.{_API[name]}"), name)
+    globals()[name] = value
+    return value

@@ -10,14 +10,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from stepscope.analyze.advisor import Advice, AdvisorInput, CommFacts, TraceFacts, advise, comm_facts
-from stepscope.analyze.advisor.tracefacts import facts_of
 from stepscope.analyze.run.quality import Quality, measurement_quality
 from stepscope.analyze.run.summary import RunSummary, index_metrics, summarize_run
 from stepscope.app.runtraces import RunTraces, load_traces, trace_files
 from stepscope.model.tables import RunData
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the advisor is imported where advice is asked for: the end-of-run summary needs none of it
+    from stepscope.analyze.advisor import Advice, AdvisorInput, CommFacts, TraceFacts
     from stepscope.analyze.trace.analysis import TraceAnalysis
     from stepscope.analyze.trace.multirank import TraceSetAnalysis
     from stepscope.store import Store
@@ -67,6 +66,8 @@ class RunAnalysis:
     @cached_property
     def trace_analyses(self) -> dict[int, TraceAnalysis]:
         """Every trace-engine analysis of each rank's trace (the figures `trace analyze` prints)."""
+        if not self.traces.tables:
+            return {}  # (the trace engine is not even imported for a run without traces)
         from stepscope.analyze.trace.analysis import analyze_trace
 
         return {rank: analyze_trace(t) for rank, t in self.traces.tables.items()}
@@ -83,20 +84,28 @@ class RunAnalysis:
     @cached_property
     def trace_facts(self) -> tuple[TraceFacts, ...]:
         """The advisor's facts of each rank: projections of ``trace_analyses`` (rank order)."""
+        from stepscope.analyze.advisor.tracefacts import facts_of
+
         return tuple(facts_of(a) for _, a in sorted(self.trace_analyses.items()))
 
     @cached_property
     def comm(self) -> CommFacts | None:
         """The run's torch.distributed calls over its analysed steps (None: none recorded)."""
+        from stepscope.analyze.advisor import comm_facts
+
         return comm_facts(self.data, warmup=self.warmup)
 
     @cached_property
     def advisor_input(self) -> AdvisorInput:
+        from stepscope.analyze.advisor import AdvisorInput
+
         return AdvisorInput(summary=self.summary, traces=self.trace_facts, trace_problems=self.trace_notes,
                             comm=self.comm)
 
     @cached_property
     def advice(self) -> Advice:
+        from stepscope.analyze.advisor import advise
+
         return advise(self.advisor_input)
 
     @cached_property

@@ -60,8 +60,6 @@ def unreadable_trace(rank: int, rel: str, why: object) -> str:
 
 def load_traces(data: RunData) -> RunTraces:
     """Every trace artifact of the run, parsed; a missing or unreadable one is a line in ``problems``."""
-    from stepscope.traces.kineto import read_trace
-
     tables: dict[int, EventTable] = {}
     problems = []
     for rank, rel in sorted(trace_artifacts(data).items()):
@@ -69,6 +67,8 @@ def load_traces(data: RunData) -> RunTraces:
         if not path.is_file():
             problems.append(missing_trace(rank, rel))
             continue
+        from stepscope.traces.kineto import read_trace  # (here: a run without traces never loads the reader)
+
         try:
             tables[rank] = read_trace(path, rank=rank)
         except (StepscopeError, OSError, ValueError) as e:

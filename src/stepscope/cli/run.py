@@ -9,7 +9,6 @@ import sys
 
 from stepscope.cli.common import add_store_args, parse_pairs, store_from
 from stepscope.collect.options import Options
-from stepscope.collect.window import AUTO_SKIP
 from stepscope.errors import UserError
 
 
@@ -55,6 +54,8 @@ def options_from(args: argparse.Namespace) -> Options:
         raise UserError(f"--profile-steps {args.profile_steps}: must be 0 (off) or positive")
     if args.profile_skip is not None and args.profile_skip < 0:
         raise UserError(f"--profile-skip {args.profile_skip}: must be 0 or positive")
+    from stepscope.collect.window import AUTO_SKIP  # (window.py imports the recorder: only where asked)
+
     skip = args.profile_skip if args.profile_skip is not None else (
         max(3, args.warmup_steps) if args.warmup_steps is not None else AUTO_SKIP)
     return Options(sample_interval_s=args.sample_interval, samples_per_step=args.samples_per_step,
@@ -74,6 +75,15 @@ def command_from(args: argparse.Namespace) -> list[str]:
     if not cmd:
         raise UserError("no command to run — usage: stepscope run [OPTIONS] -- python train.py [ARGS]")
     return cmd
+
+
+def _import_summary_code(printing: bool) -> None:
+    """What the end of the run imports (the analysis; rich to print the summary), loaded while the command runs
+    rather than after it: the launcher only waits then."""
+    import importlib
+
+    for module in ("stepscope.cli.finish", "stepscope.report.terminal")[:2 if printing else 1]:
+        importlib.import_module(module)
 
 
 class RunCommand:
@@ -106,7 +116,8 @@ class RunCommand:
             require_mlflow()
         check_command(command)
         store = store_from(args, create=True)
-        result = launch(store, command, name=args.name, params=params, tags=tags, options=options)
+        result = launch(store, command, name=args.name, params=params, tags=tags, options=options,
+                        meanwhile=lambda: _import_summary_code(not args.quiet))
         try:
             finish_run(store, result.run_id, print_summary=not args.quiet)
         except Exception as e:  # the training is over: a stepscope failure never replaces its exit code

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import stepscope
 from stepscope.collect.metadata import git_info, host_info, hostname, software_info
 from stepscope.collect.options import ENV_OPTIONS, ENV_RUN_DIR, ENV_RUN_ID, Options
 from stepscope.errors import UserError
-from stepscope.model.run import Run, RunStatus
+from stepscope.model.run import GitInfo, Run, RunStatus
 from stepscope.store.index import Index
 from stepscope.store.rundir import process_start_ticks, write_end, write_manifest
 from stepscope.store.store import Store
@@ -111,9 +112,16 @@ def create_run(store: Store, command: list[str], *, name: str | None, params: di
     run_id, run_dir = store.new_run_dir()
     run_dir = Path(os.path.abspath(run_dir))  # the training may chdir: everything handed on is absolute
     script = next((Path(a).stem for a in command if a.endswith(".py")), Path(command[0]).name)
-    run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=time.time_ns(), end_ns=None,
-              command=tuple(command), cwd=os.getcwd(), exit_code=None, git=git_info(Path.cwd()), host=host_info(),
-              software=software_info(), world_size=guess_world_size(command), params=params, tags=tags,
+    start_ns = time.time_ns()
+    git: list[GitInfo | None] = []
+    asking_git = threading.Thread(target=lambda: git.append(git_info(Path.cwd())), daemon=True,
+                                  name="stepscope-git")
+    asking_git.start()  # git's processes run while this thread reads the host (both mostly wait)
+    host, software = host_info(), software_info()
+    asking_git.join()
+    run = Run(id=run_id, name=name or script, status=RunStatus.RUNNING, start_ns=start_ns, end_ns=None,
+              command=tuple(command), cwd=os.getcwd(), exit_code=None, git=git[0] if git else None, host=host,
+              software=software, world_size=guess_world_size(command), params=params, tags=tags,
               options=asdict(options), group=group,
               extra={"launcher_pid": os.getpid(), "launcher_host": hostname(),
                      "launcher_start": process_start_ticks()})
@@ -176,8 +184,12 @@ def _warn(text: str) -> None:
 
 def launch(store: Store, command: list[str], *, name: str | None = None, params: dict[str, str] | None = None,
            tags: dict[str, str] | None = None, options: Options | None = None, group: str | None = None,
-           extra_env: dict[str, str] | None = None) -> LaunchResult:
+           extra_env: dict[str, str] | None = None, meanwhile: Callable[[], None] | None = None) -> LaunchResult:
     """Run ``command`` observed; return when it has exited and the end record is written.
+
+    ``meanwhile``: the launcher's own work done while the child runs (such as importing what prints the summary),
+    on a thread started once the child has started, finished before this returns; its errors are ignored (the
+    work is done again where it is needed, and fails there with its own message).
 
     Everything stepscope does after the child started is guarded: a full disk, a read-only or deleted
     run directory or a locked index become one-line warnings, and the child's exit code passes through."""
@@ -188,7 +200,7 @@ def launch(store: Store, command: list[str], *, name: str | None = None, params:
     env = child_env(run.id, run_dir, options)
     env.update(extra_env or {})
     indexing = _IndexInBackground(store, run, run_dir)
-    rc = _run_child(command, env)
+    rc = _run_child(command, env, meanwhile)
     end_ns = time.time_ns()
     sig = -rc if rc < 0 else None
     exit_code = 128 + sig if sig is not None else rc
@@ -214,11 +226,15 @@ def _why(e: BaseException) -> str:
     return str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
 
 
-def _run_child(command: list[str], env: dict[str, str]) -> int:
+def _run_child(command: list[str], env: dict[str, str], meanwhile: Callable[[], None] | None = None) -> int:
     try:
         proc = subprocess.Popen(command, env=env)
     except OSError as e:
         raise UserError(f"cannot start {command[0]!r}: {e.strerror or e}") from None
+    helper = None
+    if meanwhile is not None:
+        helper = threading.Thread(target=_quietly, args=(meanwhile,), daemon=True, name="stepscope-meanwhile")
+        helper.start()
 
     def forward(signum: int, frame: Any) -> None:
         try:
@@ -245,3 +261,12 @@ def _run_child(command: list[str], env: dict[str, str]) -> int:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        if helper is not None:
+            helper.join()
+
+
+def _quietly(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except BaseException:  # done again where it is needed, which reports its own failure
+        pass
