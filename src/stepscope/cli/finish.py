@@ -30,7 +30,7 @@ def finish_run(store: Store, run_id: str, *, print_summary: bool = True) -> RunS
         out = console(file=sys.stderr)
         out.print()
         out.rule("stepscope")
-        out.print(short_report(summary))
+        out.print(short_report(summary, quality=ra.quality))
     return summary
 
 

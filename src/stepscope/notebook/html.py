@@ -26,8 +26,10 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str] = ()) -> str:
     return f"<table style='{_STYLE}'>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
 
 
-def run_overview(summary: RunSummary, advice: Advice, problems: Sequence[str] = ()) -> str:
-    """The run's identity, headline numbers and its top advice."""
+def run_overview(summary: RunSummary, advice: Advice, problems: Sequence[str] = (), *,
+                 caveat: str | None = None) -> str:
+    """The run's identity, the measurement-quality ``caveat`` where it fires (Quality.caveat), headline numbers
+    and its top advice."""
     r, h = summary.run, summary.headline
     title = f"stepscope run {r.id} — {r.name or '(unnamed)'} ({r.status.value})"
     rows = [("steps (warm-up excluded)", f"{h.steps} ({h.warmup_steps})"),
@@ -37,7 +39,10 @@ def run_overview(summary: RunSummary, advice: Advice, problems: Sequence[str] = 
             ("GPU utilisation", metric_value("gpu_util_pct", h.gpu_util_pct)),
             ("peak RSS", nbytes(h.peak_rss_bytes)),
             ("peak GPU memory", nbytes(h.peak_gpu_mem_bytes))]
-    parts = [f"<div><b>{escape(title)}</b>", table(rows)]
+    parts = [f"<div><b>{escape(title)}</b>"]
+    if caveat:
+        parts.append(f"<p><b>⚠ {escape(caveat)}</b></p>")
+    parts.append(table(rows))
     parts.append(advice_html(advice))
     parts += [f"<p>⚠ {escape(p)}</p>" for p in (*problems, *summary.warnings)]
     return "".join(parts) + "</div>"

@@ -107,7 +107,7 @@ class NotebookRun(RunAnalysis, TraceFrames):
 def run_repr_html(ra: RunAnalysis) -> str:
     """The inline Jupyter view of any RunAnalysis (bind it as ``RunAnalysis._repr_html_``): identity, headline
     numbers, the top advice and the traces' problems."""
-    return run_overview(ra.summary, ra.advice, ra.traces.problems)
+    return run_overview(ra.summary, ra.advice, ra.traces.problems, caveat=ra.quality.caveat())
 
 
 def load(run: str | Path = "latest", store: str | Path | None = None, *, warmup: int | None = None) -> NotebookRun:

@@ -46,4 +46,7 @@ def flops_table(fl: FlopsSummary | None) -> RenderableType | None:
     if fl.measure_cost_ns is not None:
         t.caption = f"counting cost: +{f.duration_ns(fl.measure_cost_ns)} once, on step {fl.measured_step} " \
                     "(left out of the step statistics)"
+    elif fl.source == "measured" and fl.measured_step is not None:
+        t.caption = f"counting cost: not resolved (step {fl.measured_step}, counted, was no slower than the " \
+                    "slowest measured step; left out of the step statistics)"
     return t

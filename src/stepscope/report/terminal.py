@@ -237,7 +237,13 @@ def quality_view(q: Quality | None) -> RenderableType | None:
     """The measurement-quality verdict (analyze/run/quality.py), shown first: noisy figures say so loudly."""
     if q is None:
         return None
-    return Text(q.headline(), style="bold yellow" if q.noisy else "dim")
+    return caveat_view(q) or Text(q.headline(), style="dim")
+
+
+def caveat_view(q: Quality | None) -> RenderableType | None:
+    """The measurement-quality line where it fires (noisy figures), else nothing: the end-of-run summary."""
+    line = q.caveat() if q is not None else None
+    return Text(line, style="bold yellow") if line else None
 
 
 def full_report(s: RunSummary, advice: Advice | None = None, *, quality: Quality | None = None) -> RenderableType:
@@ -254,11 +260,13 @@ def full_report(s: RunSummary, advice: Advice | None = None, *, quality: Quality
     ]))
 
 
-def short_report(s: RunSummary) -> RenderableType:
-    """What `stepscope run` prints at the end: headline, phases, top regions, warnings."""
+def short_report(s: RunSummary, *, quality: Quality | None = None) -> RenderableType:
+    """What `stepscope run` prints at the end: the noise caveat where it fires (``quality``), headline, phases,
+    top regions, warnings."""
     r0 = s.ranks[0] if s.ranks else None
     return Group(*_present([
-        header(s), warnings(s), speed(s), flops_table(s.flops), ranks_table(s), phases(r0) if r0 else None,
+        caveat_view(quality), header(s), warnings(s), speed(s), flops_table(s.flops), ranks_table(s),
+        phases(r0) if r0 else None,
         regions(r0, limit=8) if r0 else None,
         Text(f"full report: stepscope show {s.run.id}", style="dim"),
     ]))

@@ -48,7 +48,8 @@ class FlopsSummary:
     when not known). achieved_flops: FLOP/s summed over ranks. peak_flops: one device's peak used for
     MFU, peak_source says where it comes from. mfu: 0-1, None without a peak. measured_step: the step
     counted (None if given). measure_cost_ns: how much longer the counted step took than the median
-    step (the one-off cost of counting; None when unknown). ranks: ranks with a FLOPs figure.
+    step (the one-off cost of counting); None when unknown or not resolved (the counted step no slower than
+    the slowest measured step: reports say "not resolved", never "+0"). ranks: ranks with a FLOPs figure.
     rnn_flops: FLOPs of recurrent layers added by formula (PyTorch's counter sees none). uncounted:
     layers (types) counted neither way: when not empty, FLOPs per step, achieved FLOP/s and MFU are
     lower bounds (reports say "partial").
@@ -129,7 +130,9 @@ def flops_summary(data: RunData, step_stats: list[StepStats]) -> FlopsSummary | 
     mfu = total / (peak[0] * len(achieved)) if peak and total is not None and achieved else None
     cost = None
     if first is not None and step_stats and step_stats[0].step_time:
-        cost = max(0.0, float(first.get("step_wall_ns", 0)) - step_stats[0].step_time.p50)
+        wall, d = float(first.get("step_wall_ns", 0)), step_stats[0].step_time
+        if wall > d.max:  # within the measured steps' own range, a cost cannot be told from their noise
+            cost = wall - d.p50
     return FlopsSummary(
         flops_per_step=per_rank[0][0], source="given" if given is not None else "measured", precision=precision,
         achieved_flops=total, peak_flops=peak[0] if peak else None, peak_source=peak[1] if peak else None,

@@ -56,6 +56,11 @@ class Quality:
             return "these figures are noisy: " + "; ".join(self.reasons)
         return "measurement quality: no sign of noise (" + ", ".join(self._seen()) + ")"
 
+    def caveat(self) -> str | None:
+        """The line a run's summaries open with when its figures are noisy (the end of `stepscope run`, `show`,
+        the report, the notebook overview); None when no sign of noise was seen."""
+        return self.headline() if self.noisy else None
+
     def _seen(self) -> list[str]:
         out = []
         if self.step_cv is not None:
