@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import subprocess
@@ -126,6 +125,8 @@ def host_info() -> HostInfo:
 
 
 def _version(dist: str) -> str | None:
+    import importlib.metadata  # (here: tens of ms to import, and most users of this module never ask)
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
