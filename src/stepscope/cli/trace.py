@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -28,6 +30,27 @@ from stepscope.report import ranks_terminal
 from stepscope.report import trace_terminal as view
 from stepscope.report.terminal import console as report_console
 from stepscope.traces.components import ComponentRules
+from stepscope.traces.kineto import RANK_IN_NAME
+
+UNREAD_EXIT = 3
+"""Exit status of `trace analyze` / `kernels` / `ops` when some ranks could not be read (the others' figures are
+printed); none readable is exit 2 (a one-line TraceError)."""
+
+
+def unread_status(errors: Sequence[str], total: int) -> int:
+    """0 when every trace was read; else one line on stderr naming the ranks (or files) that were not, and
+    :data:`UNREAD_EXIT`."""
+    if not errors:
+        return 0
+    names = []
+    for e in errors:
+        name = Path(e.split(": ", 1)[0]).name  # each error line starts with its file
+        m = RANK_IN_NAME.search(name)
+        names.append(f"rank {m.group(1)}" if m else name)
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    print(f"stepscope: error: {len(errors)} of {total} traces could not be read ({shown}): the figures are of "
+          f"the others (exit status {UNREAD_EXIT})", file=sys.stderr, flush=True)
+    return UNREAD_EXIT
 
 
 def _emit_json(data: Any) -> None:
@@ -52,6 +75,9 @@ class TraceCommand:
       stepscope trace ops traces/ --sort device_self
       stepscope trace comm-matrix traces/         rank x rank bytes and time of communication kernels
       stepscope trace rules [--explain NAME]      the component rules in effect
+
+    Exit status: 0; 3 when some traces could not be read (named on stderr; the figures are of the others);
+    2 when none could, or the Dask cluster could not start or be reached (one line).
     """
 
     name = "trace"
@@ -90,10 +116,12 @@ class TraceCommand:
         with closing(executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout)) as ex:
             result = analyze_traceset(args.paths, executor=ex, progress=True)
         if args.trace_command == "analyze":
-            return self._analyze(result, args, console)
-        if args.trace_command == "kernels":
-            return self._kernels(result, args, console)
-        return self._ops(result, args, console)
+            status = self._analyze(result, args, console)
+        elif args.trace_command == "kernels":
+            status = self._kernels(result, args, console)
+        else:
+            status = self._ops(result, args, console)
+        return status or unread_status(result.errors, len(result.ranks) + len(result.errors))
 
     def _rules(self, args: argparse.Namespace, console: Console) -> int:
         rules = ComponentRules.for_project()

@@ -8,6 +8,11 @@ keep their values. The scheduler reruns a task whose worker died on another work
 each of its jobs, so nothing goes silently missing. Workers must be able to import stepscope (install it
 in the workers' environment).
 
+A cluster that cannot start (a worker that dies at start-up, a temporary folder it cannot write) is one line
+(:class:`~stepscope.errors.UserError`, exit code 2); so is a scheduler that does not answer. Dask's own log
+lines (a heartbeat that fails while the cluster shuts down) are silenced: a LocalCluster's workers log only
+CRITICAL, and this process's ``distributed`` loggers are quiet while the cluster closes.
+
 A LocalCluster started here runs its workers without Dask's statistical profiler, which samples every
 worker thread's stack every 10 ms: on the per-rank analyses it cost 20-40 % more CPU in the task's thread
 than the same job in a local pool process (figures in docs/traces.md). A cluster given by address keeps its
@@ -17,7 +22,8 @@ own configuration (set ``distributed.worker.profile.enabled: false`` there for t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -55,11 +61,18 @@ class DaskExecutor:
         distributed = _distributed()
         self._cluster: Any = None
         if local_workers is not None:
-            # config: each nanny passes it to its worker, and again to the one it starts after a worker's death
-            self._cluster = distributed.LocalCluster(
-                n_workers=local_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.ERROR, config=_LOCAL_CONFIG)
-            self.client: Any = distributed.Client(self._cluster)
+            try:
+                with _quiet():
+                    # config: each nanny passes it to its worker, and again to the one it starts after a death
+                    self._cluster = distributed.LocalCluster(
+                        n_workers=local_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                        silence_logs=logging.CRITICAL, config=_LOCAL_CONFIG)
+                    self.client: Any = distributed.Client(self._cluster)
+            except Exception as exc:  # the cluster's own start-up errors (RuntimeError: Nanny failed to start, ...)
+                self.close()
+                raise UserError(f"--dask local:{local_workers}: the Dask cluster could not start ({_cause(exc)}) — "
+                                "a worker died at start-up: check that it can import stepscope and write its "
+                                "temporary folder (DASK_TEMPORARY_DIRECTORY)") from None
             self._where = f"Dask LocalCluster ({local_workers} worker processes)"
             return
         try:
@@ -101,9 +114,36 @@ class DaskExecutor:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
     def close(self) -> None:
-        self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        """Close the client and the cluster started here; what goes wrong on the way out (a worker already gone,
+        a heartbeat that finds the scheduler closed) is nobody's business any more."""
+        with _quiet():
+            for part in (getattr(self, "client", None), self._cluster):
+                if part is not None:
+                    try:
+                        part.close()
+                    except Exception:  # closing: every part is tried, none can be saved
+                        pass
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """This process's ``distributed`` loggers at CRITICAL for the block (start-up and shut-down chatter)."""
+    log = logging.getLogger("distributed")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _cause(exc: BaseException) -> str:
+    """One line: the exception and, where it wraps one (Nanny failed to start <- failed to start worker), its
+    innermost cause."""
+    inner = exc
+    while inner.__cause__ is not None and inner.__cause__ is not inner:
+        inner = inner.__cause__
+    return failure(exc) if inner is exc else f"{failure(exc).rstrip('.')} — {failure(inner)}"
 
 
 def batch_size(jobs: int, workers: int) -> int:
