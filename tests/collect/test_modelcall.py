@@ -1,5 +1,5 @@
 """A watched model's forward timed from its call slot (collect/modelcall.py): real training in a session,
-under both hook bodies, checked against known sleeps; the slot's previous value kept and called; what
+checked against known sleeps; the slot's self-check; the slot's previous value kept and called; what
 replaces it wrapped; DataParallel replicas, exceptions, and the classes that keep forward hooks."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import pickle
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -44,14 +43,6 @@ class OwnState(Sleepy):
         return dict(self.__dict__)
 
 
-@pytest.fixture(params=["compiled", "python"])
-def bodies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "compiled" and hooks.compiled_hooks() is None:
-        pytest.skip("the compiled hook bodies are not built")
-    monkeypatch.setenv(hooks.ENV_PURE_HOOKS, "1" if request.param == "python" else "")
-    yield request.param
-
-
 def _train(model: Any, opt: Any, steps: int = STEPS) -> None:
     for _ in range(steps):
         opt.zero_grad()
@@ -59,10 +50,8 @@ def _train(model: Any, opt: Any, steps: int = STEPS) -> None:
         opt.step()
 
 
-def _timed(slot: Any, bodies: str) -> bool:
-    """Whether ``slot`` is what stepscope puts in a watched model's call slot under these hook bodies."""
-    if bodies == "compiled":
-        return type(slot).__name__ == "TimedCall"
+def _timed(slot: Any) -> bool:
+    """Whether ``slot`` is what stepscope puts in a watched model's call slot."""
     return getattr(slot, "__name__", None) == "_compiled_call_impl"
 
 
@@ -71,19 +60,19 @@ def _forward_s(store: Any) -> Any:
     return steps["forward_ns"][1:] / 1e9  # step 0 also carries the model's discovery
 
 
-def test_forward_timed_from_the_slot_with_no_hook(tmp_path: Any, bodies: str) -> None:
+def test_forward_timed_from_the_slot_with_no_hook(tmp_path: Any) -> None:
     model = Sleepy()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with stepscope.session(name="slot", store=str(tmp_path / "s")):
         _train(model, opt)
-        assert _timed(vars(model)[SLOT], bodies)
+        assert _timed(vars(model)[SLOT])
         assert not model._forward_hooks and not model._forward_pre_hooks  # torch's fast path
     assert SLOT not in vars(model)
     fwd = _forward_s(tmp_path / "s")
     assert len(fwd) == STEPS - 1 and (fwd >= FORWARD_S).all() and np.median(fwd) < FORWARD_S + 0.020, fwd
 
 
-def test_previous_slot_value_is_called_and_given_back(tmp_path: Any, bodies: str) -> None:
+def test_previous_slot_value_is_called_and_given_back(tmp_path: Any) -> None:
     """What ``module.compile()`` put in the slot before the model was watched keeps running, timed."""
     model = Sleepy()
     calls: list[int] = []
@@ -103,7 +92,7 @@ def test_previous_slot_value_is_called_and_given_back(tmp_path: Any, bodies: str
     assert (fwd >= FORWARD_S).all(), fwd
 
 
-def test_a_slot_replaced_while_watched_is_wrapped_by_the_flush_check(tmp_path: Any, bodies: str) -> None:
+def test_a_slot_replaced_while_watched_is_wrapped_by_the_flush_check(tmp_path: Any) -> None:
     """``module.compile()`` after the first step replaces the slot; the flush thread's check wraps the new
     value, and the session's end leaves it in place."""
     model = Sleepy()
@@ -127,7 +116,7 @@ def test_a_slot_replaced_while_watched_is_wrapped_by_the_flush_check(tmp_path: A
     assert len(fwd) == STEPS - 1 and (fwd >= FORWARD_S).all(), fwd
 
 
-def test_a_slot_emptied_while_watched_is_timed_again(tmp_path: Any, bodies: str) -> None:
+def test_a_slot_emptied_while_watched_is_timed_again(tmp_path: Any) -> None:
     model = Sleepy()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with stepscope.session(name="emptied", store=str(tmp_path / "s")) as s:
@@ -135,7 +124,7 @@ def test_a_slot_emptied_while_watched_is_timed_again(tmp_path: Any, bodies: str)
         del model._compiled_call_impl
         for check in s.on_flush:
             check()
-        assert _timed(vars(model)[SLOT], bodies)
+        assert _timed(vars(model)[SLOT])
         _train(model, opt, STEPS - 2)
         checks = list(s.on_flush)
     assert SLOT not in vars(model)  # as it was: deleted
@@ -175,7 +164,7 @@ class Scaled(torch.nn.Module):  # type: ignore[misc]
         return self.lin(x) * scale
 
 
-def test_a_watched_model_is_called_as_before_and_scripts(tmp_path: Any, bodies: str) -> None:
+def test_a_watched_model_is_called_as_before_and_scripts(tmp_path: Any) -> None:
     """The slot passes positional and keyword arguments on and gives the result back; TorchScript scripts the
     watched model (the slot's value is an attribute it leaves out) and the script computes what the model does."""
     model = Scaled()
@@ -189,27 +178,9 @@ def test_a_watched_model_is_called_as_before_and_scripts(tmp_path: Any, bodies: 
             assert torch.equal(model(x, 3.0), model._call_impl(x, 3.0))
             out.sum().backward()
             opt.step()
-        assert _timed(vars(model)[SLOT], bodies)
+        assert _timed(vars(model)[SLOT])
         scripted = torch.jit.script(model)  # a class without annotations of its own: nn.Module's type the slot
         assert torch.equal(scripted(x, 2.0), model(x, scale=2.0))
-    steps = load(tmp_path / "s").ranks[0].steps
-    assert len(steps) == STEPS and (steps["forward_ns"] > 0).all()
-    assert SLOT not in torch.jit._recursive.ignored_attributes  # TorchScript's list as it was
-
-
-def test_without_torchscript_s_list_the_slot_is_a_python_function(tmp_path: Any, bodies: str,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where TorchScript has no list of skipped attributes to put the slot on, the compiled bodies' slot is the
-    Python function around them, which TorchScript leaves out by itself; the watched model still scripts."""
-    from torch.jit import _recursive
-
-    monkeypatch.setattr(_recursive, "ignored_attributes", tuple(_recursive.ignored_attributes))
-    model = Scaled()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with stepscope.session(name="no-list", store=str(tmp_path / "s")):
-        _train_scaled(model, opt)
-        assert _timed(vars(model)[SLOT], "python")
-        assert torch.equal(torch.jit.script(model)(torch.ones(2, 3), 2.0), model(torch.ones(2, 3), scale=2.0))
     steps = load(tmp_path / "s").ranks[0].steps
     assert len(steps) == STEPS and (steps["forward_ns"] > 0).all()
 
@@ -221,7 +192,7 @@ def _train_scaled(model: Any, opt: Any) -> None:
         opt.step()
 
 
-def test_forward_that_raises_closes_its_span(tmp_path: Any, bodies: str) -> None:
+def test_forward_that_raises_closes_its_span(tmp_path: Any) -> None:
     """The error (any, KeyboardInterrupt too) reaches the caller unchanged, and the next steps are timed as
     before: the post-hook ran."""
     model = Sleepy()
@@ -235,14 +206,11 @@ def test_forward_that_raises_closes_its_span(tmp_path: Any, bodies: str) -> None
         model.fail = None
         _train(model, opt, STEPS - 2)
         assert hooks._WATCH["modules"]._hooks is not None
-        pre = hooks._WATCH["modules"]._hooks[0]
-        if bodies == "compiled":
-            assert pre.__self__.depth == 0
     fwd = _forward_s(tmp_path / "s")
     assert len(fwd) == STEPS - 1 and (fwd >= FORWARD_S).all(), fwd
 
 
-def test_a_class_with_its_own_state_keeps_forward_hooks(tmp_path: Any, bodies: str) -> None:
+def test_a_class_with_its_own_state_keeps_forward_hooks(tmp_path: Any) -> None:
     model = OwnState()
     assert not wrappable(model) and wrappable(Sleepy())
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -268,7 +236,7 @@ def test_torch_compile_trains_and_times_forward(tmp_path: Any) -> None:
     assert len(fwd) == 3 and (fwd >= FORWARD_S).all(), fwd
 
 
-def test_a_watched_model_exports_and_compiles_whole(tmp_path: Any, bodies: str) -> None:
+def test_a_watched_model_exports_and_compiles_whole(tmp_path: Any) -> None:
     """While watched (its slot holding stepscope's call), the model exports with ``torch.export`` and compiles as
     one graph (``fullgraph=True``), and both compute what the model does: dynamo traces the model's forward,
     not the slot."""
@@ -277,10 +245,23 @@ def test_a_watched_model_exports_and_compiles_whole(tmp_path: Any, bodies: str) 
     x = torch.ones(2, 3)
     with stepscope.session(name="exports", store=str(tmp_path / "s")):
         _train_scaled(model, opt)
-        assert _timed(vars(model)[SLOT], bodies)
+        assert _timed(vars(model)[SLOT])
         with torch.no_grad():
             want = model._call_impl(x)
             exported = torch.export.export(model, (x,))
             assert torch.equal(exported.module()(x), want)
             whole = torch.compile(model, backend="eager", fullgraph=True)
             assert torch.equal(whole(x), want)
+
+
+def test_the_slot_passes_its_self_check_here_and_fails_where_torch_ignores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On this torch the call slot behaves (used); a torch whose ``Module.__call__`` no longer calls the slot, or
+    that pickles it, fails the check with its reason (the models then keep forward hooks)."""
+    from stepscope.collect.modelcall import slot_fault
+
+    assert slot_fault() is None
+    monkeypatch.setattr(torch.nn.Module, "__call__", lambda self, *a, **k: self._call_impl(*a, **k))
+    assert "0 times" in (slot_fault() or "")
+    monkeypatch.undo()
+    monkeypatch.setattr(torch.nn.Module, "__getstate__", lambda self: dict(self.__dict__))
+    assert "pickle" in (slot_fault() or "")

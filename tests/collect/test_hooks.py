@@ -1,14 +1,11 @@
-"""The compiled hook bodies (collect/_hooks*.c) and the Python ones they follow (modules.py, hooks.py,
-loader.py): the same real training run under each, its recorded phases checked against sleeps of known length
-and against each other, nested phases, validation steps, samples from the forward input, DataLoader epochs,
-peeks, samples, tokens and data wait, and failing hooks included."""
+"""The torch step hooks (hooks.py, modules.py, loader.py), one body each: real training runs, their recorded
+phases checked against sleeps of known length, nested phases, validation steps, samples from the forward input,
+DataLoader epochs, peeks, samples, tokens and data wait, failing hooks, and what a session installs and removes."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,8 +26,6 @@ MARGIN_S = 0.020
 forward that counted its nested backward, or a backward counted twice, would fail."""
 BATCH = 5
 STEPS = 8
-BUILT = importlib.util.find_spec("stepscope.collect._hooks") is not None
-IMPLS = ["c", "py"] if BUILT else ["py"]
 
 
 SlowGrad = slow_grad(BACKWARD_S)
@@ -71,23 +66,6 @@ class Unsized:
         raise RuntimeError("no shape here")
 
 
-def _impl(monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
-    if impl == "py":
-        monkeypatch.setenv(hooks.ENV_PURE_HOOKS, "1")
-    else:
-        monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
-
-
-def _steps_under_both(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, train: Callable[[str], None]) -> tuple[Any, Any]:
-    """The step tables of ``train`` run with the compiled bodies and with the Python ones."""
-    got = []
-    for impl in ("c", "py"):
-        _impl(monkeypatch, impl)
-        train(str(tmp_path / impl))
-        got.append(load(tmp_path / impl).ranks[0].steps)
-    return got[0], got[1]
-
-
 def _train(store: str, *, fail_at: int | None = None) -> None:
     """STEPS training steps (a batch made in the loop, no DataLoader), then one eval-mode forward with
     gradients off (a validation step); from step ``fail_at`` on, the model's ``training`` flag raises."""
@@ -109,11 +87,9 @@ def _train(store: str, *, fail_at: int | None = None) -> None:
             model(x)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_phases_match_known_sleeps(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+def test_phases_match_known_sleeps(tmp_path: Any) -> None:
     """forward = its sleep only (the backward inside it is backward's), backward = both backward sleeps,
     samples = the first forward argument's rows, the eval forward = one validation step."""
-    _impl(monkeypatch, impl)
     _train(str(tmp_path / "s"))
     steps = load(tmp_path / "s").ranks[0].steps
     train = steps.take(steps["phase"] == 0)
@@ -128,23 +104,9 @@ def test_phases_match_known_sleeps(tmp_path: Any, monkeypatch: pytest.MonkeyPatc
     assert val["forward_ns"][0] / 1e9 >= FORWARD_S
 
 
-def test_compiled_and_python_record_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same run under both: the same steps, phases and samples, and each phase's median alike."""
-    if not BUILT:
-        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    c, py = _steps_under_both(tmp_path, monkeypatch, _train)
-    assert list(c["phase"]) == list(py["phase"]) and list(c["samples"]) == list(py["samples"])
-    for col, sleeps in (("forward_ns", 1), ("backward_ns", 2)):
-        medians = [float(np.median(t[col][1:STEPS])) / 1e9 for t in (c, py)]
-        assert abs(medians[0] - medians[1]) < sleeps * MARGIN_S, (col, medians)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_failing_hooks_warn_once_and_training_goes_on(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                                      caplog: pytest.LogCaptureFixture, impl: str) -> None:
+def test_failing_hooks_warn_once_and_training_goes_on(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A forward argument without a readable batch size, and a post-hook that fails after timing the forward:
     one warning each, every step still recorded, the forward still timed."""
-    _impl(monkeypatch, impl)
     caplog.set_level(logging.WARNING, logger="stepscope")
     model = torch.nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -177,12 +139,10 @@ def test_failing_hooks_warn_once_and_training_goes_on(tmp_path: Any, monkeypatch
     assert (train["forward_ns"] / 1e9 >= FORWARD_S).all()  # timed before the flag was read
 
 
-@pytest.mark.parametrize("impl", IMPLS)
 def test_failing_step_timer_warns_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                      caplog: pytest.LogCaptureFixture, impl: str) -> None:
+                                      caplog: pytest.LogCaptureFixture) -> None:
     """The step timer failing after the step ran (STEPSCOPE_DEBUG_FAULT=optimizer): one warning, the
     parameters still updated, no step marked."""
-    _impl(monkeypatch, impl)
     monkeypatch.setenv(hooks.FAULT_ENV, "optimizer")
     caplog.set_level(logging.WARNING, logger="stepscope")
     model = torch.nn.Linear(3, 1)
@@ -212,13 +172,10 @@ class Flips(torch.nn.Module):  # type: ignore[misc]
         return self.lin(x)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_validation_is_the_mode_a_forward_is_called_in(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                                       impl: str) -> None:
+def test_validation_is_the_mode_a_forward_is_called_in(tmp_path: Any) -> None:
     """With gradients off, a forward called in eval mode is a validation step even if it leaves the model
     training, and one called in training mode is not, even if it leaves the model in eval mode: the mode is
     read as the outermost forward is entered (docs/metrics.md, "Steps")."""
-    _impl(monkeypatch, impl)
     model = Flips()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.ones(BATCH, 3)
@@ -274,11 +231,9 @@ def _train_loader(store: str) -> None:
             opt.step()
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_loader_epochs_samples_tokens_data_wait(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+def test_loader_epochs_samples_tokens_data_wait(tmp_path: Any) -> None:
     """Each step's epoch, samples (the peeked batch not counted) and tokens from the batches' structure, and a
     data wait that holds the items' reading (LOADER_BATCH sleeps of ITEM_S) and no more than the step."""
-    _impl(monkeypatch, impl)
     _train_loader(str(tmp_path / "s"))
     steps = load(tmp_path / "s").ranks[0].steps
     per_epoch = ITEMS // LOADER_BATCH
@@ -290,50 +245,6 @@ def test_loader_epochs_samples_tokens_data_wait(tmp_path: Any, monkeypatch: pyte
     wait = steps["data_wait_ns"] / 1e9
     assert (wait[:-1] >= LOADER_BATCH * ITEM_S).all() and wait[-1] >= ITEMS * ITEM_S, wait
     assert (steps["data_wait_ns"] <= steps.duration_ns).all()
-
-
-def test_compiled_and_python_loader_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loader run under both bodies: the same steps, epochs, samples and tokens."""
-    if not BUILT:
-        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    c, py = _steps_under_both(tmp_path, monkeypatch, _train_loader)
-    for col in ("epoch", "samples", "tokens", "phase"):
-        assert list(c[col]) == list(py[col]), col
-
-
-def test_compiled_bodies_in_use_when_built(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Built: a session installs the compiled forward hooks, backward wrapper and step timer
-    (STEPSCOPE_PURE_HOOKS=1 the Python ones), and removes them at its end. Not built: the Python ones."""
-    monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
-    from torch.utils.data import dataloader as dl
-
-    orig = torch.autograd.backward
-    orig_next = dl._BaseDataLoaderIter.__next__
-    model = torch.nn.Linear(3, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for pure in ("", "1"):
-        monkeypatch.setenv(hooks.ENV_PURE_HOOKS, pure)
-        with stepscope.session(name="in-use", store=str(tmp_path / f"s{pure}")):
-            for _ in range(2):
-                model(torch.ones(2, 3)).sum().backward()
-                opt.step()
-            pre, post, call = hooks._WATCH["modules"]._hooks
-            compiled = BUILT and not pure
-            kinds = {type(torch.autograd.backward).__name__, type(getattr(pre, "__self__", None)).__name__,
-                     type(getattr(post, "__self__", None)).__name__, type(getattr(call, "__self__", None)).__name__}
-            slot = vars(model)["_compiled_call_impl"]  # timed from its call slot
-            assert (type(slot).__name__ == "TimedCall") if compiled else (slot.__name__ == "_compiled_call_impl")
-            assert not model._forward_pre_hooks and not model._forward_hooks
-            kinds.add(type(hooks._func_cell(torch.optim.SGD.step).cell_contents).__name__)
-            kinds.add(type(dl._BaseDataLoaderIter.__dict__["__next__"]).__name__)
-            want = {"Backward", "ForwardHooks", "OptimizerStep", "LoaderNext"} if compiled else {"function", "NoneType"}
-            assert kinds == want, kinds
-            assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
-        assert torch.autograd.backward is orig
-        assert "_compiled_call_impl" not in vars(model)
-        assert dl._BaseDataLoaderIter.__next__ is orig_next
-        assert not getattr(hooks._func_cell(torch.optim.SGD.step).cell_contents, "_stepscope_step", False)
-    assert (hooks.compiled_hooks() is not None) == BUILT
 
 
 def _train_persistent(store: str) -> None:
@@ -354,10 +265,8 @@ def _train_persistent(store: str) -> None:
         assert its[0] is its[1] is its[2]  # what makes a kept iterator-to-pass link stale
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_loader_epochs_of_a_reused_iterator(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, impl: str) -> None:
+def test_loader_epochs_of_a_reused_iterator(tmp_path: Any) -> None:
     """A persistent-workers loader's passes, one iterator object: epochs 0, 1, 2 and every batch's samples."""
-    _impl(monkeypatch, impl)
     _train_persistent(str(tmp_path / "s"))
     steps = load(tmp_path / "s").ranks[0].steps
     per_epoch = ITEMS // LOADER_BATCH
@@ -365,49 +274,9 @@ def test_loader_epochs_of_a_reused_iterator(tmp_path: Any, monkeypatch: pytest.M
     assert list(steps["samples"]) == [float(LOADER_BATCH)] * (3 * per_epoch)
 
 
-def test_compiled_loader_counts_each_iterator_on_its_own_pass(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compiled ``__next__`` keeps the last iterator's pass: a new iterator at a dead one's address (CPython
-    reuses it at once) is counted on its own pass, and after ``forget()`` a replaced pass is read again."""
-    if not BUILT:
-        pytest.skip("the compiled hooks are not built (python setup.py build_ext --inplace)")
-    monkeypatch.delenv(hooks.ENV_PURE_HOOKS, raising=False)
-    from torch.utils.data import dataloader as dl
-
-    from stepscope.collect.pystate import PassState
-
-    class It:
-        """Stands in for a DataLoader iterator (the wrapped ``__next__`` is swapped for one giving a batch)."""
-
-    batch = [torch.ones(LOADER_BATCH, 3)]
-    with stepscope.session(name="passes", store=str(tmp_path / "s")):
-        nxt = dl._BaseDataLoaderIter.__dict__["__next__"]
-        real, nxt.orig_next = nxt.orig_next, lambda it: batch
-        try:
-            addresses = set()
-            for token in range(40):
-                it = It()
-                addresses.add(id(it))
-                it._stepscope_pass = p = PassState(-1, token)  # type: ignore[attr-defined]
-                nxt(it)
-                nxt(it)
-                assert p.batches == 2, token
-                del it
-            assert len(addresses) < 40  # addresses were reused: the case a kept raw pointer would miscount
-            it = It()
-            it._stepscope_pass = first = PassState(-2, 0)  # type: ignore[attr-defined]
-            nxt(it)
-            it._stepscope_pass = second = PassState(-2, 1)  # type: ignore[attr-defined]
-            nxt.forget()
-            nxt(it)
-            assert (first.batches, second.batches) == (1, 1)
-        finally:
-            nxt.orig_next = real
-
-
 class ReadyBatches(torch.utils.data.Dataset):  # type: ignore[misc]
     """Batches made ahead (a loader with ``batch_size=None`` yields each as it is): rows 4, 2 and 0, then one whose
-    first tensor has no dimension; the compiled loader reads the first dimension by torch's C length, 0 and a 0-d
-    tensor through the shape, as the Python one does."""
+    first tensor has no dimension (no batch dimension to count)."""
 
     BATCHES = ((torch.ones(4, 3),), (torch.ones(2, 3),), (torch.ones(0, 3),), (torch.tensor(5.0), torch.ones(3, 3)))
 
@@ -447,15 +316,65 @@ def _train_shapes(store: str) -> None:
             opt.step()
 
 
-def test_samples_of_every_batch_shape_alike(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tensor batch's rows (4, 2), an empty one and a 0-d first tensor (no samples: 0.0), and a forward input
-    that is a list (batch_size of the arguments): the same under both bodies, and what the Python reference says."""
-    got = {}
-    for impl in IMPLS:
-        _impl(monkeypatch, impl)
-        _train_shapes(str(tmp_path / impl))
-        got[impl] = (list(load(tmp_path / impl).ranks[0].steps["samples"]),
-                     list(load(tmp_path / f"{impl}-listed").ranks[0].steps["samples"]))
-    for impl, (loader, listed) in got.items():
-        assert loader == [4.0, 2.0, 0.0, 0.0], impl
-        assert listed == [float(BATCH)] * 3, impl
+def test_samples_of_every_batch_shape(tmp_path: Any) -> None:
+    """A tensor batch's rows (4, 2), an empty one (0.0), a 0-d first tensor (no batch dimension: unknown, NaN),
+    and a forward input that is a list (batch_size of the arguments)."""
+    _train_shapes(str(tmp_path / "s"))
+    loader = list(load(tmp_path / "s").ranks[0].steps["samples"])
+    assert loader[:3] == [4.0, 2.0, 0.0] and np.isnan(loader[3]), loader
+    assert list(load(tmp_path / "s-listed").ranks[0].steps["samples"]) == [float(BATCH)] * 3
+
+
+def test_hooks_in_use_and_removed(tmp_path: Any) -> None:
+    """A session installs the optimizer's global step hooks, the backward wrapper, the DataLoader's ``__next__``
+    (its self-check passes on this torch) and the model's call slot (no module hook: torch's fast path), and
+    removes every one at its end."""
+    from torch.optim import optimizer as optim
+    from torch.utils.data import dataloader as dl
+
+    orig = torch.autograd.backward
+    orig_next = dl._BaseDataLoaderIter.__next__
+    n_pre, n_post = len(optim._global_optimizer_pre_hooks), len(optim._global_optimizer_post_hooks)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with stepscope.session(name="in-use", store=str(tmp_path / "s")):
+        for _ in range(2):
+            model(torch.ones(2, 3)).sum().backward()
+            opt.step()
+        assert vars(model)["_compiled_call_impl"].__name__ == "_compiled_call_impl"  # timed from its call slot
+        assert not model._forward_pre_hooks and not model._forward_hooks
+        assert torch.autograd.backward.__wrapped__ is orig  # type: ignore[attr-defined]
+        assert dl._BaseDataLoaderIter.__next__ is not orig_next
+        assert (len(optim._global_optimizer_pre_hooks), len(optim._global_optimizer_post_hooks)) == (
+            n_pre + 1, n_post + 1)
+    assert torch.autograd.backward is orig
+    assert "_compiled_call_impl" not in vars(model)
+    assert dl._BaseDataLoaderIter.__next__ is orig_next
+    assert (len(optim._global_optimizer_pre_hooks), len(optim._global_optimizer_post_hooks)) == (n_pre, n_post)
+    assert len(load(tmp_path / "s").ranks[0].steps) == 2
+
+
+def test_a_step_that_raises_marks_none_and_the_next_steps_count(tmp_path: Any) -> None:
+    """An optimizer step that raises (torch runs no post-hook for it), caught by the loop: that step marks nothing,
+    and every later step, plain or nested (a subclass's ``super().step()``), marks exactly one step."""
+
+    class Outer(torch.optim.SGD):  # type: ignore[misc]
+        def step(self, closure: Any = None) -> Any:
+            return super().step(closure)
+
+    model = torch.nn.Linear(3, 1)
+    opt = Outer(model.parameters(), lr=0.01)
+
+    def failing() -> Any:
+        raise ValueError("closure failed")
+
+    with stepscope.session(name="raises", store=str(tmp_path / "s")):
+        for i in range(6):
+            model(torch.ones(2, 3)).sum().backward()
+            if i in (1, 3):
+                with pytest.raises(ValueError, match="closure failed"):
+                    opt.step(failing)
+            else:
+                opt.step()
+    steps = load(tmp_path / "s").ranks[0].steps
+    assert len(steps) == 4  # steps 0, 2, 4, 5
