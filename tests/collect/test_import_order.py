@@ -94,6 +94,12 @@ def test_keras_io_style_tensorflow_imported_first(tmp_path: Path) -> None:
     (fw,) = rank.extra["framework"]
     assert fw["tensorflow"] == importlib.metadata.version("tensorflow-cpu")
     assert fw["keras"] == importlib.metadata.version("keras")
+    # Keras' hooks went in while TensorFlow was still importing it: all of them, none refused, none failing later
+    hooks = {rec["framework"]: rec for rec in rank.extra["hooks"]}
+    assert hooks["keras"]["installed"] == ["fit", "optimizer", "models"] and hooks["keras"]["refused"] == {}
+    assert hooks["tensorflow"]["installed"] == ["tf.data", "tf.function"] and hooks["tensorflow"]["refused"] == {}
+    assert rank.notes == ()
+    assert np.isfinite(rank.steps["data_wait_ns"]).all()  # fit's input metered (collect/keras_datawait.py)
 
 
 TF_ORG = """\
