@@ -16,8 +16,8 @@ def _rank(hooks: list[dict[str, object]]) -> RankData:
                     extra={"hooks": hooks})
 
 
-GOOD = {"kind": "hooks", "framework": "tensorflow", "version": "2.21.0", "installed": ["tf.data", "tf.function"],
-        "refused": {}}
+GOOD: dict[str, object] = {"kind": "hooks", "framework": "tensorflow", "version": "2.21.0",
+                           "installed": ["tf.data", "tf.function"], "refused": {}}
 
 
 def test_damaged_hooks_records_are_ignored() -> None:
@@ -30,7 +30,8 @@ def test_damaged_hooks_records_are_ignored() -> None:
 
 
 def test_named_in_a_fixed_order_and_the_last_record_wins() -> None:
-    keras = {**GOOD, "framework": "keras", "version": None, "installed": [], "refused": {"fit": "KeyError: 'fit'"}}
+    keras: dict[str, object] = {**GOOD, "framework": "keras", "version": None, "installed": [],
+                                "refused": {"fit": "KeyError: 'fit'"}}
     notes = hook_notes(_rank([keras, {**GOOD, "installed": []}, GOOD]))
     assert [n["framework"] for n in notes] == ["tensorflow", "keras"]
     assert notes[0]["installed"] == ["tf.data", "tf.function"]
@@ -41,7 +42,7 @@ def test_named_in_a_fixed_order_and_the_last_record_wins() -> None:
 
 
 def test_a_long_reason_is_cut_to_one_short_line() -> None:
-    note = {**GOOD, "refused": {"tf.data": "line one\n" + "x" * 500}}
+    note: dict[str, object] = {**GOOD, "refused": {"tf.data": "line one\n" + "x" * 500}}
     text = blind_text(hook_notes(_rank([note])))
     reason = text.split("refused: tf.data: ")[1].split(")")[0]
     assert "\n" not in text and reason.startswith("line one x") and len(reason) == 160 and reason.endswith("…")
