@@ -22,24 +22,10 @@ machine), the load average printed beside them:
 2b. **Attribution** (``--attribute``, alone): arms inside one running session, one block each per round, the order
    rotated: ``bare`` (no hook), ``all`` (every per-step hook), ``-PART`` (all but one part: ``forward``, the
    model's call timed from its call slot; ``backward``; ``loader``; ``optimizer``; ``-PART-PART`` leaves out
-   several; ``+PART`` installs that part alone), each optionally ``:py`` or ``:c`` (the Python or the
-   compiled hook bodies, collect/_hooks.c), ``:c^PART`` the compiled ones but PART's Python body. Printed: each
-   arm minus bare, what each left-out part costs (all minus the arm), for a ``:c`` arm beside its ``:py`` twin
-   what the compiled bodies save, and for a ``:c^PART`` arm beside its ``:c`` twin what PART's compiled body
-   saves; paired by round, sign-test intervals. ``--processes N`` runs it in N fresh processes and prints each arm
-   minus bare as the median over processes: one process's figure moves by about ±2 µs with where its code
-   and data happen to lie in the caches.
-2c. **Alternated steps** (``--alternate``, alone): the hooks swapped in and out between single steps
-   (benchmarks/_alternate.py), each pair of adjacent steps one hooked and one bare in a random order, the
-   median of hooked minus bare over ``--pairs`` pairs with its sign-test interval; ``--processes N`` runs it in N
-   fresh processes. Blocks compare means a second apart, and on a shared VM the step drifts by more than the
-   hooks cost between them; here the drift cancels pair by pair. ``--aa`` swaps nothing: the A/A check of
-   the method, whose figure must cover 0. ``--arms A,B`` compares other arms, A minus B, of ``hooked``,
-   ``bare`` and ``probe``: at each site a wrapper that only reads the clock around what the bare step calls
-   there and writes the readings to a C array (benchmarks/_probe.c), the floor of any hook at those sites;
-   and ``log``: the probe with the reads a clock-and-log design keeps on the training thread (the loader's
-   pass when the iterator changes, the model's ``training`` flag, a step count).
-   Several ``--arms`` (``aa``: the A/A check) run round by round, one fresh process of each in turn.
+   several; ``+PART`` installs that part alone). Printed: each arm minus bare and what each left-out part costs
+   (all minus the arm); paired by round, sign-test intervals. ``--processes N`` runs it in N fresh processes and
+   prints each arm minus bare as the median over processes: one process's figure moves by about ±2 µs with where
+   its code and data happen to lie in the caches.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
    memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
@@ -54,13 +40,9 @@ machine), the load average printed beside them:
 
     python benchmarks/hook_costs.py [--rounds 5] [--pairs 24] [--block-s 0.4] [--scripts loader48,linear,many]
                                     [--only-hooks | --only-steps | --only-cold | --attribute [ARMS]]
-    python benchmarks/hook_costs.py --attribute bare,all:py,all:c --pairs 16 --scripts linear,loader48
-    python benchmarks/hook_costs.py --attribute bare,all:c^loader,all:c --pairs 24 --scripts loader48
-    python benchmarks/hook_costs.py --attribute bare,all:c --processes 6 --pairs 12 --scripts loader48
-    python benchmarks/hook_costs.py --alternate [--aa] --pairs 2000 --processes 6 --scripts linear,loader48,many
-    python benchmarks/hook_costs.py --alternate --arms probe,bare --pairs 2000 --processes 10 --scripts many
-    python benchmarks/hook_costs.py --alternate --arms hooked,bare --arms probe,bare --arms aa --pairs 8000 \
-        --processes 10 --scripts many
+    python benchmarks/hook_costs.py --attribute bare,all,-loader --processes 6 --pairs 12 --scripts loader48
+
+The hooks' cost on a realistic step (a small CNN and a real DataLoader): benchmarks/step_overhead.py.
 """
 
 from __future__ import annotations
@@ -137,15 +119,7 @@ def _cell(fn: Any, name: str) -> Any:
 
 @contextmanager
 def _swapped(fn: Any, name: str, value: Any) -> Iterator[None]:
-    """``fn``'s free variable ``name`` (a compiled hook body: its attribute ``name``) set to ``value`` inside."""
-    if getattr(fn, "__closure__", None) is None:
-        real = getattr(fn, name)
-        setattr(fn, name, value)
-        try:
-            yield
-        finally:
-            setattr(fn, name, real)
-        return
+    """``fn``'s free variable ``name`` set to ``value`` inside."""
     cell = _cell(fn, name)
     real = cell.cell_contents
     cell.cell_contents = value
@@ -187,24 +161,17 @@ def _direct_hook_costs() -> dict[str, float]:
         with _swapped(nxt, "orig_next", lambda self: batch):
             out["data loader: __next__ wrapper"] = cpu_cost_us(lambda: nxt(it))
         watch = hooks._WATCH["modules"]
-        in_use = watch.compiled
         ident, x = torch.nn.Identity(), batch[0]  # a module call as cheap as can be, with and without the timing
         bare_call = cpu_cost_us(lambda: ident(x))
-        for label, impl in body_impls():
-            watch.compiled = impl  # hooks of this implementation, their own state (nothing else changes)
-            make = watch._model_hooks()[2]
-            watch.compiled = in_use
-            slots = CallSlots(make)
-            slots.install(ident)
-            out[f"forward: the model's timed call slot [{label}]"] = max(
-                0.0, cpu_cost_us(lambda: ident(x)) - bare_call)
-            slots.remove()
-            backward = impl.Backward(s, _noop) if impl is not None else hooks._py_backward(s, _noop)
-            out[f"backward: autograd.backward wrapper [{label}]"] = cpu_cost_us(lambda b=backward: b(None))
-        step, marker = optimizer_step(parts.opt)
-        label = "compiled" if getattr(step, "__closure__", None) is None else "Python"  # the one installed
-        with _swapped(step, "orig", lambda *a, **k: None):
-            out[f"optimizer: step wrapper + step mark [{label}]"] = cpu_cost_us(lambda: step(marker))
+        slots = CallSlots(watch._model_hooks()[2])
+        slots.install(ident)
+        out["forward: the model's timed call slot"] = max(0.0, cpu_cost_us(lambda: ident(x)) - bare_call)
+        slots.remove()
+        backward = torch.autograd.backward
+        with _swapped(backward, "orig", _noop):
+            out["backward: autograd.backward wrapper"] = cpu_cost_us(lambda: backward(None))
+        step = optimizer_step(parts.opt)
+        out["optimizer: step hooks + step mark"] = cpu_cost_us(step)
         # the region rows (millions) go to a deque of their own, not to the flusher's: the same append
         real = s.region_row
         for label, cls in region_impls():
@@ -216,26 +183,23 @@ def _direct_hook_costs() -> dict[str, float]:
     return out
 
 
-def optimizer_step(opt: Any) -> tuple[Any, Any]:
-    """stepscope's timing function for ``opt``'s class (in the cell of torch's step wrapper), and the
-    optimizer that marks the steps."""
-    from stepscope.collect import hooks
+def optimizer_step(opt: Any) -> Callable[[], None]:
+    """stepscope's optimizer step hooks (the last global pre- and post-hook registered) called as torch's step
+    wrapper calls them, around no step, for ``opt`` (the optimizer that marks the steps)."""
+    from torch.optim import optimizer as optim
 
-    step = hooks._func_cell(type(opt).__dict__["step"]).cell_contents
-    assert getattr(step, "_stepscope_step", False), "the optimizer step is not timed"
-    return step, step.marker if getattr(step, "__closure__", None) is None else _cell(step, "marker").cell_contents
+    pre = list(optim._global_optimizer_pre_hooks.values())[-1]
+    post = list(optim._global_optimizer_post_hooks.values())[-1]
+
+    def step() -> None:
+        pre(opt, (opt,), {})
+        post(opt, (opt,), {})
+
+    return step
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
-
-
-def body_impls() -> list[tuple[str, Any]]:
-    """(label, compiled module or None) of each hook-body implementation here: compiled where built, Python."""
-    from stepscope.collect import hooks
-
-    compiled = hooks.compiled_hooks()
-    return [*([("compiled", compiled)] if compiled is not None else []), ("Python", None)]
 
 
 def region_impls() -> list[tuple[str, Any]]:
@@ -339,22 +303,16 @@ def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int 
 
 ATTRIBUTION_ARMS = ("bare", "all", "-forward", "-backward", "-loader", "-optimizer")
 """Table 2b's default arms: no hook; every per-step hook; every one but the named part (``-forward``: the
-model's call timed from its call slot). ``all:py`` / ``all:c`` (and
-``-part:py`` ...): the Python or the compiled hook bodies (collect/_hooks.c), whatever the default."""
+model's call timed from its call slot)."""
 
 
-def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None, tuple[str, ...]]:
-    """(parts left out, or None for no hook at all; "py", "c" or None for the default hook bodies; the parts
-    installed with their Python bodies whatever the rest use: ``:c^loader``)."""
-    name, _, impl = arm.partition(":")
-    impl, _, py = impl.partition("^")
-    py_parts = tuple(py.split("^")) if py else ()
-    if impl not in ("", "py", "c") or any(x not in STEP_HOOKS for x in py_parts):
-        raise SystemExit(f"arm {arm!r}: the implementation after ':' is py or c, then ^PART for a part's Python body")
+def _arm_spec(arm: str) -> tuple[str, ...] | None:
+    """The parts an arm leaves out, or None for no hook at all."""
+    name = arm
     if name == "bare":
-        return None, None, ()
+        return None
     if name == "all":
-        return (), impl or None, py_parts
+        return ()
     if name.startswith("+"):  # only these parts: what each costs alone, paying the step's shared cold lines
         kept = tuple(name.removeprefix("+").split("+"))
         left = tuple(x for x in STEP_HOOKS if x not in kept) if all(x in STEP_HOOKS for x in kept) else ("?",)
@@ -362,8 +320,8 @@ def _arm_spec(arm: str) -> tuple[tuple[str, ...] | None, str | None, tuple[str, 
         left = tuple(name.removeprefix("-").split("-")) if name.startswith("-") else ()
     if not left or any(x not in STEP_HOOKS for x in left):
         raise SystemExit(f"unknown arm {arm!r}: bare, all, -PART[-PART] or +PART[+PART] (PART: "
-                         f"{', '.join(STEP_HOOKS)}), then :py or :c")
-    return left, impl or None, py_parts
+                         f"{', '.join(STEP_HOOKS)})")
+    return left
 
 
 def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tuple[str, ...],
@@ -393,11 +351,10 @@ def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tup
             for i in range(rounds):
                 k = i % len(arms)
                 for arm in arms[k:] + arms[:k]:
-                    left, impl, py_parts = specs[arm]
+                    left = specs[arm]
                     hooks.remove_all()
                     if left is not None:
-                        with _hook_impl(impl):
-                            install_step_hooks(s, p, left, py_parts)
+                        install_step_hooks(s, p, left)
                     ts = _block(p, n, warm)
                     r["mean"][arm].append(sum(ts) / n / 1e3)
                     r["med"][arm].append(_median([t / 1e3 for t in ts]))
@@ -458,95 +415,6 @@ def print_attribution_processes(res: dict[str, dict[str, list[float]]]) -> None:
           "  difference of block means; the interval is over processes (>= 6 for 95%; fewer: their range).")
 
 
-def alternated(scripts: tuple[str, ...], pairs: int, *, aa: bool = False, seed: int = 0,
-               arms: tuple[str, str] = ("hooked", "bare")) -> dict[str, dict[str, Any]]:
-    """Table 2c in this process: per script, hooked and bare steps alternated (benchmarks/_alternate.py)."""
-    from benchmarks._alternate import alternate
-    from benchmarks._loop import Parts
-
-    res: dict[str, dict[str, Any]] = {}
-    with recording("hook-alternation") as s:
-        for script in scripts:
-            p = Parts(script)
-            r = alternate(s, p, pairs, aa=aa, seed=seed, arms=arms)
-            res[script] = {"diff": r["diff"], "bare_us": _median([t / 1e3 for t in r["bare"]]),
-                           "sites": r["sites"]}
-    return res
-
-
-AltRun = tuple[tuple[str, str], bool]
-"""One alternated run: the two arms compared (A minus B) and whether it is the A/A check (nothing swapped)."""
-
-
-def alternated_runs(scripts: tuple[str, ...], pairs: int, processes: int,
-                    runs: list[AltRun]) -> list[dict[str, dict[str, Any]]]:
-    """Table 2c for each of ``runs`` in ``processes`` fresh processes each, round by round (round i: one process
-    of each run in turn, seeded i), so that a drift of the machine over the minutes falls on every run alike:
-    per run and script, each process's median of the per-pair differences and its sign-test interval, the bare
-    step and the sites swapped."""
-    outs: list[dict[str, dict[str, Any]]] = [
-        {sc: {"med": [], "lo": [], "hi": [], "mean": [], "bare": []} for sc in scripts} for _ in runs]
-    for i in range(processes):
-        for (arms, aa), out in zip(runs, outs, strict=True):
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--alternate", "--pairs", str(pairs),
-                   "--scripts", ",".join(scripts), "--json", "--arms", ",".join(arms), *(["--aa"] if aa else []),
-                   "--seed", str(i)]
-            for sc, r in _child_json(cmd, i, processes).items():
-                lo, hi, _ = sign_interval(r["diff"])
-                o = out[sc]
-                o["med"].append(_median(r["diff"]))
-                o["lo"].append(lo)
-                o["hi"].append(hi)
-                o["mean"].append(sum(r["diff"]) / len(r["diff"]))
-                o["bare"].append(r["bare_us"])
-                o["sites"] = r["sites"]
-            label = "A/A" if aa else " - ".join(arms)
-            print(f"  process {i + 1}/{processes}, {label}: " + "; ".join(
-                f"{sc} {o['med'][-1]:+.1f} ({o['lo'][-1]:+.1f} to {o['hi'][-1]:+.1f})" for sc, o in out.items()),
-                flush=True)
-    return outs
-
-
-def print_alternated(res: dict[str, dict[str, Any]], *, aa: bool = False,
-                     arms: tuple[str, str] = ("hooked", "bare")) -> None:
-    title = "A/A, nothing swapped" if aa else "alternated steps" if arms == ("hooked", "bare") else " - ".join(arms)
-    print(f"\n{title:<18}{'bare step':>11}{'median':>9}  {'95% sign-test interval':<24}per process")
-    for sc, o in res.items():
-        v = o["med"]
-        lo, hi, cover = over_processes(v)
-        ci = f"{lo:+.1f} to {hi:+.1f}" + ("" if cover else " (range)")
-        print(f"{sc:<18}{_median(o['bare']):>9.0f}µs{_median(v):>+8.1f}µs  {ci:<24}" + " ".join(f"{x:+.1f}" for x in v))
-        print(f"{'':<18}within each process: " + ", ".join(f"{a:+.1f} to {b:+.1f}" for a, b in zip(o["lo"], o["hi"],
-                                                                                                   strict=True)))
-        print(f"{'':<18}mean of the differences by process: " + " ".join(f"{x:+.1f}" for x in o["mean"]))
-        print(f"{'':<18}swapped: {', '.join(o['sites'])}")
-    print(f"  µs of training-thread CPU per step: {arms[0]} minus {arms[1]} step in pairs of adjacent steps (each\n"
-          "  pair's order random, seeded by the process's number; the pairs that start a loader pass left out), the\n"
-          "  median over pairs in each process (with its sign-test interval), then over processes.")
-
-
-@contextmanager
-def _hook_impl(impl: str | None) -> Iterator[None]:
-    """The hook bodies installed inside: "py" (STEPSCOPE_PURE_HOOKS=1), "c" (unset; the compiled ones must be
-    built) or None (as the environment says)."""
-    from stepscope.collect import hooks
-
-    if impl == "c" and hooks.compiled_hooks() is None:
-        raise SystemExit("arm ':c': the compiled hooks are not built (python setup.py build_ext --inplace)")
-    before = os.environ.get(hooks.ENV_PURE_HOOKS)
-    if impl == "py":
-        os.environ[hooks.ENV_PURE_HOOKS] = "1"
-    elif impl == "c":
-        os.environ.pop(hooks.ENV_PURE_HOOKS, None)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(hooks.ENV_PURE_HOOKS, None)
-        else:
-            os.environ[hooks.ENV_PURE_HOOKS] = before
-
-
 def print_attribution(res: dict[str, dict[str, Any]]) -> None:
     """Table 2b: each arm minus bare, and what each left-out part costs (all minus the arm), paired by round."""
     print(f"\n{'attribution, one session':<26}{'steps':>6}{'rounds':>7}{'load':>10}")
@@ -561,22 +429,14 @@ def print_attribution(res: dict[str, dict[str, Any]]) -> None:
             cols = []
             if base is not None:
                 cols.append(("- bare", _paired(r, arm, base)))
-            ref = "all:" + arm.split(":")[1] if ":" in arm and not arm.startswith("all") else "all"
-            if arm.startswith("-") and ref in arms:
-                cols.append((f"{ref} - this (the part's cost)", _paired(r, ref, arm)))
-            py = arm.removesuffix(":c") + ":py"
-            if arm.endswith(":c") and py in arms:
-                cols.append((f"{py} - this (C saves)", _paired(r, py, arm)))
-            if "^" in arm and arm.split("^")[0] in arms:
-                cols.append((f"this - {arm.split('^')[0]} (the compiled part saves)",
-                             _paired(r, arm, arm.split("^")[0])))
+            if arm.startswith("-") and "all" in arms:
+                cols.append(("all - this (the part's cost)", _paired(r, "all", arm)))
             text = "   ".join(f"{label} {m:+6.1f} ({lo:+.1f} to {hi:+.1f}) / {mm:+6.1f} ({mlo:+.1f} to {mhi:+.1f})"
                                for label, (m, lo, hi, mm, mlo, mhi) in cols)
             print(f"  {arm:<24}{text}")
     print("  µs of training-thread CPU per step: median over rounds of the paired difference of block means,\n"
           "  then of block medians, each with its sign-test interval (>= 95%). Arms: bare = no hook; all = the\n"
-          "  per-step hooks (loader, forward timing, backward, optimizer); -PART = all but PART; :py / :c =\n"
-          "  the Python / compiled hook bodies; :c^PART = the compiled ones but PART's Python body.")
+          "  per-step hooks (loader, forward timing, backward, optimizer); -PART = all but PART.")
 
 
 def _paired(r: dict[str, Any], a: str, b: str) -> tuple[float, float, float, float, float, float]:
@@ -593,19 +453,14 @@ def _nothing() -> Iterator[None]:
     yield None
 
 
-ALTERNATE_MIN_PAIRS = 10
-"""The fewest pairs ``--alternate`` takes: enough that a process's differences are not all pass starts."""
-
 STEP_HOOKS = ("loader", "forward", "backward", "optimizer")
 """The hooks that run every step, each a part that an attribution arm can leave out."""
 
 
-def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ...] = (),
-                       python_parts: tuple[str, ...] = ()) -> None:
+def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ...] = ()) -> None:
     """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them.
     ``leave_out``: parts of :data:`STEP_HOOKS` removed again after two steps of ``parts`` (the first step finds
-    the model, which needs the optimizer's timer), the others left as they are. ``python_parts``: installed
-    with their Python bodies (``STEPSCOPE_PURE_HOOKS=1``), the others as the environment says."""
+    the model, which needs the optimizer's timer), the others left as they are."""
     from stepscope.collect import hooks
 
     installs: dict[str, Callable[[], None]] = {
@@ -617,8 +472,7 @@ def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ..
     undo: dict[str, list[Callable[[], None]]] = {}
     for name, install in installs.items():
         n0 = len(hooks._UNDO)
-        with _hook_impl("py" if name in python_parts else None):
-            install()
+        install()
         undo[name] = hooks._UNDO[n0:]
     if not leave_out:
         return
@@ -710,20 +564,15 @@ def _median(xs: list[float]) -> float:
 
 def print_hook_table(costs: dict[str, float], background: dict[str, float], rate: float) -> float:
     """Table 1; returns the per-step total."""
-    from stepscope.collect import hooks
-
-    body = "compiled" if hooks.use_compiled() is not None else "Python"
     print(f"{'per step, by hook':<56}{'µs':>8}   target")
     total = 0.0
     for k, v in costs.items():
         if not k.startswith("region"):
-            counted = "[" not in k or k.endswith(f"[{body}]")
-            total += v if counted else 0.0
-            print(f"{k:<56}{v:>8.2f}{'' if counted else '   (not in use: not in the total)'}")
+            total += v
+            print(f"{k:<56}{v:>8.2f}")
     for name, v in background.items():
         total += v
         print(f"{name + ' thread (its CPU time per step)':<48}{v:>8.2f}")
-    print(f"  hook bodies: {body} in use ({hooks.ENV_PURE_HOOKS}=1 forces the Python ones)")
     print(f"{'total per step':<48}{total:>8.2f}   <= {STEP_TARGET_US:g} µs  "
           f"{'met' if total <= STEP_TARGET_US else 'NOT MET'}")
     per_s = ", ".join(f"{name} {v * rate / 1e3:.2f} ms" for name, v in background.items())
@@ -823,25 +672,24 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
         model, args = watch.models[0], (batch[0],)
         slot = watch._hooks[2](model, _noop)  # what the model's slot gets, as installed, around a no-op
         backward = torch.autograd.backward
-        step, marker = optimizer_step(parts.opt)
+        step = optimizer_step(parts.opt)
         buf = torch.empty(64 << 20, dtype=torch.uint8)
 
         def one_step_of_hooks() -> None:
             nxt(it)
             slot(*args)
             backward(None)
-            step(marker)
+            step()
 
         calls: dict[str, Callable[[], Any]] = {
             COLD_FLOORS[0]: lambda: None, COLD_FLOORS[1]: lambda: math.floor(1.5),
             "data loader": lambda: nxt(it), "forward": lambda: slot(*args), "backward": lambda: backward(None),
-            "optimizer + step mark": lambda: step(marker), "one step of hooks": one_step_of_hooks,
+            "optimizer + step mark": step, "one step of hooks": one_step_of_hooks,
             MODE_READS[0]: lambda: model.training, MODE_READS[1]: lambda: model._compiled_call_impl,
             MODE_READS[2]: lambda: (model._compiled_call_impl, model.training)}
         states: dict[str, Callable[[], Any] | None] = {
             "warm": None, COLD_STATE: many_step, "after a 64 MiB write": lambda: buf.fill_(1)}
-        with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None), \
-                _swapped(step, "orig", lambda *a, **k: None):
+        with _swapped(nxt, "orig_next", lambda self: batch), _swapped(backward, "orig", lambda *a, **k: None):
             read = median_us(lambda: None, None)  # the clock read itself, warm
             for state, evict in states.items():
                 out[state] = {name: median_us(fn, evict) - read for name, fn in calls.items()}
@@ -893,14 +741,6 @@ def print_call_counts() -> None:
         print(f"  {script:<10}{py:>6.1f} Python calls, {c:>6.1f} C calls per step")
 
 
-def alt_run(spec: str, aa: bool = False) -> AltRun:
-    """``--arms``'s value as a run: "A,B" (two different arms of ``_alternate.ARMS``; the A/A check too with
-    ``aa``), or "aa" (the A/A check of hooked against hooked)."""
-    from benchmarks._alternate import check_arms  # no torch import: a bad value is refused before torch loads
-
-    return (("hooked", "bare"), True) if spec == "aa" else (check_arms(tuple(spec.split(","))), aa)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=5, help="repeats of table 1 (minimum over half of them)")
@@ -913,47 +753,19 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=0, metavar="N",
                    help="with --attribute: run it in N fresh processes and print the median over them")
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child of --processes
-    p.add_argument("--alternate", action="store_true",
-                   help="table 2c only: hooked and bare steps alternated one by one (--pairs pairs; benchmarks/"
-                        "_alternate.py); with --processes N, in N fresh processes")
-    p.add_argument("--aa", action="store_true", help="with --alternate: the A/A check (nothing swapped)")
-    p.add_argument("--seed", type=int, default=0, help="with --alternate: the seed of the pairs' order")
-    p.add_argument("--arms", action="append", metavar="A,B",
-                   help="with --alternate: the two arms, A minus B, of hooked (stepscope's hooks), bare (none), "
-                        "probe (the floor of a hook at the same sites: clock, call, clock, a C array; "
-                        "benchmarks/_probe.c) and log (probe and the reads a clock-and-log design keeps: the "
-                        "loader's pass, the model's training flag, a step count); default hooked,bare. Given "
-                        "more than once (aa: the A/A check), the runs go round by round, one process of each in turn")
     p.add_argument("--attribute", nargs="?", const=",".join(ATTRIBUTION_ARMS), metavar="ARMS",
                    help="table 2b only: arms in one session, each hook left out in turn (comma list; default "
-                        f"{','.join(ATTRIBUTION_ARMS)}; all:py,all:c compares the hook bodies); --pairs rounds")
+                        f"{','.join(ATTRIBUTION_ARMS)}); --pairs rounds")
     args = p.parse_args()
-    runs = [alt_run(spec, args.aa) for spec in args.arms or ["hooked,bare"]]  # a bad --arms refused before torch
     import torch
 
     torch.set_num_threads(1)
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)\n")
     scripts = tuple(args.scripts.split(","))
     arms = tuple(args.attribute.split(",")) if args.attribute else ()
-    if args.alternate:
-        if args.pairs < ALTERNATE_MIN_PAIRS or args.processes < 0:
-            raise SystemExit(f"--alternate needs --pairs of at least {ALTERNATE_MIN_PAIRS} (one pair in 32 starts a "
-                             f"loader pass and is left out) and --processes of 0 or more; got --pairs {args.pairs}, "
-                             f"--processes {args.processes}")
-        if args.json:
-            if len(runs) != 1:
-                raise SystemExit("a --json child runs one --arms")
-            arms_ab, aa = runs[0]
-            print(json.dumps(alternated(scripts, args.pairs, aa=aa, seed=args.seed, arms=arms_ab)))
-            return
-        for (arms_ab, aa), res in zip(runs, alternated_runs(scripts, args.pairs, max(args.processes, 1), runs),
-                                      strict=True):
-            print_alternated(res, aa=aa, arms=arms_ab)
-        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
-        return
     if args.processes and (not arms or "bare" not in arms or args.processes < 0):
         raise SystemExit("--processes N (N >= 1) runs --attribute with bare among its arms: e.g. "
-                         "--attribute bare,all:c --processes 6")
+                         "--attribute bare,all --processes 6")
     for arm in arms:
         _arm_spec(arm)  # an unknown arm refused here in one line, not in each child
     if args.only_cold:

@@ -8,11 +8,10 @@
    ``linear``: a ``Linear(20, 1)`` step, ``many``: 201 modules), bare and under `stepscope run`, in
    interleaved pairs: the paired difference of the median step time and of the process CPU time per step
    (background threads included).
-   Then the hooks' cost in a step of each script with hooked and bare steps alternated one by one (hook_costs.py
-   ``--alternate``, 2,000 pairs in each of 6 processes) beside the same run swapping nothing (the A/A check):
-   the figure judged against the target (met, not met, inconclusive; not judged when the A/A misses 0). With
-   ``--alternate-floor``, beside it the floor of any hook at the same sites (``--arms probe,bare``: a wrapper
-   that only reads the clock around what the bare step calls and writes the readings to a C array).
+   Then the hooks' cost on a realistic step (benchmarks/step_overhead.py: a small CNN fed by a real DataLoader,
+   about 1.5 ms a step on a quiet core): bare, bare again (the A/A check) and hooked blocks interleaved in
+   rounds, the paired difference to bare by the wall and the CPU clock with its sign-test interval, judged
+   against the target (met, not met, inconclusive; not judged when the A/A misses 0).
 3. The per-hook table (benchmarks/hook_costs.py: each hook's own figure, thread CPU time, minima of
    repeats), a region enter/exit, and start-up (``python -c "import torch"`` bare and under stepscope's boot,
    wall and CPU time, minima over alternating pairs).
@@ -31,10 +30,8 @@ is below 1% where separate runs' is not (benchmarks/keras_within.py, ``--within-
 Per-part figures of separate fits in one process: benchmarks/keras_overhead.py.
 
     python benchmarks/overhead.py [--rounds 5] [--steps 300] [--keras-steps 150] [--only-keras | --no-keras]
-        [--no-tools] [--no-scripts] [--within-rounds 1000] [--alternate-pairs 2000] [--alternate-processes 6]
-        [--alternate-scripts loader48,linear,many] [--alternate-floor]
-    python benchmarks/overhead.py --no-tools --no-scripts --no-keras --alternate-scripts many \
-        --alternate-processes 64     # the verdict on many (201 modules): ~50 min on a quiet host
+        [--no-tools] [--no-scripts] [--within-rounds 1000] [--step-rounds 60] [--step-processes 3]
+    python benchmarks/overhead.py --no-tools --no-scripts --no-keras --step-rounds 200   # the realistic step only
 """
 
 from __future__ import annotations
@@ -193,47 +190,32 @@ def target_verdict(interval: tuple[float, float], aa: tuple[float, float], targe
         return "met"
     if interval[0] > target:
         return "NOT MET"
-    return ("inconclusive: the interval spans the target (more --alternate-pairs or --alternate-processes, or a "
-            "quieter machine)")
+    return "inconclusive: the interval spans the target (more --step-rounds, or a quieter machine)"
 
 
-def print_alternated_hooks(pairs: int, processes: int, floor: bool = False,
-                          scripts: tuple[str, ...] = tuple(SCRIPT_STEPS)) -> None:
-    """The zero-code hooks' cost in a step of each issue-20 script, hooked and bare steps alternated one by one
-    (benchmarks/hook_costs.py --alternate), beside the method's A/A check, with the verdict on the target; with
-    ``floor``, then the floor of a hook at the same sites (``--arms probe,bare``). The runs go round by round, one
-    process of each in turn, so that a drift of the machine over the minutes falls on each alike."""
+def print_realistic_step(rounds: int, processes: int) -> None:
+    """The zero-code hooks' cost on a realistic step (benchmarks/step_overhead.py: a small CNN fed by a real
+    DataLoader), bare, bare again (A/A) and hooked blocks interleaved in one session, pooled over processes, with
+    the verdict on the target (CPU clock)."""
     sys.path.insert(0, str(HERE.parent))
-    from benchmarks.hook_costs import alternated_runs, over_processes
+    from benchmarks.hook_costs import sign_interval
+    from benchmarks.step_overhead import CLOCKS, measure
 
-    print(f"\nthe zero-code hooks in a step, hooked and bare steps alternated one by one ({pairs} pairs a process, "
-          f"{processes} processes; hook_costs.py --alternate, A/A: --aa)", flush=True)
-    runs = [(("hooked", "bare"), False), (("hooked", "bare"), True)]
-    if floor:
-        runs.append((("probe", "bare"), False))
-    real, aa, *rest = alternated_runs(scripts, pairs, processes, runs)
-
-    def cells(meds: list[float], width: int) -> tuple[str, tuple[float, float]]:
-        """A figure's median and interval over processes, printed and as numbers."""
-        lo, hi = over_processes(meds)[:2]
-        return f"{statistics.median(meds):>+{width}.1f}µs{lo:>+10.1f} to {hi:>+6.1f}", (lo, hi)
-
-    print(f"{'script':<10}{'hooked - bare':>14}{'interval':>20}{'A/A':>9}{'interval':>20}   target")
-    for sc in scripts:
-        (rtext, r), (atext, a) = cells(real[sc]["med"], 12), cells(aa[sc]["med"], 7)
-        print(f"{sc:<10}{rtext}{atext}   <= {STEP_TARGET_US:g} µs: "
-              + target_verdict(r, a, STEP_TARGET_US, len(real[sc]["med"])))
-    print("  µs of training-thread CPU per step, median over processes with its 95% sign-test interval (fewer than\n"
-          "  6 processes: their range); the loader's once-a-pass cost is not in it\n"
-          "  (benchmarks/RESULTS.md, 'eleventh change')")
-    if floor:
-        low = rest[0]
-        print("the floor of any hook at the same four sites (clock, call, clock, a C array; hook_costs.py --alternate "
-              "--arms probe,bare)")
-        for sc in scripts:
-            hooked = statistics.median(real[sc]["med"])
-            print(f"{sc:<10}{cells(low[sc]['med'], 12)[0]}   of the hooks' {hooked:+.1f} µs (benchmarks/RESULTS.md, "
-                  "'twelfth change')")
+    print(f"\nthe zero-code hooks on a realistic step (step_overhead.py: {processes} processes x {rounds} rounds, "
+          "bare / bare again / hooked blocks interleaved)", flush=True)
+    pooled = measure(rounds, 20, processes, ["bare", "bare-again", "hooks"], show=False)
+    print(f"{'clock':<6}{'bare step':>11}{'hooks - bare':>14}{'interval':>20}{'A/A':>9}{'interval':>20}   target")
+    for c in CLOCKS:
+        med = pooled[c]
+        bare = med["bare"]
+        diff = [(h - b) / 1e3 for h, b in zip(med["hooks"], bare, strict=True)]
+        aa = [(h - b) / 1e3 for h, b in zip(med["bare-again"], bare, strict=True)]
+        r, a = sign_interval(diff)[:2], sign_interval(aa)[:2]
+        print(f"{c:<6}{statistics.median(bare) / 1e3:>9.0f}µs{statistics.median(diff):>+12.1f}µs"
+              f"{r[0]:>+10.1f} to {r[1]:>+6.1f}{statistics.median(aa):>+7.1f}µs{a[0]:>+10.1f} to {a[1]:>+6.1f}   "
+              f"<= {STEP_TARGET_US:g} µs: " + target_verdict(r, a, STEP_TARGET_US))
+    print("  µs per step, median over rounds of the paired difference of block medians, with its 95% sign-test\n"
+          "  interval (benchmarks/RESULTS.md has the figures over time)")
 
 
 def print_hooks_and_region() -> None:
@@ -301,23 +283,13 @@ def main() -> None:
                    help="rounds of the Keras arms paired within one process (keras_overhead.py --within; 0: none)")
     p.add_argument("--no-tools", action="store_true", help="leave out the 10 ms loop under the four tools")
     p.add_argument("--no-scripts", action="store_true", help="leave out the issue-20 scripts' pairs")
-    p.add_argument("--alternate-pairs", type=int, default=2000,
-                   help="pairs of alternated steps a process for the hooks' cost per step (0: leave it out)")
-    p.add_argument("--alternate-processes", type=int, default=6, help="processes of alternated steps (and of A/A)")
-    p.add_argument("--alternate-scripts", default=",".join(SCRIPT_STEPS),
-                   help=f"the scripts of the alternated steps (comma list of {', '.join(SCRIPT_STEPS)})")
-    p.add_argument("--alternate-floor", action="store_true",
-                   help="also the floor of a hook at the same sites (probe - bare, as many processes and pairs)")
+    p.add_argument("--step-rounds", type=int, default=60,
+                   help="rounds a process of the realistic step's bare / A/A / hooked blocks (0: leave it out)")
+    p.add_argument("--step-processes", type=int, default=3, help="processes of the realistic step's rounds")
     args = p.parse_args()
-    sys.path.insert(0, str(HERE.parent))
-    from benchmarks.hook_costs import ALTERNATE_MIN_PAIRS
-
-    if args.alternate_pairs < 0 or 0 < args.alternate_pairs < ALTERNATE_MIN_PAIRS or args.alternate_processes < 0:
-        p.error(f"--alternate-pairs is 0 (left out) or at least {ALTERNATE_MIN_PAIRS}, and --alternate-processes 0 "
-                f"or more; got {args.alternate_pairs} and {args.alternate_processes}")
-    alt_scripts = tuple(args.alternate_scripts.split(","))
-    if not set(alt_scripts) <= set(SCRIPT_STEPS):  # an empty value splits to ("",): refused here too
-        p.error(f"--alternate-scripts takes a comma list of {', '.join(SCRIPT_STEPS)}; got {args.alternate_scripts}")
+    if args.step_rounds < 0 or 0 < args.step_rounds < 6 or args.step_processes < 1:
+        p.error(f"--step-rounds is 0 (left out) or at least 6, and --step-processes 1 or more; got "
+                f"{args.step_rounds} and {args.step_processes}")
     import os
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", file=sys.stderr)
@@ -360,9 +332,8 @@ def main() -> None:
                   f"{min(ratios):>10.4f}-{max(ratios):.4f}")
     if scripts:
         print_script_pairs(scripts)
-    if args.alternate_pairs > 0 and args.alternate_processes > 0:
-        print_alternated_hooks(args.alternate_pairs, args.alternate_processes, args.alternate_floor,
-                               alt_scripts)
+    if args.step_rounds > 0:
+        print_realistic_step(args.step_rounds, args.step_processes)
     print_hooks_and_region()
     print_startup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

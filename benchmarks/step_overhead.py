@@ -34,10 +34,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script: `benchmarks.hook_costs` importable
-ARMS: dict[str, dict[str, str] | None] = {"bare": None, "bare-again": None,
-                                          "hooks-py": {"STEPSCOPE_PURE_HOOKS": "1"},
-                                          "hooks-c": {"STEPSCOPE_PURE_HOOKS": ""}}
-"""Each arm: None (no hook) or the environment its hooks are installed under."""
+ARMS: dict[str, dict[str, str] | None] = {"bare": None, "bare-again": None, "hooks": {}}
+"""Each arm: None (no hook) or the environment its hooks are installed under (an arm comparing two ways of
+installing them sets what tells them apart; benchmarks/RESULTS.md has the run that compared the compiled and the
+Python hook bodies this way)."""
 CLOCKS = ("wall", "cpu")
 """Each block's median step time by the wall clock and by the training thread's CPU clock (on a loaded machine
 the CPU clock leaves out the time the thread waited for a core)."""
@@ -144,6 +144,9 @@ def run_rounds(rounds: int, steps: int, arms: list[str], seed: int) -> dict[str,
                 finally:
                     hooks.remove_all()
         recorded = s.step_index
+    want = rounds * (WARM + steps) * sum(ARMS[a] is not None for a in arms)
+    if recorded != want:  # hooks that missed steps would look cheap: no figure from them
+        raise SystemExit(f"step_overhead.py: the hooked blocks recorded {recorded} steps of their {want}")
     return {"wall": medians, "cpu": cpu, "recorded_steps": recorded}
 
 
@@ -194,6 +197,29 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(res))
 
 
+def measure(rounds: int, steps: int, processes: int, arms: list[str], seed: int = 0,
+            show: bool = True) -> dict[str, dict[str, list[float]]]:
+    """``processes`` fresh processes one after another, each ``rounds`` rounds; per clock, each arm's block
+    medians pooled over processes (each process's summary printed with ``show``)."""
+    pooled: dict[str, dict[str, list[float]]] = {c: {a: [] for a in arms} for c in CLOCKS}
+    for i in range(processes):
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--rounds", str(rounds),
+               "--steps", str(steps), "--arms", ",".join(arms), "--seed", str(seed + i)]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent,
+                              env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+        if done.returncode:
+            sys.exit(f"step_overhead.py: process {i} failed:\n{done.stderr[-2000:]}")
+        res = json.loads(done.stdout.strip().splitlines()[-1])
+        for c in CLOCKS:
+            if show:
+                print_summary(f"process {i}, {c}", res[c])
+            for a in arms:
+                pooled[c][a].extend(res[c][a])
+        if show:
+            print(f"  steps recorded by the hooked blocks: {res['recorded_steps']}")
+    return pooled
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=120)
@@ -213,23 +239,12 @@ def main() -> None:
         return
     print(f"load average {os.getloadavg()[0]:.2f}; {args.processes} processes x {args.rounds} rounds x "
           f"{args.steps} steps per arm")
-    pooled: dict[str, dict[str, list[float]]] = {c: {a: [] for a in arms} for c in CLOCKS}
-    for i in range(args.processes):
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--rounds", str(args.rounds),
-               "--steps", str(args.steps), "--arms", args.arms, "--seed", str(args.seed + i)]
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent,
-                              env={**os.environ, "PYTHONPATH": str(HERE.parent)})
-        if done.returncode:
-            sys.exit(f"step_overhead.py: process {i} failed:\n{done.stderr[-2000:]}")
-        res = json.loads(done.stdout.strip().splitlines()[-1])
-        for c in CLOCKS:
-            print_summary(f"process {i}, {c}", res[c])
-            for a in arms:
-                pooled[c][a].extend(res[c][a])
-        print(f"  steps recorded by the hooked blocks: {res['recorded_steps']}")
+    pooled = measure(args.rounds, args.steps, args.processes, arms, args.seed)
     if args.processes > 1:
         for c in CLOCKS:
             print_summary(f"pooled, {c}", pooled[c])
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+
 
 if __name__ == "__main__":
     main()
