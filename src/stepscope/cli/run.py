@@ -8,7 +8,7 @@ import signal
 import sys
 
 from stepscope.cli.common import add_store_args, parse_pairs, store_from
-from stepscope.collect.options import Options
+from stepscope.collect.options import AUTO_SKIP, Options
 from stepscope.errors import UserError
 
 
@@ -54,8 +54,6 @@ def options_from(args: argparse.Namespace) -> Options:
         raise UserError(f"--profile-steps {args.profile_steps}: must be 0 (off) or positive")
     if args.profile_skip is not None and args.profile_skip < 0:
         raise UserError(f"--profile-skip {args.profile_skip}: must be 0 or positive")
-    from stepscope.collect.window import AUTO_SKIP  # (window.py imports the recorder: only where asked)
-
     skip = args.profile_skip if args.profile_skip is not None else (
         max(3, args.warmup_steps) if args.warmup_steps is not None else AUTO_SKIP)
     return Options(sample_interval_s=args.sample_interval, samples_per_step=args.samples_per_step,

@@ -15,6 +15,9 @@ ENV_DISABLE = "STEPSCOPE_DISABLE"
 ENV_DATABENCH = "STEPSCOPE_DATABENCH"
 """Set by `stepscope data-bench` to its spec (collect/databench.py); the bench is installed only then."""
 
+AUTO_SKIP = -1
+"""``profile_skip`` value meaning: place the window after the automatic warm-up (see collect/window.py)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Options:

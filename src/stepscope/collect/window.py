@@ -32,11 +32,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from stepscope.collect.options import AUTO_SKIP as AUTO_SKIP  # (defined with the options it is a value of)
 from stepscope.collect.session import Session
 from stepscope.store.rundir import ARTIFACTS
 
-AUTO_SKIP = -1
-"""``profile_skip`` value meaning: place the window after the automatic warm-up (see the module docstring)."""
 MIN_SKIP = 3
 KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
 MAX_AUTO_WARMUP = 10
