@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,19 @@ def test_a_huge_name_costs_a_small_multiple_of_the_file(tmp_path: Path, reader: 
     peak, longest, cut = map(int, out.stdout.split())
     assert longest == MAX_NAME_CHARS and cut == 1
     assert peak < (2 if reader == "c" else 6) * len(body), peak / len(body)
+
+
+def test_what_the_fuzz_found_reads_the_same_by_both_readers(tmp_path: Path) -> None:
+    """Found by test_traces_fuzz_types.py: a flow's ts of 1e300 (a NumPy invalid-cast warning), a name nested 1,000
+    deep (RecursionError from str), Input Dims nested past orjson's 254 levels (the readers differed)."""
+    flow = {"ph": "s", "cat": "ac2g", "id": 1, "pid": 0, "tid": 1, "ts": 1e300}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = both(write(tmp_path, [OP, flow]))[0]
+    assert t.flows["ts_ns"].tolist() == [-1000]  # as a flow without ts
+    deep_name = '{"traceEvents": [OP, {"ph": "X", "cat": "cpu_op", "name": V, "ts": 1, "dur": 1}]}'
+    doc = deep_name.replace("OP", json.dumps(OP)).replace("V", "[" * 1000 + "]" * 1000)
+    assert "(a value nested too deep to show)" in both(write_raw(tmp_path, doc))[0].names
+    for levels, text in ((254, "[" * 254 + "]" * 254), (255, "null")):
+        dims = dict(OP, args={"Input Dims": json.loads("[" * levels + "]" * levels)})
+        assert both(write(tmp_path, [dims]))[0].shapes == (text,)

@@ -33,6 +33,8 @@ enum { ST_OK = 0, ST_MORE = 1, ST_BAD = 2, ST_ERR = 3, ST_DEEP = 4 };
 #define MAX_DEPTH 1023
 /* Names and categories longer than this many characters are cut (stepscope.traces.notes.MAX_NAME_CHARS). */
 #define MAX_NAME_CHARS 65536
+/* Levels of lists orjson.dumps writes (the Python reader's Input Dims text); deeper reads as the text "null". */
+#define DIMS_MAX_LEVELS 254
 #define MISSING_ARG (-(INT64_C(1) << 62))
 #define MAX_US 4.5e15
 
@@ -252,6 +254,7 @@ typedef struct {
     double bpsm, wpsm, occ;
     int64_t grid, block;
     int has_dims;
+    int dims_depth; /* levels of lists in Input Dims: past DIMS_MAX_LEVELS its text is "null", as orjson.dumps fails */
     int has_coll;
     Span coll[NUM_COLL];
     uint16_t wrong; /* W_* bits: a value of the wrong type (an array or object) read as not measured */
@@ -797,6 +800,7 @@ static int canon_value(Cur *c, Ev *ev, Buf *out, int depth) {
     if (c->p >= c->end) return ST_MORE;
     char ch = *c->p;
     if (ch == '[' && depth > MAX_DEPTH) return ST_DEEP;
+    if (ch == '[' && depth - 2 > ev->dims_depth) ev->dims_depth = depth - 2; /* Input Dims itself: depth 3, level 1 */
     const char *start = c->p;
     if (ch == '[') {
         c->p++;
@@ -924,6 +928,10 @@ static int parse_args(Cur *c, Ev *ev) {
                 c->b->dims.n = 0;
                 CHECK(canon_value(c, ev, &c->b->dims, 3));
                 ev->has_dims = 1;
+                if (ev->dims_depth > DIMS_MAX_LEVELS) {
+                    c->b->dims.n = 0;
+                    if (buf_put(&c->b->dims, "null", 4)) return ST_ERR;
+                }
             }
             break;
         }
@@ -1006,10 +1014,10 @@ static int commit(Builder *b, Ev *ev) {
     } else if (ev->ph_kind != 1) return ST_OK;
     if (ev->sem) return ST_BAD;
     if (flow) {
-        if (!isnan(ev->ts) && !(fabs(ev->ts) < MAX_US)) return ST_BAD;
         PUSH(F_ID, int64_t, ev->id);
         PUSH(F_START, uint8_t, ev->ph_kind == 2);
-        PUSH(F_TS, int64_t, us_to_ns(isnan(ev->ts) ? -1.0 : ev->ts)); /* NaN (no ts): -1 µs, as Python's nan_to_num */
+        /* NaN (no ts), infinite or absurd: -1 µs, as the Python reader's nan_to_num */
+        PUSH(F_TS, int64_t, us_to_ns(fabs(ev->ts) < MAX_US ? ev->ts : -1.0));
         PUSH(F_PID, int64_t, ev->pid);
         PUSH(F_TID, int64_t, ev->tid);
         b->flow_count++;

@@ -168,6 +168,15 @@ def _product(dims: Any) -> int:
         return -1
 
 
+def _text(v: Any) -> str:
+    """A name or category that is not a string, read as its text (a value nested too deep for ``str``: a fixed
+    text, the same every time)."""
+    try:
+        return str(v)
+    except RecursionError:
+        return "(a value nested too deep to show)"
+
+
 def _shape_text(dims: Any) -> str:
     """Input Dims as compact JSON; a value orjson cannot write (an integer beyond 64 bits, read by the typed
     decoder) is damage and reads as no shape."""
@@ -259,7 +268,7 @@ class ChunkColumns:
                 table.setdefault(v, len(table))
             return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
         except TypeError:
-            texts = [v if v.__class__ is str else str(v) for v in values]
+            texts = [v if v.__class__ is str else _text(v) for v in values]
             if cap:
                 long = [len(t) > MAX_NAME_CHARS for t in texts]
                 self.cut_strings += sum(long)
@@ -360,7 +369,9 @@ class ChunkColumns:
         ph, ts, pid, tid, ids = fields
         self.flow_parts["id"].append(_ints(ids))
         self.flow_parts["is_start"].append(np.asarray([p == "s" for p in ph], dtype=bool))
-        self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(_floats(ts), nan=-1.0)))
+        us = _floats(ts)
+        us[~(np.abs(us) < _MAX_US)] = np.nan  # NaN, infinite or absurd: as absent (-1 µs), never an overflowing cast
+        self.flow_parts["ts_ns"].append(us_to_ns(np.nan_to_num(us, nan=-1.0)))
         self.flow_parts["pid"].append(_ints(pid))
         self.flow_parts["tid"].append(_ints(tid))
 
