@@ -84,8 +84,14 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+NVIDIA_DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+"""On Linux, NVML can answer only where one of these exists (the driver; /dev/dxg: WSL 2's GPU)."""
+
+
 def nvml_gpus() -> tuple[GpuInfo, ...]:
     """GPUs through NVML; () where NVML is not installed or no driver is loaded."""
+    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in NVIDIA_DRIVER_PATHS):
+        return ()  # no driver: nvmlInit would fail, after tens of ms importing pynvml
     try:
         import pynvml
     except ImportError:
@@ -115,13 +121,42 @@ def nvml_gpus() -> tuple[GpuInfo, ...]:
             pass
 
 
-def host_info() -> HostInfo:
-    import psutil
+def linux_cpu_memory() -> tuple[int, int, int] | None:
+    """(physical cores, logical CPUs, memory bytes) read as psutil reads them on Linux (its first method for the
+    cores: distinct ``core_cpus_list`` / ``thread_siblings_list``), without importing psutil (tens of ms of
+    every `stepscope run`); None where that way does not apply (psutil then answers)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import glob
 
+    try:
+        logical = os.sysconf("SC_NPROCESSORS_ONLN")
+        cores = set()
+        for path in (glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/core_cpus_list")
+                     or glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")):
+            with open(path, "rb") as f:
+                cores.add(f.read().strip())
+        with open("/proc/meminfo", "rb") as f:
+            total = next(int(line.split()[1]) * 1024 for line in f if line.startswith(b"MemTotal:"))
+    except (OSError, ValueError, StopIteration, IndexError):
+        return None
+    if not cores or logical < 1:
+        return None
+    return len(cores), logical, total
+
+
+def host_info() -> HostInfo:
+    counts = linux_cpu_memory()
+    if counts is not None:
+        physical, logical, memory = counts
+    else:
+        import psutil
+
+        physical, logical = psutil.cpu_count(logical=False), psutil.cpu_count(logical=True)
+        memory = int(psutil.virtual_memory().total)
     return HostInfo(hostname=platform.node(), os=f"{platform.system()} {platform.release()}",
-                    cpu_model=_cpu_model(), cpu_cores_physical=psutil.cpu_count(logical=False),
-                    cpu_cores_logical=psutil.cpu_count(logical=True),
-                    memory_bytes=int(psutil.virtual_memory().total), gpus=nvml_gpus())
+                    cpu_model=_cpu_model(), cpu_cores_physical=physical, cpu_cores_logical=logical,
+                    memory_bytes=memory, gpus=nvml_gpus())
 
 
 def _version(dist: str) -> str | None:
@@ -131,6 +166,49 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _metadata_name(folder: str) -> str | None:
+    """The normalised distribution name of a ``NAME[-VERSION].dist-info`` / ``.egg-info`` folder name, as
+    importlib.metadata's lookup reads it; None for any other name."""
+    low = folder.lower()
+    if not low.endswith((".dist-info", ".egg-info")):
+        return None
+    return low.rpartition(".")[0].partition("-")[0].replace("-", "_").replace(".", "_")
+
+
+def own_version() -> str:
+    """stepscope's installed version as ``importlib.metadata.version`` gives it ("dev" where none is installed):
+    the Version of the first ``sys.path`` folder holding stepscope's metadata, importlib.metadata's own order,
+    read without importing importlib.metadata (tens of ms of every `stepscope run` and observed process).
+    Anything else than one plain metadata folder (a zip on sys.path, an egg, two candidates) asks it."""
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            if os.path.isfile(folder):  # a zip: importlib.metadata reads those
+                return _version("stepscope") or "dev"
+            continue
+        found = [n for n in names if _metadata_name(n) == "stepscope"]
+        if not found:
+            if any(n.lower().startswith("stepscope") and n.lower().endswith(".egg") for n in names):
+                return _version("stepscope") or "dev"
+            continue
+        if len(found) > 1:
+            return _version("stepscope") or "dev"
+        meta = os.path.join(folder, found[0], "METADATA" if found[0].lower().endswith(".dist-info") else "PKG-INFO")
+        try:
+            with open(meta, encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line.partition(":")[2].strip()
+                    if not line.strip():
+                        break  # the headers end at the first blank line
+        except OSError:
+            pass
+        return _version("stepscope") or "dev"
+    return "dev"
 
 
 def software_info() -> SoftwareInfo:
@@ -149,7 +227,7 @@ def software_info() -> SoftwareInfo:
                 nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except Exception:
             pass
-    return SoftwareInfo(python=platform.python_version(), stepscope=_version("stepscope") or "dev",
+    return SoftwareInfo(python=platform.python_version(), stepscope=own_version(),
                         torch=getattr(torch, "__version__", None) if torch else None,
                         cuda=cuda, cudnn=cudnn, nccl=nccl, platform=platform.platform())
 
