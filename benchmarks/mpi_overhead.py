@@ -76,6 +76,8 @@ def fmt(name: str, xs: list[float], unit: str = "x") -> str:
     return f"  {name:<42} {m:8.3f}{unit}  (95% {lo:.3f} to {hi:.3f}; {len(xs)} values)"
 
 
+PP_BLOCK = 200
+"""Round trips per timed block of the ping-pong jobs."""
 PHASES = ("pingpong_s", "pingpong_median_us", "allreduce_s", "allreduce_median_us")
 
 
@@ -130,12 +132,12 @@ def main() -> None:
         raise SystemExit("mpi_overhead: mpirun is not installed (Debian: openmpi-bin)")
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
     prog = ["--round-trips", str(a.round_trips), "--allreduces", str(a.allreduces),
-            "--allreduce-bytes", str(a.allreduce_bytes), "--block", "200"]
+            "--allreduce-bytes", str(a.allreduce_bytes), "--block", str(PP_BLOCK)]
     res = jobs(a.rounds, prog, a.seed)
     calls, fastest = per_call(a.pairs, a.block)
     print(f"mpirun -n 2, {a.rounds} rounds (load average now {os.getloadavg()[0]:.2f}); ratios observed / bare:")
     for phase, label, target in (
-            ("pingpong_median_us", f"ping-pong, median block of {a.block}", "   target <= 1.5x"),
+            ("pingpong_median_us", f"ping-pong, median block of {PP_BLOCK}", "   target <= 1.5x"),
             ("pingpong_s", f"ping-pong, all {a.round_trips} round trips", ""),
             ("allreduce_median_us", f"allreduce {a.allreduce_bytes} B, median call", "   target <= 1.02x"),
             ("allreduce_s", f"allreduce, all {a.allreduces} calls", "")):

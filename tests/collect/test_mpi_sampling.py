@@ -72,6 +72,31 @@ def test_exact_counts_past_the_budget(tmp_path: Path) -> None:
 @pytest.mark.slow
 @no_mpirun
 @no_mpi4py
+def test_exact_counts_of_every_kind_sampled(tmp_path: Path) -> None:
+    """Non-blocking calls with their waits, pickled non-blocking calls, Sendrecv, a non-blocking collective, a
+    pickled bcast and Barrier, far past the budget (7 calls an iteration): exact calls and bytes per method, the
+    program's received values unchanged. An untimed Irecv's bytes are unknown (never looked at): the record
+    says how many, and the known ones are exact."""
+    store = tmp_path / "store"
+    got = _run(store, "--mixed", "400")
+    j = 400
+    assert got["mixed_ok"]
+    seven, abc = len(pickle.dumps(7, PROTOCOL)), len(pickle.dumps("abc", PROTOCOL))
+    for r in load(store).ranks:
+        methods = r.extra["mpi_calls"][-1]["methods"]
+        exact = {name: (c["calls"], c["bytes"]) for name, c in methods.items() if name not in ("Irecv", "irecv")}
+        assert exact == {"Isend": (j, j * 12), "isend": (j, j * seven), "Sendrecv": (j, j * (16 + 16)),
+                         "Iallreduce": (j, j * 16), "bcast": (j, j * abc), "Barrier": (j + 1, 0)}
+        for name, size in (("Irecv", 12), ("irecv", seven)):
+            c = methods[name]
+            assert c["calls"] == j and 0 < c["bytes_unknown"] < j
+            assert c["bytes"] == (j - c["bytes_unknown"]) * size
+        assert r.extra["mpi_calls"][-1]["sampled_rows"] > 0
+
+
+@pytest.mark.slow
+@no_mpirun
+@no_mpi4py
 def test_pingpong_cost_paired(tmp_path: Path) -> None:
     """Inside one job, blocks of 1-byte round trips alternate between the timed methods and mpi4py's own on the
     same communicator (order alternating per pair). The median per-pair ratio stays under 2.5x and the median

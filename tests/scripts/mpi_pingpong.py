@@ -9,6 +9,9 @@ Phases (each rank does the same number of calls, so exact counts follow from the
 * ``--allreduces M`` of ``--allreduce-bytes B`` float64 bytes (``Allreduce(sendbuf, recvbuf)``): M calls, B
   bytes each; total and median call time.
 * ``--pickled K``: K pickled ``send``/``recv`` round trips of the int 7 (rank 0 sends first).
+* ``--mixed J``: J iterations of every other kind of call, once each: ``Isend``/``Irecv`` of 3 int32 and
+  ``Request.Waitall``, pickled ``isend``/``irecv`` of the int 7 and ``waitall``, ``Sendrecv`` of 2 float64,
+  ``Iallreduce`` of 2 float64 and ``Wait``, a pickled ``bcast`` of the string "abc" from rank 0, ``Barrier``.
 * ``--pairs P --block R`` (with N = 0): P pairs of R round trips each, alternating in every pair the
   communicator's own methods (timed by stepscope when it runs) and mpi4py's untimed base methods on the
   same communicator; the order within a pair alternates. Rank 0 prints the per-pair microseconds per
@@ -38,6 +41,7 @@ p.add_argument("--round-trips", type=int, default=0)
 p.add_argument("--allreduces", type=int, default=0)
 p.add_argument("--allreduce-bytes", type=int, default=1 << 20)
 p.add_argument("--pickled", type=int, default=0)
+p.add_argument("--mixed", type=int, default=0)
 p.add_argument("--pairs", type=int, default=0)
 p.add_argument("--block", type=int, default=200)
 p.add_argument("--warmup", type=int, default=200, help="untimed round trips first (not counted by stepscope's "
@@ -100,6 +104,22 @@ if args.pickled:
             got += comm.recv(None, other, 6)
             comm.send(7, other, 6)
     out["pickled_sum"] = got
+if args.mixed:
+    ok = True
+    for _ in range(args.mixed):
+        ints, got3 = np.arange(3, dtype=np.int32) + rank, np.zeros(3, dtype=np.int32)
+        MPI.Request.Waitall([comm.Isend(ints, other, 7), comm.Irecv(got3, other, 7)])
+        reqs = [comm.isend(7, other, 8), comm.irecv(None, other, 8)]
+        _, seven = MPI.Request.waitall(reqs)
+        two = np.zeros(2)
+        comm.Sendrecv(np.full(2, float(rank)), other, 9, two, other, 9)
+        total = np.zeros(2)
+        comm.Iallreduce(np.ones(2), total).Wait()
+        word = comm.bcast("abc" if rank == 0 else None, root=0)
+        comm.Barrier()
+        ok = ok and list(got3) == [other, other + 1, other + 2] and seven == 7 and list(two) == [other] * 2
+        ok = ok and list(total) == [2.0, 2.0] and word == "abc"
+    out["mixed_ok"] = ok
 if args.pairs:
     timed_us: list[float] = []
     bare_us: list[float] = []
