@@ -14,7 +14,7 @@ TEST_EXTRAS := dev,torch,parquet,postgres,nvml,mlflow,lightning,huggingface,mpi,
 PYTEST_ARGS ?= -n 2 -q
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup setup-test system-deps demo test test-fast lint bench compat clean
+.PHONY: setup setup-test system-deps demo test test-fast lint bench compat sanitize clean
 
 # core + CPU torch: what `make demo` runs on (torch is pinned in constraints.txt to the CPU build)
 # (setup.py and the C sources: an edited compiled part is rebuilt by the editable install)
@@ -71,6 +71,18 @@ bench: setup
 COMPAT_VENVS ?= /tmp/stepscope-compat
 compat: setup
 	$(PY) benchmarks/compat.py --venvs $(COMPAT_VENVS)
+
+# The compiled trace reader under AddressSanitizer and UBSan (gcc): built into a temporary folder, its planted bugs
+# caught first (the positive controls), then every fuzz input of the suite read through it. Run before a release
+# (docs/reliability.md); a few minutes.
+SAN_FLAGS := -shared -fPIC -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+sanitize: setup-test
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	gcc $(SAN_FLAGS) -DSTEPSCOPE_SANITIZER_CONTROL -I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+	  src/stepscope/traces/_kineto_reader.c -o "$$tmp/_kineto_reader.so" && \
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	$(PY) tests/faults/sanitize_reader.py "$$tmp/_kineto_reader.so"
 
 clean:
 	rm -rf $(VENV) .stepscope .stepscope-demo .pytest_cache

@@ -1334,9 +1334,42 @@ static PyObject *parse_float(PyObject *Py_UNUSED(module), PyObject *arg) {
     return PyFloat_FromDouble(d);
 }
 
+#ifdef STEPSCOPE_SANITIZER_CONTROL
+/* The positive controls of `make sanitize` (built only there): each does on purpose what the sanitizers must catch,
+ * so a run that reports nothing proves they were watching. "asan": a heap read one byte past a block; "ubsan": a
+ * signed overflow; "nullcopy": memcpy from an empty Buf's NULL pointer, as buf_put did before. */
+static PyObject *sanitizer_control(PyObject *Py_UNUSED(module), PyObject *arg) {
+    const char *kind = PyUnicode_AsUTF8(arg);
+    if (!kind) return NULL;
+    if (strcmp(kind, "asan") == 0) {
+        char *volatile p = malloc(8);
+        volatile char c = p[8];
+        free(p);
+        return PyLong_FromLong(c);
+    }
+    if (strcmp(kind, "ubsan") == 0) {
+        volatile int64_t big = INT64_MAX;
+        volatile int64_t one = (int64_t)strlen(kind) - 4;
+        return PyLong_FromLongLong((long long)(big + one));
+    }
+    if (strcmp(kind, "nullcopy") == 0) {
+        Buf b = {0};
+        char *volatile dst = b.p;
+        volatile size_t n = 0;
+        memcpy(dst, "", n);
+        Py_RETURN_NONE;
+    }
+    PyErr_SetString(PyExc_ValueError, "asan, ubsan or nullcopy");
+    return NULL;
+}
+#endif
+
 static PyMethodDef module_methods[] = {
     {"parse_float", (PyCFunction)parse_float, METH_O,
      "parse_float(text) -> the double the reader reads for a JSON number (text ends with a delimiter)."},
+#ifdef STEPSCOPE_SANITIZER_CONTROL
+    {"sanitizer_control", (PyCFunction)sanitizer_control, METH_O, "sanitizer_control(kind): a bug on purpose."},
+#endif
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_reader",
