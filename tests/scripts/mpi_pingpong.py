@@ -11,7 +11,8 @@ Phases (each rank does the same number of calls, so exact counts follow from the
 * ``--pickled K``: K pickled ``send``/``recv`` round trips of the int 7 (rank 0 sends first).
 * ``--mixed J``: J iterations of every other kind of call, once each: ``Isend``/``Irecv`` of 3 int32 and
   ``Request.Waitall``, pickled ``isend``/``irecv`` of the int 7 and ``waitall``, ``Sendrecv`` of 2 float64,
-  ``Iallreduce`` of 2 float64 and ``Wait``, a pickled ``bcast`` of the string "abc" from rank 0, ``Barrier``.
+  ``Iallreduce`` of 2 float64 and ``Wait``, a pickled ``bcast`` of the string "abc" from rank 0, ``Barrier``,
+  and a ``Send`` of ``[buf, 2, MPI.INT]`` answered by a ``Recv`` into ``[buf3, MPI.INT]`` (8 bytes each way).
 * ``--pairs P --block R`` (with N = 0): P pairs of R round trips each, alternating in every pair the
   communicator's own methods (timed by stepscope when it runs) and mpi4py's untimed base methods on the
   same communicator; the order within a pair alternates. Rank 0 prints the per-pair microseconds per
@@ -117,6 +118,14 @@ if args.mixed:
         comm.Iallreduce(np.ones(2), total).Wait()
         word = comm.bcast("abc" if rank == 0 else None, root=0)
         comm.Barrier()
+        part = np.zeros(3, dtype=np.int32)  # 2 of 3 int32 through buffer specs: [buf, count, type] / [buf, type]
+        if rank == 0:
+            comm.Send([ints, 2, MPI.INT], other, 10)
+            comm.Recv([part, MPI.INT], other, 10)
+        else:
+            comm.Recv([part, MPI.INT], other, 10)
+            comm.Send([ints, 2, MPI.INT], other, 10)
+        ok = ok and list(part) == [other, other + 1, 0]
         ok = ok and list(got3) == [other, other + 1, other + 2] and seven == 7 and list(two) == [other] * 2
         ok = ok and list(total) == [2.0, 2.0] and word == "abc"
     out["mixed_ok"] = ok

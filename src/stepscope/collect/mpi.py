@@ -322,7 +322,7 @@ class SendSite(Site):
                 counts.calls += 1
                 try:
                     counts.bytes += buf.nbytes  # a NumPy array or memoryview: its size is the message's
-                except AttributeError:
+                except Exception:  # a buffer spec list, bytes, an nbytes that is no number
                     counts.add_bytes(buf_bytes(mpi, buf))
                 return out
             return site.timed(comm, (buf, dest, tag), {})
@@ -375,7 +375,10 @@ class CollectiveSite(Site):
         pickled = call.pickled
 
         def method(comm: Any, *args: Any, **kwargs: Any) -> Any:
-            n = comm._ss_n
+            try:
+                n = comm._ss_n
+            except AttributeError:  # made by an mpi4py method that is no maker here (Idup): numbered from now
+                n = 0
             comm._ss_n = n + 1
             if budget.collective_untimed(n):
                 if pickled:

@@ -93,7 +93,15 @@ def nbytes(buf: Any) -> float:
 
 def buf_bytes(mpi: Any, spec: Any) -> float:
     """Message size of a buffer argument: [buf, count, type] / [buf, (count, disp), type] /
-    [buf, counts, displs, type] / [buf, type] / buf. NaN: unknown (IN_PLACE, BOTTOM, None)."""
+    [buf, counts, displs, type] / [buf, type] / buf. NaN: unknown (IN_PLACE, BOTTOM, None, or a spec this
+    cannot read: the untimed paths call it outside any guard, and the user's call must go on)."""
+    try:
+        return _buf_bytes(mpi, spec)
+    except Exception:
+        return NAN
+
+
+def _buf_bytes(mpi: Any, spec: Any) -> float:
     if spec is None or spec is mpi.IN_PLACE or spec is mpi.BOTTOM:
         return NAN
     if isinstance(spec, (list, tuple)):
