@@ -28,6 +28,11 @@ def _first_tensor(obj: Any, depth: int = 0) -> Any:
     return None
 
 
+def first_tensor(obj: Any) -> Any:
+    """The first tensor in ``obj`` (a forward's arguments, a batch), as ``batch_size`` finds it; None if none."""
+    return _first_tensor(obj)
+
+
 def batch_size(batch: Any) -> float | None:
     """First dimension of the batch's first tensor (dict keys like ``input_ids`` first); None if none."""
     # fast path, the common batch: a tensor or a tuple / list starting with one

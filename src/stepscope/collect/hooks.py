@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -113,7 +114,10 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
 
     A step inside a step (a subclass's ``super().step()``, ZeRO's inner optimizer) is timed once, as part of the
     outer one. A step that raises runs no post-hook: its entry stays on the stack of open steps, and is dropped
-    as stale at the next step whose caller it does not enclose (each entry keeps torch's calling frame)."""
+    as stale at the next step whose caller it does not enclose (each entry keeps torch's calling frame).
+
+    Only the thread that owns the steps (``Session.owner``: the first whose optimizer steps) times and marks; in
+    other threads a step only has its models watched (``others``), so the stack and the marker are one thread's."""
     from torch.optim import optimizer as optim
 
     register_pre = getattr(optim, "register_optimizer_step_pre_hook", None)
@@ -128,8 +132,15 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
     """ids of the optimizers whose models are watched already (ModuleWatch.adopt is asked once each)"""
     open_steps: list[tuple[Any, nesting.Span]] = []
     """(torch's frame calling the hooks, the span) of each step in progress, outermost first"""
+    get_ident = threading.get_ident
+    noted: list[str] = []
+    """the first other thread seen stepping (the run notes it once)"""
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        me = get_ident()
+        owner = session.owner
+        if owner != me and (owner is not None or session.claim_steps(me) != me):
+            return  # another thread's step (post handles it)
         try:
             caller = sys._getframe(1)
             if open_steps:  # rare: a nested step, or a stale entry of a step that raised
@@ -140,6 +151,11 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
 
     def post(opt: Any, args: Any, kwargs: Any) -> None:
         t1 = time.perf_counter_ns()
+        me = get_ident()
+        owner = session.owner
+        if owner != me and (owner is not None or session.claim_steps(me) != me):
+            others(opt)
+            return
         try:
             caller = sys._getframe(1)
             while open_steps and open_steps[-1][0] is not caller:
@@ -159,15 +175,41 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
             watch = _WATCH.get("modules")
             if not marker:
                 marker.append(opt)
-                if watch is not None:
-                    watch.finish(opt)
-                    watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
                 adopted.add(id(opt))
+                if watch is not None:
+                    try:  # a model that cannot be watched never costs the step its mark
+                        watch.finish(opt)
+                        watch.adopt(opt)  # discovery ended before this step (no-op otherwise)
+                    except Exception as e:
+                        session.warn_once("module-watch", f"could not watch the model ({e})")
                 session.mark_step(t1, source="optimizer")
-            elif id(opt) not in adopted:
-                adopted.add(id(opt))
-                if watch is not None:
-                    watch.adopt(opt)  # every model an optimizer updates is watched, not only the marker's
+            else:
+                adopt(opt)
+        except Exception as e:
+            session.warn_once("optimizer", f"step marking failed ({e})")
+
+    def adopt(opt: Any) -> None:
+        """Watch the models ``opt`` updates (every model an optimizer updates, not only the marker's); asked again
+        at its next steps until ModuleWatch.adopt has found them or given up."""
+        if id(opt) in adopted:
+            return
+        watch = _WATCH.get("modules")
+        if watch is None or watch.adopt(opt):
+            adopted.add(id(opt))
+
+    def others(opt: Any) -> None:
+        """A step of a thread other than the owner's: no step, not timed (its phases overlap the owner's steps);
+        its models are watched all the same, and the run says once whose steps it records."""
+        if session.disabled:
+            return
+        try:
+            adopt(opt)
+            if not noted:
+                noted.append(threading.current_thread().name)
+                owner = next((t.name for t in threading.enumerate() if t.ident == session.owner), "?")
+                session.note_once("threads", f"optimizers step in more than one thread: the steps are those of thread "
+                                  f"{owner!r} (the first to step); other threads' steps, phases and samples are left "
+                                  f"out (first seen: {noted[0]!r})")
         except Exception as e:
             session.warn_once("optimizer", f"step marking failed ({e})")
 
@@ -198,8 +240,12 @@ def _install_backward_hook(session: Session) -> tuple[str, str | None]:
 
     orig = torch.autograd.backward
     perf = time.perf_counter_ns
+    get_ident = threading.get_ident
 
     def backward(*args: Any, **kwargs: Any) -> Any:
+        owner = session.owner
+        if owner is not None and owner != get_ident():  # another thread's: not the recorded steps' backward
+            return orig(*args, **kwargs)
         span = nesting.enter(session)
         try:
             return orig(*args, **kwargs)

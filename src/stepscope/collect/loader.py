@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +76,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> tu
     """loader id -> (iterator token, step state, samples) of a pass that has yielded one batch only"""
     tokens = itertools.count()
     perf = time.perf_counter_ns
+    get_ident = threading.get_ident
 
     def confirm(it: Any) -> None:
         p = it._stepscope_pass
@@ -103,6 +105,9 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> tu
         """A batch came from the pass of iterator ``it`` between perf times ``t0`` and ``t1``."""
         s = session
         if s.disabled:
+            return
+        owner = s.owner
+        if owner is not None and owner != get_ident():  # another thread's batch: not the recorded steps'
             return
         try:
             st = s.step

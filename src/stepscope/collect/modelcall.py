@@ -51,10 +51,14 @@ def python_call(pre: Callable[[Any, Any], None], post: Callable[[Any, Any, Any],
 
 def wrappable(model: Any) -> bool:
     """Whether the model's call can be timed from its call slot: its class keeps torch's ``__call__`` and the
-    copy and pickle methods that leave the slot out."""
+    copy and pickle methods that leave the slot out. A TorchScript model takes no module hooks, and copies, saves
+    and replicates itself through its C++ module, never its ``__dict__``: the slot serves it."""
+    import torch
     from torch import nn
 
     cls = type(model)
+    if isinstance(model, torch.jit.ScriptModule):
+        return cls.__call__ is nn.Module.__call__ and SLOT in vars(nn.Module)
     same = ("__call__", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
             "_replicate_for_data_parallel")
     try:

@@ -25,19 +25,23 @@ optimizer marks steps.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect import nesting
-from stepscope.collect.batch import batch_size
+from stepscope.collect.batch import batch_size, first_tensor, sequence_first
 from stepscope.collect.modelcall import CallSlots, SlotMaker, python_slots, slot_fault, wrappable
 from stepscope.collect.modelsummary import output_shape, summarize_model
 from stepscope.collect.session import Session
 
 DISCOVERY_LIMIT = 5000
 """Top-level forward calls watched before giving up on discovery (an inference-only script)."""
+REDISCOVERY_STEPS = 3
+"""Steps of an optimizer whose models were not among the roots seen (first called after discovery ended: in
+another thread, or a later training phase) during which the global hooks look for them again."""
 
 
 HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called")
@@ -92,8 +96,9 @@ class ModuleWatch:
 
         self.torch = torch
         self.session = session
-        self.depth = 0
-        self.span: nesting.Span | None = None
+        self.local = threading.local()
+        """Per thread, while the global hooks are on: ``depth`` of module calls and ``span`` of the top-level one
+        (two threads' forward calls interleave)."""
         self.shapes: dict[int, Any] = {}
         self.roots: dict[int, Any] = {}
         """Top-level modules seen during discovery (candidates for optimizers that step later)."""
@@ -103,11 +108,21 @@ class ModuleWatch:
         self.optimizers: set[int] = set()
         self.sampled: Any = None
         """The step state whose samples came from a forward argument (once per step)."""
+        self.first_input: dict[int, tuple[Any, tuple[int, ...]]] = {}
+        """Per thread, while discovering: its first top-level module called and the shape of that call's first
+        tensor argument (step 0's samples, once the models and the thread that owns the steps are known)."""
+        self.seq_first: dict[int, str] = {}
+        """Models (id) whose input is read as sequence-first (batch.sequence_first), and why."""
         self.discovering = True
-        from torch.nn.modules import module as m
-
-        self._global = [m.register_module_forward_pre_hook(self._pre),
-                        m.register_module_forward_hook(self._post, always_call=True)]
+        self.rediscover: dict[int, int] = {}
+        """Optimizers (id) whose models were not among the roots seen: steps looked for since."""
+        self._pending: dict[int, Any] = {}
+        """Optimizers that stepped while discovering: adopted when it ends."""
+        self._lock = threading.RLock()
+        """Held choosing and adding models: other threads' optimizers adopt theirs concurrently."""
+        self._global: list[Any] = []
+        self._hook_check: Callable[[], None] | None = None
+        self._start_global()
         self._model_handles: list[tuple[Any, list[Any]]] = []
         self._hooks: tuple[Callable[[Any, Any], None], Callable[[Any, Any, Any], None], SlotMaker] | None = None
         """The watched models' pre- and post-hook and the call timed by both (one set for all of them: their
@@ -119,7 +134,25 @@ class ModuleWatch:
         undo.append(self.remove)
 
     # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
-    def _sample_input(self, st: Any, args: Any) -> None:
+    def _start_global(self) -> None:
+        """Torch's global module hooks on, with a fresh per-thread depth; dynamo's warning about global hooks
+        left to hooks of the user's own (quiet_compile_warning)."""
+        from torch.nn.modules import module as m
+
+        self.local = threading.local()
+        self._global = [m.register_module_forward_pre_hook(self._pre),
+                        m.register_module_forward_hook(self._post, always_call=True)]
+        self._hook_check = quiet_compile_warning(m, {h.id for h in self._global})
+
+    def _stop_global(self) -> None:
+        for h in self._global:
+            h.remove()
+        self._global = []
+        if self._hook_check is not None:
+            self._hook_check()
+            self._hook_check = None
+
+    def _sample_input(self, st: Any, module: Any, args: Any) -> None:
         """The step's samples from a forward's first tensor argument, where no batch was fetched in the step (once
         a step; the batches count once one comes)."""
         if st.fetched or self.sampled is st:
@@ -128,18 +161,35 @@ class ModuleWatch:
             if self.session.options.samples_per_step is None:
                 self.sampled = st
                 n = batch_size(args)
+                if self.seq_first and id(module) in self.seq_first:
+                    n = self._seq_samples(module, args, n)
                 if n:
                     st.samples = n
         except Exception as e:
             self.session.warn_once("module-samples", f"reading the batch size from the forward input failed ({e})")
 
-    def _enter(self, args: Any) -> nesting.Span:
+    def _seq_samples(self, module: Any, args: Any, n: float | None) -> float | None:
+        """Samples of a sequence-first model's input: dimension 1 of its first tensor argument (``n``, dimension
+        0, where it has fewer than two); the run notes once that this is a guess."""
+        x = first_tensor(args)
+        if x is None or len(x.shape) < 2:
+            return n
+        self._seq_note(module)
+        return float(x.shape[1])
+
+    def _seq_note(self, module: Any) -> None:
+        name = getattr(module, "original_name", None) or type(module).__name__
+        self.session.note_once(f"seq-first:{id(module)}", f"samples per step: dimension 1 of {name}'s input, read as "
+                               f"sequence-first because {self.seq_first.get(id(module))}; a guess: give "
+                               "--samples-per-step N if it is wrong")
+
+    def _enter(self, module: Any, args: Any) -> nesting.Span:
         """A watched forward's outermost call begins: the step starts here at the latest; the span to time."""
         t0 = time.perf_counter_ns()
         st = self.session.step
         if st.start is None:
             st.start = t0
-        self._sample_input(st, args)
+        self._sample_input(st, module, args)
         return nesting.enter(self.session, t0)
 
     def _exit(self, span: nesting.Span) -> int:
@@ -150,26 +200,51 @@ class ModuleWatch:
 
     # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
     def _pre(self, module: Any, args: Any) -> None:
-        if not self.discovering:
+        if not self._global:
             return
-        if self.depth == 0:
-            self.span = self._enter(args)
-        self.depth += 1
+        local = self.local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        if depth or not self.discovering:
+            return  # rediscovering: the roots only (the watched models time themselves)
+        owner = self.session.owner
+        me = threading.get_ident()
+        if owner is not None and owner != me:  # another thread's forward: its roots only
+            local.span = None
+            return
+        if me not in self.first_input:
+            shape: tuple[int, ...] = ()
+            try:
+                x = first_tensor(args)
+                shape = tuple(x.shape) if x is not None else ()
+            except Exception:  # an unreadable argument: _sample_input says so
+                pass
+            self.first_input[me] = (module, shape)
+        local.span = self._enter(module, args)
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
-        if not self.discovering:
+        if not self._global:
             return
         try:
-            self.depth -= 1
-            self.shapes[id(module)] = output_shape(out)
-            if self.depth or self.span is None:
+            local = self.local
+            depth = getattr(local, "depth", 0) - 1
+            if depth < 0:  # a call entered before the hooks (re)started
                 return
-            self._exit(self.span)
-            self.span = None
+            local.depth = depth
+            self.shapes[id(module)] = output_shape(out)
+            if depth:
+                return
             self.roots.setdefault(id(module), module)
             self.calls += 1
+            span = getattr(local, "span", None)
+            local.span = None
+            if span is not None and self.discovering:
+                self._exit(span)
             if self.calls > DISCOVERY_LIMIT:
-                self.finish(None)
+                if self.discovering:
+                    self.finish(None)
+                else:
+                    self._give_up_rediscovery()
         except Exception as e:
             self.session.warn_once("module-watch", f"model forward timing failed ({e})")
 
@@ -179,23 +254,30 @@ class ModuleWatch:
         call slot to run both around its call (modelcall.py)."""
         session = self.session
         is_grad_enabled = self.torch.is_grad_enabled
+        get_ident = threading.get_ident
         depth = 0
         span: nesting.Span | None = None
         training = True
 
         def pre(module: Any, args: Any) -> None:
             nonlocal depth, span, training
+            owner = session.owner
+            if owner is not None and owner != get_ident():  # another thread's forward: not the steps' (post alike)
+                return
             if depth == 0:
                 try:  # the mode the forward is called in (read here, where the model's attributes are warm)
                     training = module.training
                 except Exception as e:
                     training = True
                     session.warn_once("module-watch", f"model forward timing failed ({e})")
-                span = self._enter(args)
+                span = self._enter(module, args)
             depth += 1
 
         def post(module: Any, args: Any, out: Any) -> None:
             nonlocal depth, span
+            owner = session.owner
+            if owner is not None and owner != get_ident():
+                return
             try:
                 depth -= 1
                 if depth or span is None:
@@ -217,35 +299,79 @@ class ModuleWatch:
 
     # -- choosing the models ------------------------------------------------------------------------
     def finish(self, optimizer: Any) -> None:
-        """At the first step: pick the models, emit their summaries, time only their forward."""
-        if not self.discovering:
-            return
-        self.discovering = False
-        for h in self._global:
-            h.remove()
-        self._global = []
-        self.depth = 0
-        self.span = None
-        picked = list(self.models) or self._owned(optimizer) or list(self.roots.values())[:1]
-        self.models = []
-        for model in picked:
-            self._add(model)
-        if optimizer is not None:
-            self.optimizers.add(id(optimizer))
+        """At the first step: pick the models, emit their summaries, time only their forward; step 0's samples
+        read again from the first input of the thread that owns the steps (its model may be sequence-first)."""
+        with self._lock:
+            if not self.discovering:
+                return
+            self.discovering = False
+            if not self.rediscover:
+                self._stop_global()
+            picked = list(self.models) or self._owned(optimizer) or list(self.roots.values())[:1]
+            self.models = []
+            for model in picked:
+                self._add(model)
+            if optimizer is not None:
+                self.optimizers.add(id(optimizer))
+            self._step0_samples()
+            pending = list(self._pending.values())
+            self._pending.clear()
+            for opt in pending:
+                self.adopt(opt)
 
-    def adopt(self, optimizer: Any) -> None:
-        """An optimizer stepped: watch the top-level modules whose parameters it updates (once each)."""
-        if self.discovering or id(optimizer) in self.optimizers:
+    def _step0_samples(self) -> None:
+        s = self.session
+        st = s.step
+        first = self.first_input.get(s.owner) if s.owner is not None else None
+        self.first_input = {}
+        if first is None or self.sampled is not st or st.fetched or s.options.samples_per_step is not None:
             return
-        self.optimizers.add(id(optimizer))
-        for model in self._owned(optimizer):
-            self._add(model)
+        module, shape = first
+        if id(module) in self.seq_first and len(shape) >= 2:
+            self._seq_note(module)
+            st.samples = float(shape[1])
+        elif shape:
+            st.samples = float(shape[0])
+
+    def adopt(self, optimizer: Any) -> bool:
+        """An optimizer stepped: watch the top-level modules whose parameters it updates (once each). False: ask
+        again at its next step (discovery still on; or its models not seen yet, and the global hooks look for
+        them during its next REDISCOVERY_STEPS steps)."""
+        with self._lock:
+            key = id(optimizer)
+            if key in self.optimizers:
+                return True
+            if self.discovering:
+                self._pending[key] = optimizer
+                return False
+            owned = self._owned(optimizer)
+            tries = self.rediscover.get(key, 0)
+            if not owned and tries < REDISCOVERY_STEPS:
+                self.rediscover[key] = tries + 1
+                if not self._global:
+                    self.calls = 0
+                    self._start_global()
+                return False
+            self.optimizers.add(key)
+            self.rediscover.pop(key, None)
+            if not self.rediscover:
+                self._stop_global()
+            for model in owned:
+                self._add(model)
+            return True
+
+    def _give_up_rediscovery(self) -> None:
+        with self._lock:
+            self.optimizers.update(self.rediscover)
+            self.rediscover.clear()
+            self._stop_global()
 
     def _owned(self, optimizer: Any) -> list[Any]:
         if optimizer is None:
             return []
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
-        return [r for r in self.roots.values() if any(id(p) in owned for p in r.parameters())]
+        roots = list(self.roots.values())  # a snapshot: other threads' forwards add roots meanwhile
+        return [r for r in roots if any(id(p) in owned for p in r.parameters())]
 
     def _add(self, model: Any) -> None:
         if id(model) in self.watched:
@@ -258,6 +384,16 @@ class ModuleWatch:
         self.models.append(model)
         self.watched.add(id(model))
         self.session.record("model", summary=summarize_model(model, self.shapes))
+        why = sequence_first(model)
+        if why is not None:
+            self.seq_first[id(model)] = why
+        try:
+            self._time_forward(model)
+        except Exception as e:  # the model stays listed; its forward goes untimed
+            say = self.session.note_once if isinstance(model, self.torch.jit.ScriptModule) else self.session.warn_once
+            say(f"module-watch:{id(model)}", f"the forward of {type(model).__name__} is not timed ({e})")
+
+    def _time_forward(self, model: Any) -> None:
         if self._hooks is None:
             self._hooks = self._model_hooks()
         pre, post, make = self._hooks
@@ -274,16 +410,15 @@ class ModuleWatch:
         self._model_handles.append((model, handles))
 
     def watch(self, model: Any) -> None:
-        if self.discovering:
-            if all(model is not m for m in self.models):
-                self.models.append(model)
-        else:
-            self._add(model)
+        with self._lock:
+            if self.discovering:
+                if all(model is not m for m in self.models):
+                    self.models.append(model)
+            else:
+                self._add(model)
 
     def remove(self) -> None:
-        for h in self._global:
-            h.remove()
-        self._global = []
+        self._stop_global()
         for model, handles in self._model_handles:
             for h in handles:
                 h.remove()
@@ -296,6 +431,29 @@ class ModuleWatch:
             self._slots.remove()
             if self._slots.recheck in self.session.on_flush:
                 self.session.on_flush.remove(self._slots.recheck)
+
+
+def quiet_compile_warning(m: Any, ours: set[int]) -> Callable[[], None] | None:
+    """While stepscope's global module hooks are on, torch's ``_has_any_global_hook`` (read only by
+    ``torch.compile``'s module wrapper, to warn that global hooks fire once more for it) counts the user's hooks
+    only, so a compiled model warns under stepscope exactly when it warns bare. The dictionaries are those the
+    function itself reads (its code's names). Returns the undo; None where this torch has no such function (the
+    warning then shows, nothing else changes)."""
+    orig = getattr(m, "_has_any_global_hook", None)
+    names = [n for n in getattr(getattr(orig, "__code__", None), "co_names", ()) if n.startswith("_global_")]
+    if orig is None or not names or not all(isinstance(getattr(m, n, None), dict) for n in names):
+        return None
+
+    def _has_any_global_hook() -> bool:
+        return any(k not in ours for n in names for k in getattr(m, n))
+
+    m._has_any_global_hook = _has_any_global_hook
+
+    def undo() -> None:
+        if m._has_any_global_hook is _has_any_global_hook:
+            m._has_any_global_hook = orig
+
+    return undo
 
 
 def _contains(outer: Any, inner: Any) -> bool:
