@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from stepscope.collect.mpi import MpiRecorder, Pending
+    from stepscope.collect.mpi import MpiRecorder
+    from stepscope.collect.mpi_sites import Pending
 
 _perf = time.perf_counter_ns
 
