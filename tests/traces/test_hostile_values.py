@@ -263,3 +263,13 @@ def test_what_the_fuzz_found_reads_the_same_by_both_readers(tmp_path: Path) -> N
     for levels, text in ((254, "[" * 254 + "]" * 254), (255, "null")):
         dims = dict(OP, args={"Input Dims": json.loads("[" * levels + "]" * levels)})
         assert both(write(tmp_path, [dims]))[0].shapes == (text,)
+
+
+def test_deep_values_in_the_header_fields_read(tmp_path: Path) -> None:
+    """A device name, compute capability or backend nested 1,015 deep (within the bound): read, never a
+    RecursionError from ``str``."""
+    deep = "[" * 1015 + "]" * 1015
+    doc = (f'{{"deviceProperties": [{{"id": 0, "name": {deep}, "computeMajor": {deep}, "computeMinor": 0}}], '
+           f'"distributedInfo": {{"backend": {deep}, "rank": {deep}}}, "traceEvents": [{json.dumps(OP)}]}}')
+    t = both(write_raw(tmp_path, doc))[0]
+    assert t.meta.devices[0].name == "(a value nested too deep to show)" and t.meta.backend is None

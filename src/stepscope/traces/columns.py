@@ -168,7 +168,7 @@ def _product(dims: Any) -> int:
         return -1
 
 
-def _text(v: Any) -> str:
+def value_text(v: Any) -> str:
     """A name or category that is not a string, read as its text (a value nested too deep for ``str``: a fixed
     text, the same every time)."""
     try:
@@ -268,7 +268,7 @@ class ChunkColumns:
                 table.setdefault(v, len(table))
             return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
         except TypeError:
-            texts = [v if v.__class__ is str else _text(v) for v in values]
+            texts = [v if v.__class__ is str else value_text(v) for v in values]
             if cap:
                 long = [len(t) > MAX_NAME_CHARS for t in texts]
                 self.cut_strings += sum(long)

@@ -27,7 +27,7 @@ import orjson
 from stepscope.errors import TraceError
 from stepscope.model.events import DeviceInfo, EventKind, EventTable, TraceMeta, category_kind
 from stepscope.traces import compiled, typed
-from stepscope.traces.columns import ChunkColumns, NotTraceEvents
+from stepscope.traces.columns import ChunkColumns, NotTraceEvents, value_text
 from stepscope.traces.jsonstream import BLOCK_BYTES, TOO_DEEP, JsonShapeError, TraceEventSplitter, header_object
 from stepscope.traces.notes import reading_notes
 
@@ -208,10 +208,10 @@ def _rank(path: Path, dist: dict[str, Any], given: int | None) -> tuple[int, str
 def _device(d: dict[str, Any]) -> DeviceInfo:
     major, minor = d.get("computeMajor"), d.get("computeMinor")
     return DeviceInfo(
-        id=_int_or_none(d.get("id")) or 0, name=str(d.get("name", "")), num_sms=_int_or_none(d.get("numSms")),
+        id=_int_or_none(d.get("id")) or 0, name=value_text(d.get("name", "")), num_sms=_int_or_none(d.get("numSms")),
         max_threads_per_sm=_int_or_none(d.get("maxThreadsPerMultiprocessor")),
         warp_size=_int_or_none(d.get("warpSize")), total_memory_bytes=_int_or_none(d.get("totalGlobalMem")),
-        compute_capability=f"{major}.{minor}" if major is not None else None,
+        compute_capability=f"{value_text(major)}.{value_text(minor)}" if major is not None else None,
     )
 
 
