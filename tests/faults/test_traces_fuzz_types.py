@@ -89,6 +89,7 @@ PLACES = [
     ('{"ph": "i", "name": "m", "args": {"x": V}}', 3),
     ("HEADER_BEFORE", 0),
     ("HEADER_AFTER", 0),
+    ("HEADER_DEVICE", 3),  # a device's name: the value starts 3 levels below the top object, as an args value does
 ]
 
 
@@ -106,6 +107,9 @@ def _deep(rng: random.Random) -> tuple[str, bool | None]:
         return '{"x": ' + value + ', "traceEvents": [' + ", ".join(events) + "]}", too_deep
     if template == "HEADER_AFTER":
         return '{"traceEvents": [' + ", ".join(events) + '], "x": ' + value + "}", too_deep
+    if template == "HEADER_DEVICE":
+        return ('{"deviceProperties": [{"id": 0, "name": ' + value + '}], "traceEvents": [' + ", ".join(events)
+                + "]}", too_deep)
     events.insert(rng.randrange(len(events) + 1), template.replace("V", value))
     return '{"traceEvents": [' + ", ".join(events) + "]}", too_deep
 
