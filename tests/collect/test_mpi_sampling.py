@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stepscope.collect.mpi_sample import FREE_ROWS, SAMPLE_EVERY, Budget
+from stepscope.collect.mpi_sample import FREE_ROWS, SAMPLE_EVERY, Budget, Counts
 from tests.conftest import SCRIPTS, load
 
 no_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not installed (openmpi-bin)")
@@ -116,7 +116,7 @@ def test_pingpong_cost_paired(tmp_path: Path) -> None:
 def test_budget_rule() -> None:
     """The budget: FREE_ROWS weight-1 rows, then weight SAMPLE_EVERY; past it a point-to-point call is timed
     with probability 1/SAMPLE_EVERY (gap mean SAMPLE_EVERY - 1) and a collective by its index, at the same
-    rate whatever period the program's loop has; a refill frees rows again."""
+    rate whatever period the program's loop has; a refill frees rows again, unless the interval was busy."""
     b = Budget(per_interval=10, sample_every=8, seed=1)
     assert [b.take() for _ in range(12)] == [1] * 10 + [8, 8] and b.sampled == 2
     gaps = [b.gap() for _ in range(20000)]
@@ -125,6 +125,31 @@ def test_budget_rule() -> None:
         for phase in range(min(period, 3)):
             hits = sum(not b.collective_untimed(phase + period * i) for i in range(8000))
             assert hits / 8000 == pytest.approx(1 / 8, abs=0.02), (period, phase)
+    b.refill(busy=True)
+    assert b.take() == 8 and b.collective_untimed(3)  # hash(3) is past the threshold: untimed
     b.refill()
-    assert not b.collective_untimed(12345) and b.gap() == 0 and b.take() == 1
+    assert not b.collective_untimed(3) and b.gap() == 0 and b.take() == 1
     assert SAMPLE_EVERY > 1 and FREE_ROWS > 0
+
+
+def test_busy_interval_keeps_sampling(tmp_path: Path) -> None:
+    """The flush thread's refill: after an interval with more calls than the budget the next one starts
+    sampling (a steady fast loop pays full rows once); after a quiet one the rows are free again. The counts
+    record is written once per change."""
+    from stepscope.collect.mpi import MpiRecorder
+    from stepscope.collect.options import Options
+    from stepscope.collect.session import Session
+
+    session = Session(tmp_path, "t", Options(sample_interval_s=0, flush_interval_s=600))
+    m = MpiRecorder(session, mpi=None, budget=Budget(per_interval=10, sample_every=8, seed=3))
+    send = m.counts.setdefault("Send", Counts())
+    try:
+        for calls, free in ((5, 10), (11, 0), (20, 0), (3, 10), (0, 10)):
+            send.calls += calls
+            m.budget.free = 0  # whatever the interval used
+            m.on_flush()
+            assert m.budget.free == free, (calls, free)
+        records = [r for r in session.buffers.drain() if r.get("kind") == "mpi_calls"]
+        assert [r["methods"]["Send"]["calls"] for r in records] == [5, 16, 36, 39]  # none for the idle interval
+    finally:
+        session.close()

@@ -68,9 +68,10 @@ class MpiRecorder:
         self.world: Any = None
         self.noted = False
         self.reported: tuple[int, ...] = ()
-        self.request_cls: type[Any] = mpi.Request
+        self.calls_at_flush = 0
+        self.request_cls: type[Any] = getattr(mpi, "Request", object)
         """The timed ``MPI.Request`` subclass (collect/mpi_requests.py), set by MpiTiming."""
-        self.comm_cls: type[Any] = mpi.Intracomm
+        self.comm_cls: type[Any] = getattr(mpi, "Intracomm", object)
         """The timed ``MPI.Intracomm`` subclass, set by MpiTiming."""
 
     # -- communicators -----------------------------------------------------------------------------
@@ -190,7 +191,9 @@ class MpiRecorder:
     def on_flush(self) -> None:
         self.drain_rows()
         self.record_counts()
-        self.budget.refill()
+        calls = sum(c.calls for c in self.counts.values())
+        self.budget.refill(busy=calls - self.calls_at_flush > self.budget.per_interval)
+        self.calls_at_flush = calls
 
     def at_exit(self) -> None:
         self.drain_rows()

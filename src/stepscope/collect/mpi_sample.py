@@ -5,9 +5,12 @@ number, the status read); a same-host round trip costs 2-6 µs. So rows are rati
 
 * every call is **counted** exactly, per method: calls, bytes (bytes that cannot be known without a row,
   those of an untimed ``Irecv``/``irecv``, are counted as ``bytes_unknown`` calls instead);
-* the first ``FREE_ROWS`` calls of each flush interval (the process's budget, refilled by the flush
-  thread) are all **timed**, so a program making fewer calls than that, most training loops, gets a row
-  for every call as before;
+* the first ``FREE_ROWS`` calls of a flush interval (the process's budget, refilled by the flush thread)
+  are all **timed**, so a program making fewer calls than that, most training loops, gets a row for every
+  call as before. An interval that follows one with more calls gets no free rows (only the sample): a
+  steady fast loop pays full rows in its first interval only (a row costs 2-4 µs, and on a loaded host a
+  rank busy that long between calls makes its spinning partner give the CPU away: benchmarks/RESULTS.md);
+  a loop that slows down gets them back one interval later;
 * past the budget, each call is timed with probability 1/``SAMPLE_EVERY``: point-to-point calls by a
   random gap (geometric, from stepscope's own generator: the user's ``random`` state is untouched) drawn
   after each timed call; collectives by their index on the communicator, through a hash that every rank
@@ -47,9 +50,10 @@ class Budget:
         self.sampled = 0
         """Timed rows written past the budget (each stands for ``sample_every`` calls)."""
 
-    def refill(self) -> None:
-        """At each flush (the flush thread): a new interval's free rows."""
-        self.free = self.per_interval
+    def refill(self, busy: bool = False) -> None:
+        """At each flush (the flush thread): a new interval's free rows; none after a ``busy`` interval (one
+        with more calls than the budget)."""
+        self.free = 0 if busy else self.per_interval
 
     def take(self) -> int:
         """A call about to be timed: its weight (1 within the budget, ``sample_every`` past it)."""
