@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE = "tests/compat/test_compat.py"
 CORE = ["orjson>=3.9", "rich>=13", "psutil>=5.9", "pytest>=8"]  # stepscope's own dependencies, and the runner
 PACKAGES = ("torch", "tensorflow-cpu", "keras", "jax", "optax", "numpy")
-OLDEST_FRAMEWORKS = ("tensorflow-cpu==2.16.2", "keras==3.3.3", "jax==0.4.30", "jaxlib==0.4.30", "optax==0.2.3")
+EXTRAS = ("torch", "tensorflow", "jax")  # pyproject's extras whose ranges the matrix tests
 TESTS = {"test_torch_loop_counts_exactly": "torch loop", "test_keras_fit_counts_exactly": "keras fit",
          "test_tf_gradient_tape_loop_counts_exactly": "tf tape", "test_jax_api_counts_exactly": "jax api"}
 
@@ -42,6 +44,20 @@ def pinned(name: str) -> str:
     raise SystemExit(f"compat: {name} is not pinned in constraints.txt")
 
 
+def claimed() -> dict[str, tuple[str, str]]:
+    """(oldest, newest) release pyproject's framework extras claim, by package: `NAME>=LOW,<=HIGH`."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    found: dict[str, tuple[str, str]] = {}
+    for extra in EXTRAS:
+        for req in extras[extra]:
+            m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([^,]+),<=(.+)", req.replace(" ", ""))
+            if m is None:
+                raise SystemExit(f"compat: pyproject's {extra} extra claims {req!r}: expected NAME>=OLDEST,<=NEWEST")
+            found[m[1].lower()] = (m[2], m[3])
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class VersionSet:
     name: str
@@ -49,15 +65,20 @@ class VersionSet:
     what: str
 
 
-def version_sets(oldest_torch: str) -> list[VersionSet]:
+def version_sets(oldest_torch: str | None = None) -> list[VersionSet]:
+    """The sets; the oldest ones are the lower ends of pyproject's claims (OLDEST_TORCH overrides torch's, to try
+    a release before claiming it)."""
     frameworks = ("tensorflow-cpu", "keras", "jax", "jaxlib", "optax")
+    claims = claimed()
+    oldest_torch = oldest_torch or claims["torch"][0]
+    oldest = tuple(f"{name}=={claims['jax' if name == 'jaxlib' else name][0]}" for name in frameworks)
     return [
         # torch 2.1-2.2 wheels were built against NumPy 1.x: with NumPy 2 their tensor <-> array calls fail
         VersionSet("torch-oldest", (f"torch=={oldest_torch}", "numpy>=1.24,<2"), "the oldest torch pyproject claims"),
         VersionSet("torch-pinned", (pinned("torch"), "numpy>=1.24"), "constraints.txt's torch"),
         VersionSet("torch-newest", ("torch", "numpy>=1.24"), "the newest torch pip resolves"),
         # the oldest releases pyproject claims, of one season (TensorFlow 2.16 wheels need NumPy 1.x)
-        VersionSet("frameworks-oldest", (*OLDEST_FRAMEWORKS, "numpy>=1.24,<2"),
+        VersionSet("frameworks-oldest", (*oldest, "numpy>=1.24,<2"),
                    "the oldest TensorFlow, Keras, JAX pyproject claims"),
         VersionSet("frameworks-pinned", (*(pinned(f) for f in frameworks), "numpy>=1.24"),
                    "constraints.txt's TensorFlow, Keras, JAX"),
@@ -98,6 +119,21 @@ def versions(py: Path) -> dict[str, str | None]:
             f"print(json.dumps({{p: v(p) for p in {list(PACKAGES)!r}}}))")
     found: dict[str, str | None] = json.loads(run([str(py), "-c", code]).stdout)
     return found
+
+
+def beyond_claims(found: dict[str, str | None]) -> list[str]:
+    """Installed releases above pyproject's newest claimed one: where they pass, the claim can be extended."""
+    notes = []
+    for name, (_, high) in claimed().items():
+        version = found.get(name)
+        if version and _release(version) > _release(high):
+            notes.append(f"{name} {version} is newer than pyproject claims (<={high}): if it passed, extend the claim")
+    return notes
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The numeric release of a version (2.13.0+cpu -> (2, 13, 0)); enough to order the releases claimed here."""
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
 def compiled_parts() -> list[str]:
@@ -147,7 +183,7 @@ def table(rows: list[dict[str, object]]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", default="all", help="comma-separated set names, or 'all' (see --list)")
-    p.add_argument("--oldest-torch", default="2.1.2", help="the torch release the oldest set installs")
+    p.add_argument("--oldest-torch", help="the torch release torch-oldest installs (default: pyproject's lower end)")
     p.add_argument("--venvs", type=Path, default=Path("/tmp/stepscope-compat"),
                    help="where the venvs live (outside the repository)")
     p.add_argument("--pip-arg", action="append", default=[], help="an option for pip install (repeatable)")
@@ -182,6 +218,8 @@ def main() -> int:
         rows.append(row)
         results.append(res)
         print(f"[{vs.name}] {row['versions']} in {row['seconds']} s", flush=True)
+        for note in beyond_claims(row["versions"]):  # type: ignore[arg-type]
+            print(f"  note: {note}")
         for test, (outcome, why) in res.items():
             if outcome != "pass":
                 print(f"  {test}: {outcome} {why}")

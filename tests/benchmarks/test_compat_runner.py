@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-from benchmarks.compat import ROOT, TESTS, outcomes, table, version_sets
+from benchmarks.compat import ROOT, TESTS, beyond_claims, claimed, outcomes, table, version_sets
 
 RUNNER = ROOT / "benchmarks" / "compat.py"
 
@@ -23,11 +24,35 @@ def test_pinned_sets_follow_constraints_txt() -> None:
         if "==" in spec:
             name, version = spec.split("==")
             pins[name.strip()] = version.strip()
-    sets = {vs.name: vs.requirements for vs in version_sets("2.1.2")}
+    sets = {vs.name: vs.requirements for vs in version_sets()}
     assert f"torch=={pins['torch']}" in sets["torch-pinned"]
     for name in ("tensorflow-cpu", "keras", "jax", "jaxlib", "optax"):
         assert f"{name}=={pins[name]}" in sets["frameworks-pinned"]
-    assert "torch==2.1.2" in sets["torch-oldest"] and "torch" in sets["torch-newest"]
+    assert "torch" in sets["torch-newest"]
+
+
+def test_oldest_sets_are_the_lower_ends_of_pyprojects_claims() -> None:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    lows = {}
+    for req in extras["torch"] + extras["tensorflow"] + extras["jax"]:
+        name, rest = req.split(">=")
+        lows[name] = rest.split(",")[0]
+    sets = {vs.name: vs.requirements for vs in version_sets()}
+    assert f"torch=={lows['torch']}" in sets["torch-oldest"]
+    for name in ("tensorflow-cpu", "keras", "jax", "optax"):
+        assert f"{name}=={lows[name]}" in sets["frameworks-oldest"]
+    assert f"jaxlib=={lows['jax']}" in sets["frameworks-oldest"]
+    assert "torch==2.0.1" in {vs.name: vs.requirements for vs in version_sets("2.0.1")}["torch-oldest"]
+
+
+def test_a_release_above_the_claim_is_named() -> None:
+    high = {c: h for c, (_, h) in claimed().items()}
+    major, minor, _ = (int(x) for x in high["torch"].split("."))
+    newer = f"{major}.{minor + 1}.0+cu130"
+    notes = beyond_claims({"torch": newer, "keras": high["keras"], "jax": None})
+    claim = high["torch"]
+    assert notes == [f"torch {newer} is newer than pyproject claims (<={claim}): if it passed, extend the claim"]
 
 
 def test_mistakes_are_one_line(tmp_path: Path) -> None:
@@ -38,7 +63,7 @@ def test_mistakes_are_one_line(tmp_path: Path) -> None:
     assert inside.returncode == 2 and inside.stderr.count("\n") == 1, inside.stderr
     assert "inside the repository" in inside.stderr and not (ROOT / "compat-venvs").exists()
     listed = _runner("--list")
-    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == len(version_sets("2.1.2"))
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == len(version_sets())
 
 
 def test_outcomes_from_a_real_junit_file(tmp_path: Path) -> None:
