@@ -33,13 +33,18 @@ def test_seq_first_lstm_counts_sequences_and_says_it_guessed(cli: Callable[..., 
     assert len(notes) == 1 and "LSTM" in notes[0] and "batch_first=False" in notes[0], rank.notes
     shown = cli("show", "latest")
     assert shown.rc == 0, shown
-    assert "--samples-per-step" in shown.out and "guess" in shown.out, shown.out
+    assert "--samples-per-step" in shown.out, shown.out  # the note, under warnings
+    row = next(line for line in shown.out.splitlines() if line.startswith("samples per step"))
+    assert "20 (a guess: see warnings)" in row, row
 
 
 def test_batch_first_lstm_and_the_option_need_no_guess(cli: Callable[..., Result], store: Any) -> None:
     rank = _rank(cli, store, "--bptt", "35", "--batch", "20", "--batch-first")
     assert np.all(rank.steps["samples"] == 20)
     assert not _guess_notes(rank), rank.notes
+    shown = cli("show", "latest")
+    row = next(line for line in shown.out.splitlines() if line.startswith("samples per step"))
+    assert "guess" not in row, row
     rank = _rank(cli, store, "--bptt", "35", "--batch", "20", opts=("--samples-per-step", "20"))
     assert np.all(rank.steps["samples"] == 20)
     assert not _guess_notes(rank), rank.notes

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # the advisor and the trace engine are imported where shown: 
 STATUS_STYLE = {"completed": "green", "failed": "red", "incomplete": "yellow", "running": "cyan"}
 
 
+SAMPLES_GUESS = "samples per step: "
+"""How the note of a guessed batch dimension begins (collect/modules.py: a sequence-first model's input)."""
+
+
 def _table(title: str, *cols: str) -> Table:
     t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False, expand=False)
     for i, c in enumerate(cols):
@@ -107,7 +111,8 @@ def speed(s: RunSummary) -> RenderableType:
         if st.device_time:
             t.add_row("GPU step time median (CUDA events)", f.duration_ns(st.device_time.p50))
         t.add_row("first step", f.duration_ns(h.first_step_ns))
-        t.add_row("samples per step", f.number(st.samples_per_step))
+        guessed = any(n.startswith(SAMPLES_GUESS) for r in s.ranks for n in r.notes)
+        t.add_row("samples per step", f.number(st.samples_per_step) + (" (a guess: see warnings)" if guessed else ""))
         if st.validation_steps:
             t.add_row("validation steps / throughput",
                       f"{st.validation_steps} / {f.rate(st.validation_samples_per_s, 'samples')}")
