@@ -378,3 +378,60 @@ def test_a_step_that_raises_marks_none_and_the_next_steps_count(tmp_path: Any) -
                 opt.step()
     steps = load(tmp_path / "s").ranks[0].steps
     assert len(steps) == 4  # steps 0, 2, 4, 5
+
+
+def test_steps_count_where_torch_calls_the_step_hooks_from_two_frames(tmp_path: Any) -> None:
+    """A torch whose step wrapper calls the pre- and post-hooks from helpers of their own (two frames): the stack
+    of open steps is matched by depth, and every step, nested ones included, marks once."""
+    from torch.optim import optimizer as optim
+
+    real = optim.Optimizer.profile_hook_step
+
+    def profile_hook_step(func: Any) -> Any:
+        def pre_hooks(self: Any, args: Any, kwargs: Any) -> None:
+            for hook in [*optim._global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
+                hook(self, args, kwargs)
+
+        def post_hooks(self: Any, args: Any, kwargs: Any) -> None:
+            for hook in [*self._optimizer_step_post_hooks.values(), *optim._global_optimizer_post_hooks.values()]:
+                hook(self, args, kwargs)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            pre_hooks(args[0], args, kwargs)
+            out = func(*args, **kwargs)
+            post_hooks(args[0], args, kwargs)
+            return out
+
+        wrapper.hooked = True  # type: ignore[attr-defined]
+        return wrapper
+
+    class Plain(optim.Optimizer):  # type: ignore[misc]
+        """An optimizer of its own (no torch optimizer's step inside, which torch's real wrapper would call)."""
+
+        def __init__(self, params: Any) -> None:
+            super().__init__(params, {"lr": 0.01})
+
+        @torch.no_grad()  # type: ignore[misc]
+        def step(self, closure: Any = None) -> Any:
+            for group in self.param_groups:
+                for q in group["params"]:
+                    if q.grad is not None:
+                        q.add_(q.grad, alpha=-group["lr"])
+
+    class Outer(Plain):
+        def step(self, closure: Any = None) -> Any:
+            return super().step(closure)
+
+    optim.Optimizer.profile_hook_step = staticmethod(profile_hook_step)  # type: ignore[assignment]
+    try:
+        model = torch.nn.Linear(3, 1)
+        Plain(model.parameters())  # its step wrapped too: Outer's step nests a wrapped step
+        opt = Outer(model.parameters())
+        assert getattr(Plain.step, "hooked", False) and getattr(Outer.step, "hooked", False)
+        with stepscope.session(name="two-frames", store=str(tmp_path / "s")):
+            for _ in range(5):
+                model(torch.ones(2, 3)).sum().backward()
+                opt.step()
+    finally:
+        optim.Optimizer.profile_hook_step = real  # type: ignore[method-assign]
+    assert len(load(tmp_path / "s").ranks[0].steps) == 5

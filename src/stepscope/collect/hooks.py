@@ -114,7 +114,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
 
     A step inside a step (a subclass's ``super().step()``, ZeRO's inner optimizer) is timed once, as part of the
     outer one. A step that raises runs no post-hook: its entry stays on the stack of open steps, and is dropped
-    as stale at the next step whose caller it does not enclose (each entry keeps torch's calling frame).
+    as stale at the next step whose caller it does not enclose (each entry keeps torch's calling frame). That
+    needs torch to call both hooks of a step from one frame, as it does today: the first step checks it, and
+    where it does not hold the stack is matched by depth alone.
 
     Only the thread that owns the steps (``Session.owner``: the first whose optimizer steps) times and marks; in
     other threads a step only has its models watched (``others``), so the stack and the marker are one thread's."""
@@ -125,6 +127,8 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
     if register_pre is None or register_post is None:
         raise RuntimeError("this torch has no global optimizer step hooks (torch.optim.optimizer."
                            "register_optimizer_step_pre_hook)")
+    by_frame: list[bool] = []
+    """whether torch calls a step's pre- and post-hook from one frame (learnt at the first step)"""
     fault = "optimizer" in os.environ.get(FAULT_ENV, "").split(",")
     marker: list[Any] = []
     """the optimizer whose steps mark steps (the first to step)"""
@@ -143,7 +147,7 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
             return  # another thread's step (post handles it)
         try:
             caller = sys._getframe(1)
-            if open_steps:  # rare: a nested step, or a stale entry of a step that raised
+            if open_steps and by_frame and by_frame[0]:  # rare: a nested step, or a stale entry of a raised step
                 _drop_stale(open_steps, caller)
             open_steps.append((caller, nesting.enter(session)))
         except Exception as e:
@@ -158,7 +162,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
             return
         try:
             caller = sys._getframe(1)
-            while open_steps and open_steps[-1][0] is not caller:
+            if not by_frame and open_steps:
+                by_frame.append(open_steps[-1][0] is caller)
+            while by_frame and by_frame[0] and open_steps and open_steps[-1][0] is not caller:
                 open_steps.pop()  # inner steps that raised
             if not open_steps:
                 return
