@@ -65,3 +65,15 @@ def test_a_loaded_module_installs_at_once(modules: Path) -> None:
     seen: list[int] = []
     postimport.after_import("ss_probe_d", lambda: seen.append(3))
     assert seen == [3]
+
+
+def test_two_watchers_of_one_module_both_fire(modules: Path) -> None:
+    # two sessions in one process (stepscope.session() twice) each wait for the same framework
+    (modules / "ss_probe_e.py").write_text("W = 5\n")
+    seen: list[str] = []
+    after_import("ss_probe_e", lambda: seen.append("first"))
+    after_import("ss_probe_e", lambda: seen.append("second"))
+    importlib.util.find_spec("ss_probe_e")
+    importlib.import_module("ss_probe_e")
+    assert sorted(seen) == ["first", "second"]
+    assert not [f for f in sys.meta_path if isinstance(f, PostImportWatcher)]

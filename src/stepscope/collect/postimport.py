@@ -39,8 +39,8 @@ class PostImportWatcher(importlib.abc.MetaPathFinder):
         try:
             spec = None
             for finder in list(sys.meta_path):
-                if isinstance(finder, PostImportWatcher):
-                    continue
+                if finder is self:
+                    continue  # another watcher of this name wraps the loader too: each installs once
                 find = getattr(finder, "find_spec", None)
                 if find is not None and (spec := find(fullname, path, target)) is not None:
                     break
