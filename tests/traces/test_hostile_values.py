@@ -229,7 +229,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024, max(ma
 @pytest.mark.parametrize("reader", READERS)
 def test_a_huge_name_costs_a_small_multiple_of_the_file(tmp_path: Path, reader: str) -> None:
     """One event holding a 32 MB name (a 32 KB .gz file): the table keeps 65,536 characters of it, and the read
-    peaks within 2x the decompressed size by the C reader (1.45x measured), 6x by the Python one (4.6x: the split
+    peaks within 2x the decompressed size by the C reader (1.45x measured), 4.5x by the Python one (3.6x: the split
     buffer, the parser's copy and the parsed string)."""
     import gzip
     import subprocess
@@ -246,7 +246,7 @@ def test_a_huge_name_costs_a_small_multiple_of_the_file(tmp_path: Path, reader: 
                          check=True, timeout=120)
     peak, longest, cut = map(int, out.stdout.split())
     assert longest == MAX_NAME_CHARS and cut == 1
-    assert peak < (2 if reader == "c" else 6) * len(body), peak / len(body)
+    assert peak < (2 if reader == "c" else 4.5) * len(body), peak / len(body)
 
 
 def test_what_the_fuzz_found_reads_the_same_by_both_readers(tmp_path: Path) -> None:

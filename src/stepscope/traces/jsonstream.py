@@ -35,8 +35,11 @@ def _structure(buf: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]
     The buffer must start outside a string. Depth is relative to the buffer start.
     """
     arr = np.frombuffer(buf, dtype=np.uint8)
-    mask = (arr == _QUOTE) | (arr == 123) | (arr == 125) | (arr == 91) | (arr == 93)
+    mask = arr == _QUOTE
+    for byte in (123, 125, 91, 93):  # in place: one temporary of the buffer's size at a time, not five
+        mask |= arr == byte
     pos = np.flatnonzero(mask)
+    del mask
     chars = arr[pos]
     is_quote = chars == _QUOTE
     escaped = _escaped_quotes(arr, pos[is_quote])
@@ -188,7 +191,7 @@ class TraceEventSplitter:
             parsed = _try_loads(loads, memoryview(buf)[:cut]) if cut else None
             if parsed is None:
                 cut = _exact_cut(buf)
-                parsed = loads(b"[" + buf[:cut].strip().strip(b",") + b"]") if cut else None
+                parsed = loads(_array_of(buf, cut)) if cut else None
             if parsed:
                 yield parsed
                 buf = buf[cut:].lstrip().lstrip(b",")
@@ -205,20 +208,39 @@ class TraceEventSplitter:
             yield from self._truncated_tail(buf, loads)
             return
         cut = int(pos[closing[0]])
-        body = buf[:cut].strip().strip(b",")
-        if body:
-            yield loads(b"[" + body + b"]")
+        body = _array_of(buf, cut)
+        if len(body) > 2:
+            yield loads(body)
         self.suffix_bytes = buf[cut + 1:]
 
 
     def _truncated_tail(self, buf: bytes, loads: Any) -> Iterator[list[Any]]:
         """A file cut mid-write: keep the whole events of the tail, drop the partial one and close the header."""
         cut = _exact_cut(buf)
-        body = buf[:cut].strip().strip(b",")
+        body = _array_of(buf, cut)
         self.truncated = True
         self.suffix_bytes = b"}"
-        if body:
-            yield loads(b"[" + body + b"]")
+        if len(body) > 2:
+            yield loads(body)
+
+
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
+_COMMA = 44
+
+
+def _array_of(buf: bytes, end: int) -> bytes:
+    """``b"[" + buf[:end].strip().strip(b",") + b"]"``, copied once (a huge event is not copied again for the
+    slice, the strip and each concatenation)."""
+    start = 0
+    while start < end and buf[start] in _SPACE:
+        start += 1
+    while end > start and buf[end - 1] in _SPACE:
+        end -= 1
+    while start < end and buf[start] == _COMMA:
+        start += 1
+    while end > start and buf[end - 1] == _COMMA:
+        end -= 1
+    return b"".join((b"[", memoryview(buf)[start:end], b"]"))
 
 
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{\s*\")")
