@@ -46,8 +46,8 @@ if _dask_installed():
 
 @pytest.mark.parametrize("where", EXECUTORS, ids=lambda w: " ".join(w))
 def test_an_unreadable_rank_is_named_and_the_exit_status_is_3(damaged_set: Path, where: list[str]) -> None:
-    """Before: exit 0, the missing rank only inside the printed tables."""
-    for action in (["analyze"], ["analyze", "--json"], ["kernels"]):
+    """Before: exit 0, the missing rank only inside the printed tables (comm-matrix: among its notes)."""
+    for action in (["analyze"], ["analyze", "--json"], ["kernels"], ["comm-matrix"]):
         out = _trace(*action, str(damaged_set), *where)
         assert out.returncode == 3, out.stderr[-2000:]
         assert out.stdout  # the figures of the three other ranks are printed

@@ -133,16 +133,16 @@ class TraceCommand:
         return 0
 
     def _comm_matrix(self, args: argparse.Namespace, console: Console) -> int:
-        from stepscope.executor.traceset import comm_matrix_from_traces
+        from stepscope.executor.traceset import comm_matrix_and_unread
         from stepscope.report.commmatrix import comm_matrix_view
 
         with closing(executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout)) as ex:
-            m = comm_matrix_from_traces(args.paths, top=args.top, executor=ex, progress=True)
+            m, unread, total = comm_matrix_and_unread(args.paths, top=args.top, executor=ex, progress=True)
         if len(m.ranks) < 2:
             raise UserError(f"{', '.join(args.paths)}: the traces name only rank {m.ranks[0]} — a communication "
                             "matrix needs the traces of two or more ranks (or collectives naming their group)")
         _emit_json(m.to_dict()) if args.json else console.print(comm_matrix_view(m))
-        return 0
+        return unread_status(unread, total)
 
     def _analyze(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:
         if args.json:

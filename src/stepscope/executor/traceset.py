@@ -98,11 +98,19 @@ def comm_matrix_from_traces(paths: Sequence[str | Path], *, workers: int | None 
     Raises:
         TraceError: no trace files, or none could be read.
     """
+    return comm_matrix_and_unread(paths, workers=workers, top=top, executor=executor, progress=progress)[0]
+
+
+def comm_matrix_and_unread(paths: Sequence[str | Path], *, workers: int | None = None, top: int = 5,
+                           executor: Executor | None = None,
+                           progress: bool = False) -> tuple[CommMatrix, list[str], int]:
+    """:func:`comm_matrix_from_traces`, the error line of each trace that could not be read (the matrix's
+    ``errors`` also hold the notes of traces read in part) and the number of traces."""
     with nullcontext(executor) if executor is not None else _closing(LocalExecutor(workers)) as ex:
         results = map_trace_set(paths, trace_comm_calls, executor=ex, label="reading ranks", progress=progress)
     good, errors, notes = _split(results, len(results))
     per_rank: list[RankComm] = good
-    return comm_matrix(per_rank, errors=[*errors, *notes], top=top)
+    return comm_matrix(per_rank, errors=[*errors, *notes], top=top), errors, len(results)
 
 
 @contextmanager
@@ -113,4 +121,4 @@ def _closing(ex: Executor) -> Iterator[Executor]:
         ex.close()
 
 
-__all__ = ["analyze_traceset", "comm_matrix_from_traces", "map_trace_set"]
+__all__ = ["analyze_traceset", "comm_matrix_and_unread", "comm_matrix_from_traces", "map_trace_set"]
