@@ -92,3 +92,28 @@ def test_a_temporary_folder_the_workers_cannot_make_is_one_line(tmp_path: Path, 
                  env={"DASK_TEMPORARY_DIRECTORY": str(blocker / "sub")})
     line = _one_line_failure(out)
     assert "could not start" in line and "Not a directory" in line
+
+
+_LOG_IN_WORKER = """
+import functools, logging
+from stepscope.executor.dask import DaskExecutor
+
+if __name__ == "__main__":
+    ex = DaskExecutor(local_workers=1)
+    log = functools.partial(logging.Logger.error, logging.getLogger("distributed.worker"))
+    out = ex.map(log, ["Failed to communicate with scheduler during heartbeat."])
+    ex.close()
+    print("done", [o.error for o in out])
+"""
+
+
+@needs_dask
+def test_dask_log_lines_of_the_workers_are_silenced(tmp_path: Path) -> None:
+    """The line a heartbeat that fails at shut-down logs (ERROR, from the worker process), logged on purpose in a
+    real worker: nothing reaches stderr. Before: `distributed.worker - ERROR - Failed to communicate ...`."""
+    script = tmp_path / "log_in_worker.py"
+    script.write_text(_LOG_IN_WORKER)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0 and "done [None]" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert "Failed to communicate" not in out.stderr and "distributed." not in out.stderr, out.stderr[-2000:]
