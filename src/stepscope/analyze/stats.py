@@ -338,6 +338,29 @@ def paired_log_ratio(base: Any, exp: Any, *, confidence: float = 0.95) -> RatioT
     return _finish("paired_log", d, float(r.std(ddof=1)) / math.sqrt(n), float(n - 1), n, n, confidence)
 
 
+MAX_REPEATS_NEEDED = 1000
+"""``repeats_needed`` stops counting here (a spread that needs more cannot be beaten by repeating)."""
+
+
+def repeats_needed(sigma_log: float, effect: float, *, confidence: float = 0.95, power: float = 0.8,
+                   paired: bool = False) -> int:
+    """Fewest runs a side (or A/B pairs) whose test, at this two-sided ``confidence``, detects a relative change
+    of ``effect`` (0.05 = 5%) with ``power``, at a between-run spread of ``sigma_log`` (standard deviation of log
+    per-run values; for pairs, of the per-pair log ratios). Independent sides: t on 2n - 2 df with standard error
+    sigma * sqrt(2 / n); pairs: n - 1 df and sigma / sqrt(n). ``MAX_REPEATS_NEEDED`` when no count up to it does."""
+    target = math.log1p(effect)
+    if target <= 0 or not math.isfinite(sigma_log):
+        return MAX_REPEATS_NEEDED
+    if sigma_log <= 0:
+        return 2
+    for n in range(2, MAX_REPEATS_NEEDED):
+        df = float(n - 1 if paired else 2 * n - 2)
+        se = sigma_log / math.sqrt(n) if paired else sigma_log * math.sqrt(2.0 / n)
+        if (t_quantile(0.5 + confidence / 2, df) + t_quantile(power, df)) * se <= target:
+            return n
+    return MAX_REPEATS_NEEDED
+
+
 @dataclass(frozen=True, slots=True)
 class NoiseFloor:
     """Between-run noise of one command on one machine: the standard deviation of log(per-run value) among

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,7 +113,14 @@ def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoin
     """The gate's outcome: checks against the window (and the creep anchor), the commit named, quality."""
     from stepscope.analyze.run.quality import measurement_quality
     from stepscope.analyze.runs.history import metric_history
-    from stepscope.analyze.runs.regression import GateOutcome, MetricVerdict, check_regression, locate_step, name_commit
+    from stepscope.analyze.runs.regression import (
+        CheckVerdict,
+        GateOutcome,
+        MetricVerdict,
+        check_regression,
+        locate_step,
+        name_commit,
+    )
     from stepscope.errors import StepscopeError
 
     gated, metrics = gate_metrics(options.metrics, cand)
@@ -135,11 +143,26 @@ def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoin
             quality.append((p.run_id, measurement_quality(store.load(p.run_id))))
         except StepscopeError:  # quality is a note: a run that cannot be read has none
             continue
+    if result.verdict is CheckVerdict.CANNOT_TELL and "MDE" in result.reason:
+        result = dataclasses.replace(result, reason=result.reason + load_note(quality))
     label = base_key[:16] if len({_key(p) for p in base}) == 1 else f"{len({_key(p) for p in base})} commits " \
         f"up to {base_key[:10]}"
     return GateOutcome(result=result, baseline=base_key, baseline_commits=tuple(dict.fromkeys(_key(p) for p in base)),
                        candidate=cand_key, creep_anchor=anchor_key, step=step, quality=tuple(quality),
                        baseline_label=label)
+
+
+def load_note(quality: Sequence[tuple[str, Any]]) -> str:
+    """The candidate runs' host load, as the cause of a spread too wide to tell ("" when not sampled)."""
+    others = [q.others_cores for _, q in quality if q.others_cores is not None]
+    busy = [q.system_cpu_pct for _, q in quality if q.system_cpu_pct is not None]
+    cv = [q.step_cv for _, q in quality if q.step_cv is not None]
+    if not others and not cv:
+        return ""
+    parts = [f"other processes held {min(others):.1f}-{max(others):.1f} cores"] if others else []
+    parts += [f"host CPU {min(busy):.0f}-{max(busy):.0f}% busy"] if busy else []
+    parts += [f"step-time CV {min(cv):.0%}-{max(cv):.0%}"] if cv else []
+    return f" (the candidate's runs: {', '.join(parts)})"
 
 
 def _key(p: RunPoint) -> str:  # a RunPoint's commit point key

@@ -13,7 +13,10 @@ against the baseline window's runs, which pools the runs of several earlier comm
   slowdown, and it is bigger than what you tolerate); IMPROVED when the interval lies below 1; otherwise
   NO_SIGNIFICANT_CHANGE — which does not prove there is no change, only that these repeats cannot show one
   beyond the noise (``mde`` says the smallest change they detect with 80% power);
-- CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3) runs with the metric.
+- CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3) runs with the metric, and when no
+  regression is shown but the MDE (80% power at the gate's level) exceeds the threshold: PASS means "a
+  regression of the tolerated size would have been seen", so repeats too noisy to see one cannot pass. The
+  reason names the MDE, each side's run-to-run spread and the runs a side that would decide at that spread.
 
 Only the gated metrics (step time by default) can fail the gate; the other metrics shown get their own verdicts.
 """
@@ -21,6 +24,7 @@ Only the gated metrics (step time by default) can fail the gate; the other metri
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -30,7 +34,7 @@ import numpy as np
 
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.runs.history import MetricHistory, lower_is_better
-from stepscope.analyze.stats import geometric_mean, welch_log_ratio
+from stepscope.analyze.stats import MAX_REPEATS_NEEDED, geometric_mean, repeats_needed, welch_log_ratio
 
 
 class MetricVerdict(Enum):
@@ -133,13 +137,33 @@ def check_metric(metric: str, baseline: Sequence[float | None], candidate: Seque
         worse, wlo, whi = t.ratio, t.ci_low, t.ci_high
     else:
         worse, wlo, whi = 1 / t.ratio, 1 / t.ci_high, 1 / t.ci_low
+    reason = ""
     if worse - 1 > threshold and wlo > 1:
         verdict = MetricVerdict.REGRESSED
     elif whi < 1:
         verdict = MetricVerdict.IMPROVED
+    elif t.mde is not None and threshold > 0 and t.mde > threshold:
+        # these repeats would likely miss a regression of the tolerated size: not a pass
+        verdict, reason = MetricVerdict.CANNOT_TELL, blind_reason(metric, b, c, t.mde, threshold, confidence)
     else:
         verdict = MetricVerdict.NO_SIGNIFICANT_CHANGE
-    return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict, mde=t.mde)
+    return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict, mde=t.mde,
+                 reason=reason)
+
+
+def blind_reason(metric: str, base: np.ndarray, cand: np.ndarray, mde: float, threshold: float,
+                 confidence: float) -> str:
+    """Why a comparison cannot tell: its MDE against the tolerance, the run-to-run spread of each side, and the
+    runs a side that would detect the tolerated change at that spread."""
+    sb = float(np.log(base).std(ddof=1)) if base.size >= 2 else math.nan
+    sc = float(np.log(cand).std(ddof=1)) if cand.size >= 2 else math.nan
+    pooled = math.sqrt((sb**2 + sc**2) / 2) if math.isfinite(sb) and math.isfinite(sc) else max(sb, sc)
+    need = repeats_needed(pooled, threshold, confidence=confidence)
+    more = f"{need} runs a side" if need < MAX_REPEATS_NEEDED else f"more than {MAX_REPEATS_NEEDED} runs a side"
+    return (f"{metric}: MDE {mde:.0%} exceeds the tolerated {threshold:.0%} — these runs would likely miss a "
+            f"regression of that size (run-to-run spread {pooled:.1%}: baseline {sb:.1%} over {base.size} runs, "
+            f"candidate {sc:.1%} over {cand.size}); {more} would decide at this spread — repeat with "
+            f"`stepscope bench --repeat {min(need, MAX_REPEATS_NEEDED)}` on a quieter host, or raise --max-regression")
 
 
 def check_regression(baseline: Mapping[str, Sequence[float | None]], candidate: Mapping[str, Sequence[float | None]],
