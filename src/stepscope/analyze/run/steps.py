@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -112,18 +113,63 @@ def share_lower_bound(part_ns: np.ndarray, step_ns: np.ndarray, *,
     return share - t_quantile(confidence, n - 1) * se
 
 
+ROLE_WARMUP = "warmup"
+ROLE_MEASURED = "measured"
+ROLE_VALIDATION = "validation"
+ROLE_PROFILED = "profiled"
+"""A step inside the profiler's traced window."""
+ROLE_PROFILER_WRITE = "profiler_write"
+"""The step that carried writing the profiler's trace."""
+ROLE_FLOP_COUNT = "flop_count"
+"""The step whose FLOPs were counted."""
+ROLE_MEMORY_SNAPSHOT = "memory_snapshot"
+"""A step recorded by a CUDA memory snapshot, or the one that carried its dump."""
+STEP_ROLES = (ROLE_WARMUP, ROLE_PROFILED, ROLE_PROFILER_WRITE, ROLE_FLOP_COUNT, ROLE_MEMORY_SNAPSHOT,
+              ROLE_MEASURED, ROLE_VALIDATION)
+
+
+def _excluded(index: np.ndarray, ranges: Sequence[tuple[int, int]]) -> np.ndarray:
+    out = np.zeros(len(index), dtype=bool)
+    for lo, hi in ranges:
+        out |= (index >= lo) & (index <= hi)
+    return out
+
+
+def measured_mask(train: StepTable, warmup: int, exclude: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Which training steps the statistics count: after the first ``warmup`` ones and outside the step index
+    ranges ``exclude`` (inclusive). The one definition of a measured step (``step_stats``, ``step_roles``)."""
+    keep: np.ndarray = (np.arange(len(train)) >= warmup) & ~_excluded(train["index"], exclude)
+    return keep
+
+
+def step_roles(steps: StepTable, warmup: int, exclude: Sequence[tuple[int, int, str]]) -> list[str]:
+    """What each step (row of ``steps``) is to the statistics: ``validation``, ``warmup``, one of the
+    instruments' roles of ``exclude`` (lo, hi, role; the first range holding the step names it) or
+    ``measured`` — exactly the steps ``step_stats`` counts with the same warm-up and ranges."""
+    is_train = steps["phase"] == int(Phase.TRAIN)
+    train = steps.take(is_train)
+    measured = measured_mask(train, warmup, [(lo, hi) for lo, hi, _ in exclude])
+    roles: list[str] = []
+    for pos, (idx, ok) in enumerate(zip(train["index"].tolist(), measured.tolist(), strict=True)):
+        if ok:
+            roles.append(ROLE_MEASURED)
+        elif pos < warmup:
+            roles.append(ROLE_WARMUP)
+        else:
+            roles.append(next(role for lo, hi, role in exclude if lo <= idx <= hi))
+    it = iter(roles)
+    return [next(it) if t else ROLE_VALIDATION for t in is_train.tolist()]
+
+
 def step_stats(steps: StepTable, *, warmup: int | None = None,
-               exclude: tuple[tuple[int, int], ...] = ()) -> StepStats:
+               exclude: Sequence[tuple[int, int]] = ()) -> StepStats:
     """Statistics of the training steps after warm-up, leaving out the step index ranges ``exclude``
     (inclusive; the profiled window's traced steps)."""
     train = steps.take(steps["phase"] == int(Phase.TRAIN))
     val = steps.take(steps["phase"] == int(Phase.VALIDATION))
     dur = train.duration_ns.astype("float64")
     k = warmup_steps(dur, warmup)
-    keep = np.arange(len(train)) >= k
-    for lo, hi in exclude:
-        keep &= ~((train["index"] >= lo) & (train["index"] <= hi))
-    m = train.take(keep)
+    m = train.take(measured_mask(train, k, exclude))
     mdur = m.duration_ns.astype("float64")
     wall = float(mdur.sum())
     mean_step = float(mdur.mean()) if len(mdur) else math.nan

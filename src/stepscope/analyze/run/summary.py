@@ -13,7 +13,14 @@ from stepscope.analyze.run.flops import FlopsSummary, counted_steps, flops_summa
 from stepscope.analyze.run.lost import records_lost
 from stepscope.analyze.run.memory import MemoryOp, memory_ops
 from stepscope.analyze.run.regions import RegionStats, region_stats
-from stepscope.analyze.run.steps import StepStats, step_stats
+from stepscope.analyze.run.steps import (
+    ROLE_FLOP_COUNT,
+    ROLE_MEMORY_SNAPSHOT,
+    ROLE_PROFILED,
+    ROLE_PROFILER_WRITE,
+    StepStats,
+    step_stats,
+)
 from stepscope.analyze.run.system import MetricStats, energy_per_step_j, metric_stats
 from stepscope.model.run import Run, RunStatus
 from stepscope.model.tables import RankData, RunData
@@ -127,27 +134,33 @@ def user_metrics(rank: RankData) -> tuple[UserMetric, ...]:
     return tuple(out)
 
 
-def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
-    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics (the run
-    summary's and diff's alike): the profiler window's traced steps and the step that carried writing its
-    trace (``carried_step``), the step whose FLOPs were counted, and a CUDA memory snapshot's recorded
-    steps and the step that carried its dump."""
-    out = []
+def step_exclusions(rank: RankData) -> tuple[tuple[int, int, str], ...]:
+    """Step index ranges (inclusive) slowed by stepscope's own instruments, each with its step role
+    (analyze/run/steps.py), most specific first: the step that carried writing the profiler's trace
+    (``carried_step``), the step whose FLOPs were counted, a CUDA memory snapshot's recorded steps and the
+    step that carried its dump, and the profiler window's traced steps."""
+    out: list[tuple[int, int, str]] = []
+    for rec in rank.extra.get("profile_boundary", []) + rank.extra.get("profile_window", []):
+        carried = rec.get("carried_step")
+        if isinstance(carried, int):
+            out.append((carried, carried, ROLE_PROFILER_WRITE))
+    out.extend((lo, hi, ROLE_FLOP_COUNT) for lo, hi in counted_steps(rank))
+    for rec in rank.extra.get("memory_snapshot", []):
+        lo, hi = rec.get("first_step"), rec.get("last_step")
+        if isinstance(lo, int) and isinstance(hi, int):
+            out.append((lo, hi + 1, ROLE_MEMORY_SNAPSHOT))  # the dump happens at the boundary after the last step
     for rec in rank.extra.get("profile_window", []):
         lo = rec.get("traced_first_step", rec.get("first_step"))
         hi = rec.get("last_step")
         if isinstance(lo, int) and isinstance(hi, int):
-            out.append((lo, hi))
-    for rec in rank.extra.get("profile_boundary", []) + rank.extra.get("profile_window", []):
-        carried = rec.get("carried_step")
-        if isinstance(carried, int):
-            out.append((carried, carried))
-    for rec in rank.extra.get("memory_snapshot", []):
-        lo, hi = rec.get("first_step"), rec.get("last_step")
-        if isinstance(lo, int) and isinstance(hi, int):
-            out.append((lo, hi + 1))  # the dump happens at the boundary after the last recorded step
-    out.extend(counted_steps(rank))
-    return tuple(sorted(set(out)))
+            out.append((lo, hi, ROLE_PROFILED))
+    return tuple(dict.fromkeys(out))
+
+
+def profiled_steps(rank: RankData) -> tuple[tuple[int, int], ...]:
+    """Step index ranges slowed by stepscope's own instruments, kept out of step statistics (the run
+    summary's and diff's alike): the ranges of ``step_exclusions`` without their roles."""
+    return tuple(sorted({(lo, hi) for lo, hi, _ in step_exclusions(rank)}))
 
 
 def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:

@@ -57,7 +57,7 @@ _KERNEL_STATS: Schema = {"rank": "int64", "key": "string", "component": "string"
                          "pct": "float64"}
 
 TABLE_SCHEMAS: dict[str, Schema] = {
-    "steps": _from_model(StepTable, derived={"phase": "string", "duration_ns": "int64"}),
+    "steps": _from_model(StepTable, derived={"phase": "string", "duration_ns": "int64", "role": "string"}),
     "regions": _from_model(RegionTable),
     "samples": {"rank": "int64", "t_ns": "timestamp", **dict.fromkeys(SAMPLE_METRICS, "float64")},
     "metrics": _from_model(MetricTable),

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.run.hostprof import stack_table
-from stepscope.analyze.run.summary import RunSummary
+from stepscope.analyze.run.steps import step_roles
+from stepscope.analyze.run.summary import RunSummary, step_exclusions
 from stepscope.model.tables import RunData
 from stepscope.report.export.schema import TRACE_TABLES, conform, empty
 
@@ -33,11 +34,14 @@ def run_tables(data: RunData, summary: RunSummary) -> dict[str, Columns]:
     def extend(table: str, rank: int, cols: Columns) -> None:
         parts[table].append((rank, cols))
 
+    warmup = {rs.rank: rs.steps.warmup_steps for rs in summary.ranks}
     for r in data.ranks:
         rank = r.stream.rank
         st = {k: _clean(v) for k, v in r.steps.cols.items()}
         st["duration_ns"] = _clean(r.steps.duration_ns)
         st["phase"] = ["validation" if p == 1 else "train" for p in r.steps["phase"].tolist()]
+        # the summary's own warm-up and exclusions: role == "measured" are exactly the steps its figures count
+        st["role"] = step_roles(r.steps, warmup.get(rank, 0), step_exclusions(r))
         extend("steps", rank, st)
         reg = {"path": r.regions.column_strings(),
                **{k: _clean(v) for k, v in r.regions.cols.items() if k != "path_code"}}
