@@ -67,3 +67,14 @@ def test_csv_and_parquet_carry_the_role(prof, nb_store: Path, tmp_path: Path) ->
         else:
             got = list(pd.read_parquet(out / "steps.parquet")["role"])
         assert got == want, fmt
+
+
+def test_findings_df_keeps_setup_values_as_text(nb_store: Path) -> None:
+    base, exp = stepscope.load("prof", store=nb_store), stepscope.load("plain", store=nb_store)
+    df = base.diff(exp).findings_df()
+    setup = df[df.kind == "setup"].set_index("name")
+    assert setup.loc["command", "baseline_text"] == " ".join(base.data.run.command)
+    assert setup.loc["command", "experiment_text"] == " ".join(exp.data.run.command)
+    assert "--steps 16" in setup.loc["command", "baseline_text"]
+    assert df[df.kind != "setup"].baseline_text.isna().all()  # numeric rows keep their numbers in baseline
+    assert pd.api.types.is_float_dtype(df.baseline.dtype)

@@ -28,12 +28,18 @@ class DiffView:
                                            "delta_pct", "verdict"])
 
     def findings_df(self) -> Any:
-        """What changed, in report order: kind, name, unit, baseline, experiment, delta, delta %, verdict."""
+        """What changed, in report order: kind, name, unit, baseline, experiment, delta, delta %, verdict, and
+        baseline_text / experiment_text: a set-up difference's values (kind "setup": command, parameter,
+        device ...) as text, where the numeric columns are NaN."""
         pd = require_pandas()
-        cols = ["kind", "name", "unit", "baseline", "experiment", "delta", "delta_pct", "verdict"]
-        rows = [{**{c: getattr(f, c) for c in cols[:-1]}, "verdict": f.verdict.value if f.verdict else None}
+        cols = ["kind", "name", "unit", "baseline", "experiment", "delta", "delta_pct", "verdict", "baseline_text",
+                "experiment_text"]
+        rows = [{c: getattr(f, c) for c in cols} | {"verdict": f.verdict.value if f.verdict else None}
                 for f in self.result.findings]
-        return pd.DataFrame(rows, columns=cols)
+        df = pd.DataFrame(rows, columns=cols)
+        for c in ("baseline", "experiment", "delta", "delta_pct"):  # numbers stay float even when all are NaN
+            df[c] = df[c].astype("float64")
+        return df
 
     def _repr_html_(self) -> str:
         return diff_repr_html(self.result)
