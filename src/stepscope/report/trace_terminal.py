@@ -150,7 +150,20 @@ def rules_view(rules: ComponentRules) -> Table:
     return t
 
 
+_PART_LABEL = {"name": "the kernel's name", "namespace": "the kernel's namespaces", "whole": "the whole name"}
+
+
 def explain_view(e: Explanation) -> Text:
+    """The verdict, then the signature with the part the rules saw underlined (template arguments and parameters
+    are never matched)."""
     if e.rule is None:
-        return Text(f"{e.name!r} -> other (no rule matched)")
-    return Text(f"{e.name!r} -> {e.component} (rule #{e.rule_index}: {e.rule.pattern!r}, {e.rule.source})")
+        head = Text(f"{e.name!r} -> other (no rule matched {_PART_LABEL[e.part]}: {e.matched!r})")
+    else:
+        head = Text(f"{e.name!r} -> {e.component} (rule #{e.rule_index}: {e.rule.pattern!r}, {e.rule.source}; "
+                    f"matched {_PART_LABEL[e.part]}: {e.matched!r})")
+    if e.part == "whole":
+        return head
+    shown = Text("\n  ") + Text(e.name)
+    a, b = e.span
+    shown.stylize("bold underline", 3 + a, 3 + b)
+    return head + shown

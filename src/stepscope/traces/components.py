@@ -1,7 +1,9 @@
 """Components: ordered regex rules that map kernel and operator names to what they do.
 
 The first rule whose pattern matches (``re.search``, case-insensitive) names the component; a name no
-rule matches is ``other``. A project's ``stepscope.toml`` adds rules before the defaults (so they win)::
+rule matches is ``other``. In a demangled C++ signature the rules see the kernel's own name, then (when no rule
+matched it) its namespaces, never its return type, template arguments or parameters (``rules_kernel_name.py``).
+A project's ``stepscope.toml`` adds rules before the defaults (so they win)::
 
     [[components.rules]]
     pattern = "my_fused_rope"
@@ -26,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import UserError
+from stepscope.traces.rules_kernel_name import kernel_name
 
 COMPONENTS: tuple[str, ...] = (
     "gemm", "convolution", "attention", "elementwise", "reduction", "softmax", "optimizer",
@@ -63,12 +66,14 @@ DEFAULT_RULES: tuple[tuple[str, str], ...] = (
     (r"flash|fmha|attention|_attn|sdpa|scaled_dot_product|mha_fwd|mha_bwd", "attention"),
     (r"multi_tensor_apply|adam|sgd|lamb|adagrad|rmsprop|optimizer\.|zero_grad", "optimizer"),
     (r"softmax", "softmax"),
-    (r"bn_fw|bn_bw|batch_?norm|layer_?norm|group_?norm|instance_?norm|rms_?norm|welford", "reduction"),
-    (r"conv|implicit_gemm|implicit_convolve|winograd|fft2d|xmma_(fprop|dgrad|wgrad)|dgrad|wgrad|cudnn|miopen"
+    (r"bn_fw|bn_bw|batch_?norm|layer_?norm|group_?norm|instance_?norm|rms_?norm|welford"
+     r"|gammabetabackward|rowwisemoments", "reduction"),
+    (r"conv|implicit_gemm|implicit_convolve|winograd|fft2d|fprop|dgrad|wgrad|cudnn|miopen"
      r"|nchwtonhwc|nhwctonchw", "convolution"),
-    (r"gemm|gemv|cublas|cutlass|nvjet|matmul|^cijk_|wmma|triton_tem|dot_kernel|splitk"
+    # FBGEMM's kernels and operators (embeddings, permutes, quantisation) are not GEMMs despite the name
+    (r"(?<!fb)gemm|gemv|cublas|cutlass|nvjet|matmul|^cijk_|wmma|triton_tem|dot_kernel|splitk"
      r"|^aten::(mm|bmm|addmm|addmv|mv|linear|baddbmm|einsum|dot)$|^(mm|bmm|addmm|linear)backward", "gemm"),
-    (r"reduce|reduction|triton_red|triton_per|sum_kernel|norm_kernel|argmax|argmin|max_pool|avg_pool"
+    (r"reduce|reduction|triton_red|triton_per|sum_kernel|norm_kernel|argmax|argmin|max_pool|avg_pool|average_pool"
      r"|^aten::(sum|mean|max|min|norm|var|std|amax|amin)$", "reduction"),
     (r"elementwise|triton_poi|pointwise|copy|catarray|fill|index|scatter|gather|where|relu|gelu|silu|sigmoid"
      r"|tanh|dropout|clamp|^aten::(add|sub|mul|div|pow|exp|neg|cat|to|_to_copy|zero_|ones_like|zeros_like)_?$"
@@ -91,18 +96,29 @@ class Rule:
         return {"pattern": self.pattern, "component": self.component, "source": self.source}
 
 
+PARTS = ("name", "namespace", "whole")
+"""What a rule was matched on: a signature's kernel name, its namespaces, or a name that is not a signature."""
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """Which rule named a name's component (``rule`` None: no rule matched, so ``other``)."""
+    """Which rule named a name's component (``rule`` None: no rule matched, so ``other``) and on which part."""
 
     name: str
     component: str
     rule_index: int | None
     rule: Rule | None
+    part: str
+    """One of PARTS: the part the rule matched (or, with no match, the last part tried)."""
+    matched: str
+    """The text of that part."""
+    span: tuple[int, int]
+    """Where that part sits in ``name``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "component": self.component, "rule_index": self.rule_index,
-                "rule": self.rule.to_dict() if self.rule else None}
+                "rule": self.rule.to_dict() if self.rule else None, "part": self.part, "matched": self.matched,
+                "span": list(self.span)}
 
 
 def _compile(pattern: str, component: str, source: str) -> Rule:
@@ -118,7 +134,7 @@ class ComponentRules:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
-        self._cache: dict[str, int] = {}
+        self._cache: dict[str, tuple[int, int]] = {}
 
     @classmethod
     def defaults(cls) -> ComponentRules:
@@ -155,21 +171,34 @@ class ComponentRules:
                 return cls.from_toml(candidate)
         return cls.defaults()
 
-    def _index(self, name: str) -> int:
+    def _first(self, text: str) -> int:
+        return next((i for i, r in enumerate(self.rules) if r.regex.search(text)), -1)
+
+    def _index(self, name: str) -> tuple[int, int]:
+        """(rule index or -1, index into PARTS of the part it matched or the last part tried); cached."""
         hit = self._cache.get(name)
         if hit is None:
-            hit = next((i for i, r in enumerate(self.rules) if r.regex.search(name)), -1)
+            k = kernel_name(name)
+            if k.whole:
+                hit = (self._first(name), 2)
+            else:
+                i = self._first(k.name)
+                hit = (i, 0) if i >= 0 or not k.scope else (self._first(k.scope), 1)
             self._cache[name] = hit
         return hit
 
     def classify(self, name: str) -> str:
-        i = self._index(name)
+        i = self._index(name)[0]
         return self.rules[i].component if i >= 0 else OTHER
 
     def explain(self, name: str) -> Explanation:
-        i = self._index(name)
+        i, part = self._index(name)
         rule = self.rules[i] if i >= 0 else None
-        return Explanation(name, rule.component if rule else OTHER, i if i >= 0 else None, rule)
+        k = kernel_name(name)
+        span = (0, len(name)) if part == 2 else (k.start, k.end) if part == 0 else (k.scope_start, k.scope_end)
+        matched = name if part == 2 else k.name if part == 0 else k.scope
+        return Explanation(name, rule.component if rule else OTHER, i if i >= 0 else None, rule, PARTS[part],
+                           matched, span)
 
     def component_names(self) -> tuple[str, ...]:
         extra = [r.component for r in self.rules if r.component not in COMPONENTS]
