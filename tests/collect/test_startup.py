@@ -68,6 +68,20 @@ def test_the_api_without_a_framework_still_records(tmp_path: Path) -> None:
     assert len(data.ranks) == 1 and len(data.ranks[0].steps) == 6
 
 
+def test_a_lookup_of_stepscope_before_its_import_still_records(tmp_path: Path) -> None:
+    """``importlib.util.find_spec`` (a library checking what is installed) asks the finders without importing:
+    the recorder must still start at the real import that follows."""
+    _observe(tmp_path, """
+        import importlib.util
+        assert importlib.util.find_spec("stepscope") is not None
+        import stepscope
+        for _ in stepscope.steps(range(4)):
+            pass
+        """)
+    data = load(tmp_path / "store")
+    assert len(data.ranks) == 1 and len(data.ranks[0].steps) == 4
+
+
 def test_a_user_sitecustomize_that_imports_torch_is_chained_and_observed(tmp_path: Path) -> None:
     site = tmp_path / "usersite"
     site.mkdir()

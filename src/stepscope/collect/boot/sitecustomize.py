@@ -51,10 +51,10 @@ def _boot() -> None:
         print(f"stepscope: cannot observe this process ({e!r}); it runs unobserved", file=sys.stderr)
 
 
-def _find(fullname: str, path: Sequence[str] | None, target: ModuleType | None) -> ModuleSpec | None:
-    """The spec as the finders after this one give it (those of frameworks with finders of their own too)."""
+def _find(fullname: str, path: Sequence[str] | None, target: ModuleType | None, skip: object) -> ModuleSpec | None:
+    """The spec as the finders other than ``skip`` give it (those of frameworks with finders of their own too)."""
     for finder in list(sys.meta_path):
-        find = getattr(finder, "find_spec", None)
+        find = getattr(finder, "find_spec", None) if finder is not skip else None
         if find is not None:
             spec: ModuleSpec | None = find(fullname, path, target)
             if spec is not None:
@@ -63,22 +63,21 @@ def _find(fullname: str, path: Sequence[str] | None, target: ModuleType | None) 
 
 
 class FirstImportBoot:
-    """A finder on ``sys.meta_path`` that starts the recorder at the first import of a watched package (before
-    its body runs) or right after ``stepscope``'s own import (the recorder is part of that package), then
-    leaves ``sys.meta_path``. Duck-typed: importing importlib.abc would cost every process a few ms."""
+    """A finder on ``sys.meta_path`` that starts the recorder at the first lookup of a watched package (before
+    its body runs; the frameworks' own watchers then wrap it) or once ``stepscope`` itself has been imported
+    (the recorder is part of that package), then leaves ``sys.meta_path``. A lookup of stepscope that imports
+    nothing (``importlib.util.find_spec``) leaves it in place. Duck-typed: importing importlib.abc would cost
+    every process a few ms."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname not in WATCHED and fullname != _OWN:
             return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
         if fullname in WATCHED:
+            self._leave()
             _boot()
-            return _find(fullname, path, target)
-        spec = _find(fullname, path, target)
+            return _find(fullname, path, target, self)
+        spec = _find(fullname, path, target, self)
         loader = spec.loader if spec is not None else None
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:
@@ -87,10 +86,17 @@ class FirstImportBoot:
         def exec_then_boot(module: ModuleType) -> None:
             exec_module(module)
             sys.modules.setdefault(fullname, module)
+            self._leave()
             _boot()
 
         loader.exec_module = exec_then_boot  # type: ignore[union-attr,method-assign]
         return spec
+
+    def _leave(self) -> None:
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
 
 
 try:
