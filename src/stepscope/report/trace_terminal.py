@@ -14,6 +14,7 @@ from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
+from stepscope.report.format import duration_ns
 from stepscope.traces.components import ComponentRules, Explanation
 
 TEXT_MIN = 12
@@ -66,7 +67,8 @@ class NumericTable:
 
 
 def _us(ns: float | None) -> str:
-    return "—" if ns is None else f"{ns / 1e3:,.1f}"
+    """A duration in the unit the HTML report uses for it (ns, µs, ms, s, min)."""
+    return duration_ns(ns)
 
 
 def _pct(p: float | None) -> str:
@@ -76,7 +78,7 @@ def _pct(p: float | None) -> str:
 def summary_view(a: TraceAnalysis) -> RenderableType:
     t = Table(title=f"rank {a.rank} — {a.path}", show_header=True, title_justify="left")
     t.add_column("figure", overflow="fold")
-    t.add_column("µs", justify="right", no_wrap=True)
+    t.add_column("time", justify="right", no_wrap=True)
     t.add_column("%", justify="right", no_wrap=True)
     if a.temporal:
         tp = a.temporal.to_dict()
@@ -84,8 +86,11 @@ def summary_view(a: TraceAnalysis) -> RenderableType:
             t.add_row(f"GPU {k.replace('_', '-')}", _us(tp[f"{k}_ns"]), _pct(tp[f"{k}_pct"]))
         t.add_row("GPU window", _us(a.temporal.window_ns), "100.0%")
     if a.idle:
+        # per-stream gaps added up: with several streams this can exceed the GPU window, so the label says so
+        n = len(a.idle.streams)
+        over = f" (sum over {n} streams)" if n > 1 else ""
         for k in ("host_wait_ns", "kernel_wait_ns", "other_ns"):
-            t.add_row(f"idle: {k[:-3].replace('_', ' ')}", _us(a.idle.total(k)), "")
+            t.add_row(f"idle: {k[:-3].replace('_', ' ')}{over}", _us(a.idle.total(k)), "")
     if a.overlap:
         t.add_row("communication overlapped", _us(a.overlap.overlap_ns), _pct(a.overlap.overlap_pct))
     if a.utilization:
@@ -107,8 +112,8 @@ def _median(x: object) -> float:
 
 def kernel_view(rows: Iterable[KernelStats], *, top: int, title: str) -> NumericTable:
     cols = [Col("name", numeric=False), Col("component", numeric=False, drop=5), Col("count", drop=2),
-            Col("sum µs"), Col("mean µs", drop=1), Col("min µs", drop=3), Col("max µs", drop=3),
-            Col("std µs", drop=4), Col("%")]
+            Col("sum"), Col("mean", drop=1), Col("min", drop=3), Col("max", drop=3),
+            Col("std", drop=4), Col("%")]
     body: list[list[str | Text]] = [
         [Text(s.key), s.component, f"{s.count:,}", _us(s.sum_ns), _us(s.mean_ns), _us(s.min_ns), _us(s.max_ns),
          _us(s.std_ns), _pct(s.pct)] for s in list(rows)[:top]]
@@ -119,7 +124,7 @@ def kernel_view(rows: Iterable[KernelStats], *, top: int, title: str) -> Numeric
 
 def ops_view(rows: Iterable[OpStats], *, top: int) -> NumericTable:
     cols = [Col("operator", numeric=False), Col("component", numeric=False, drop=5), Col("calls", drop=1),
-            Col("CPU total µs"), Col("CPU self µs", drop=2), Col("GPU total µs"), Col("GPU self µs", drop=2),
+            Col("CPU total"), Col("CPU self", drop=2), Col("GPU total"), Col("GPU self", drop=2),
             Col("input shapes", numeric=False, drop=6)]
     body: list[list[str | Text]] = [[Text(o.name), o.component, f"{o.calls:,}", _us(o.cpu_total_ns), _us(o.cpu_self_ns),
              _us(o.device_total_ns), _us(o.device_self_ns), Text(", ".join(o.shapes[:2]))] for o in list(rows)[:top]]
@@ -128,7 +133,7 @@ def ops_view(rows: Iterable[OpStats], *, top: int) -> NumericTable:
 
 def traceset_view(s: TraceSetAnalysis) -> RenderableType:
     t = Table(title="ranks side by side", title_justify="left")
-    for col in ("rank", "median step µs", "GPU idle %", "compute %", "comm µs", "overlap %"):
+    for col in ("rank", "median step", "GPU idle %", "compute %", "comm", "overlap %"):
         t.add_column(col, justify="right", no_wrap=col != "rank")
     for a in s.ranks:
         tp = a.temporal.to_dict() if a.temporal else {}

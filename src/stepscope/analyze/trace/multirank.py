@@ -39,7 +39,8 @@ def _spread(values: list[float | None]) -> Spread | None:
 class TraceSetAnalysis:
     """Per-rank analyses (rank order) of a set of traces, plus cross-rank figures.
 
-    slowest_rank: highest median step time (or, without steps, the longest GPU window). step_time /
+    slowest_rank: highest median step time (or, without steps, the longest GPU window); None when that exceeds
+    the ranks' median by no more than noise (:func:`slowest_beyond_noise`). step_time /
     communication / idle: spread across ranks of the median step time, communication-kernel time and GPU
     idle time (ns). gpu_pop: POP metrics of the profiled window on the GPU, useful = computation-kernel
     time, runtime = the longest GPU window (as ``show --ranks``' trace POP; None below two ranks with GPU
@@ -67,22 +68,48 @@ class TraceSetAnalysis:
                 "ranks": [r.to_dict() for r in self.ranks]}
 
 
+SLOWEST_NOISE = 0.02
+"""A rank is named slowest only when its figure exceeds the ranks' median by more than this share (2%), or by
+more than the typical rank's step-to-step scatter where that is larger: below it, which rank is "slowest" is
+chance (64 identical ranks used to name rank 63)."""
+
+
 def _step_or_window(a: TraceAnalysis) -> float | None:
     return a.steps.stat(np.median) or (float(a.temporal.window_ns) if a.temporal else None)
+
+
+def _scatter(a: TraceAnalysis) -> float | None:
+    """Median absolute deviation of a rank's step times over their median (None below three steps)."""
+    d = np.asarray([s.dur_ns for s in a.steps.steps], dtype=np.float64)
+    if d.size < 3 or not np.median(d) > 0:
+        return None
+    m = float(np.median(d))
+    return float(np.median(np.abs(d - m))) / m
+
+
+def slowest_beyond_noise(ranks: Sequence[TraceAnalysis]) -> int | None:
+    """The rank with the highest median step (else GPU window), if it stands out from the others beyond noise."""
+    timed = [(v, a.rank) for a in ranks if (v := _step_or_window(a)) is not None]
+    if len(timed) < 2:
+        return timed[0][1] if timed else None
+    values = np.asarray([v for v, _ in timed])
+    mid = float(np.median(values))
+    top, rank = max(timed)
+    scatters = [x for a in ranks if (x := _scatter(a)) is not None]
+    noise = max(SLOWEST_NOISE, float(np.median(scatters)) if scatters else 0.0)
+    return rank if top > mid * (1 + noise) else None
 
 
 def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = (),
             notes: Sequence[str] = ()) -> TraceSetAnalysis:
     """Cross-rank figures of already analysed ranks (any order: the result is in rank order)."""
     ranks = tuple(sorted(analyses, key=lambda a: a.rank))
-    keyed = [(a.rank, _step_or_window(a)) for a in ranks]
-    timed = [(v, r) for r, v in keyed if v is not None]
     warnings = []
     if len(ranks) > 1 and all(a.overlap is None for a in ranks) and any(a.gpu_events for a in ranks):
         warnings.append(f"{len(ranks)} ranks but no communication kernels on any of them: check the component "
                         "rules (`stepscope trace rules`)")
     return TraceSetAnalysis(
-        ranks=ranks, slowest_rank=max(timed)[1] if timed else None,
+        ranks=ranks, slowest_rank=slowest_beyond_noise(ranks),
         step_time=_spread([a.steps.stat(np.median) for a in ranks]),
         communication=_spread([float(a.temporal.communication_ns) if a.temporal else None for a in ranks]),
         idle=_spread([float(a.temporal.idle_ns) if a.temporal else None for a in ranks]),

@@ -191,7 +191,9 @@ def idle_table(a: TraceAnalysis) -> str:
     rows = [{"stream": str(s.stream), "host": s.host_wait_ns, "kernel": s.kernel_wait_ns, "other": s.other_ns,
              "idle": s.idle_ns} for s in a.idle.streams]
     d = a.idle.to_dict()["totals"]
-    rows.append({"stream": "all streams", "host": d["host_wait_ns"], "kernel": d["kernel_wait_ns"],
+    n = len(a.idle.streams)  # per-stream gaps added up: with several streams the sum can exceed the window
+    rows.append({"stream": f"sum over {n} stream{'s' if n != 1 else ''}", "host": d["host_wait_ns"],
+                 "kernel": d["kernel_wait_ns"],
                  "other": d["other_ns"], "idle": d["idle_ns"]})
     return table(cols, rows, table_id=f"idle-r{a.rank}",
                  caption=f"gaps between consecutive GPU work items per stream; kernel wait: gaps under "
