@@ -76,7 +76,7 @@ def _single_2x_verdicts(capsys: pytest.CaptureFixture[str], runs: dict[str, Path
     at least one of the three pairs must be called: a rule that hid a real 2x at equal load fails here."""
     from scipy import stats
 
-    out = []
+    out, quiet = [], []
     for i in (1, 2, 3):
         a, b = (runs[f"base{i}"].name, runs[f"slow{i}"].name) if store else (str(runs[f"base{i}"]),
                                                                                str(runs[f"slow{i}"]))
@@ -96,8 +96,10 @@ def _single_2x_verdicts(capsys: pytest.CaptureFixture[str], runs: dict[str, Path
             assert ch["note"] == fl["load_reason"] or (
                 fl["load_reason"] is None and "within the between-run noise floor" in ch["note"]), (i, ch, fl)
         out.append(ch["verdict"])
-    if not store:
-        assert "slower" in out, out
+        quiet.append(fl["sigma_log"] <= 0.1)
+    if not store and any(quiet):
+        # (a run on a saturated host or with very irregular steps raises the floor past 2x: docs/diff.md)
+        assert "slower" in [v for v, q in zip(out, quiet, strict=True) if q], (out, quiet)
     return out
 
 
@@ -127,9 +129,10 @@ def test_noise_floor_is_learned_from_repeats_in_the_store(runs: dict[str, Path],
     assert "learned from 4 runs" in floor["source"] and "2 df" in floor["source"], floor
     assert _row(doc, "step_time_median_ns")["change"]["noise_floor"] == floor["source"]
     _single_2x_verdicts(capsys, runs, "--store", store)
-    # only one other run of the same command: nothing to learn, the stated default is used and said
+    # only one other run of the same command: nothing to learn, the quiet-host spread (or what the runs measured
+    # above it) is used and said
     doc = _diff_json(capsys, runs["base1"].name, runs["base2"].name, "--store", store)
-    assert "stated default 5%" in doc["noise_floor"]["source"]
+    assert "no repeats of this command in the store" in doc["noise_floor"]["source"]
 
 
 @pytest.mark.slow

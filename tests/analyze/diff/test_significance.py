@@ -94,7 +94,8 @@ def test_one_run_a_side_is_inconclusive_within_the_floor() -> None:
     # threshold 2.576 * 0.05 * sqrt(2) = 18.2% in log terms
     near = compare_runs([10.0], [11.5], floor=floor)
     assert near.verdict is Verdict.INCONCLUSIVE and near.method == "noise_floor" and near.ci_low is None
-    assert "repeat with `stepscope bench --repeat N`" in (near.note or "")
+    # the note names the A/B pairs that would tell the 15% seen at this spread
+    assert "`stepscope bench --ab --repeat 5 -- ...` would tell a 15.0% change" in (near.note or "")
     far = compare_runs([10.0], [12.2], floor=floor)
     assert far.verdict is Verdict.SLOWER and far.noise_floor == "stated"
     assert compare_runs([10.0], [12.2]).verdict is Verdict.INCONCLUSIVE  # no floor at all

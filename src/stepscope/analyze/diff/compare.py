@@ -10,14 +10,15 @@ import numpy as np
 
 from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
 from stepscope.analyze.diff.contention import LOAD_FACTOR, Contention, LoadShift, load_shift, side_contention
+from stepscope.analyze.diff.floor import measured_floor
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
 from stepscope.analyze.diff.runlevel import RunValues, run_values
 from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, step_trends, system_diff
 from stepscope.analyze.diff.sides import DiffSide
 from stepscope.analyze.diff.significance import Change, DiffSettings, Verdict, compare_runs
 from stepscope.analyze.diff.traces import TraceDiff, trace_diff, trace_overview
-from stepscope.analyze.run.quality import NOISE_INFLATION, Quality
-from stepscope.analyze.stats import NoiseFloor, default_noise_floor
+from stepscope.analyze.run.quality import Quality
+from stepscope.analyze.stats import NoiseFloor
 
 DIFF_SCHEMA = "stepscope.diff/2"
 """2: run-level verdicts (``change.method``, ``mde``, ``noise_floor``; verdict ``inconclusive``), ``runs`` per
@@ -180,14 +181,12 @@ def _load(base: list[RunValues], exp: list[RunValues]) -> LoadShift:
 
 def _floor(base: list[RunValues], exp: list[RunValues], given: NoiseFloor | None,
            load: LoadShift) -> NoiseFloor | None:
-    """The noise floor of a comparison with one run on a side: inflated for noisy runs, then widened by the
-    load difference (contention.py)."""
+    """The noise floor of a comparison with one run on a side: the learned (or quiet-host) spread raised to what
+    the runs' own dispersion and host load measured (floor.py), then widened by the load difference
+    (contention.py)."""
     if len(base) >= 2 and len(exp) >= 2:
         return None
-    floor = given or default_noise_floor()
-    noisy = [v.run_id for v in base + exp if v.quality is not None and v.quality.noisy]
-    if noisy:
-        floor = floor.inflated(NOISE_INFLATION, f"run(s) {', '.join(noisy)} measured on a noisy host")
+    floor = measured_floor(given, [(v.run_id, v.quality) for v in base + exp])
     if load.shift_log is not None:
         floor = floor.with_load(load.shift_log, LOAD_FACTOR, load.reason())
     return floor

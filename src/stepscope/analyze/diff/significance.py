@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.stats import (
+    MAX_REPEATS_NEEDED,
     NoiseFloor,
     RatioTest,
     bootstrap_ratio_ci,
@@ -51,6 +52,7 @@ from stepscope.analyze.stats import (
     mann_whitney_u,
     noise_floor_ratio,
     paired_log_ratio,
+    repeats_needed,
     welch_log_ratio,
 )
 
@@ -244,11 +246,25 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
     if unit_scale is not None:
         need = math.expm1(need)
     called = moved > need and _practical(t, s, abs(ve - vb), abs_floor)
+    if not called:
+        hint = decide_hint(floor, max(s.threshold, abs(ve / vb - 1.0)), s.confidence)
     return change(ci_low=None, ci_high=None, p_value=t.p_value,
                   verdict=_direction(vb, ve, higher_is_better) if called else Verdict.INCONCLUSIVE,
                   method="noise_floor", mde=mde, noise_floor=floor.source,
                   note=None if called else floor.load_reason or
                   f"within the between-run noise floor ({floor.source}); {hint}")
+
+
+def decide_hint(floor: NoiseFloor, effect: float, confidence: float) -> str:
+    """The command that would decide a single-run comparison: interleaved A/B pairs, as many as the floor's spread
+    needs to detect ``effect`` (the change seen, or the threshold) at ``confidence`` with 80% power. Each pair's
+    log ratio is taken to spread by sigma * sqrt(2), i.e. as if pairing cancelled nothing (the safe side)."""
+    n = repeats_needed(floor.sigma_log * math.sqrt(2.0), effect, confidence=confidence, paired=True)
+    if n >= MAX_REPEATS_NEEDED:
+        return (f"one run a side at a {floor.sigma_log:.0%} between-run spread: not even {MAX_REPEATS_NEEDED} A/B "
+                f"pairs would resolve {effect:.1%} — measure on a quieter host")
+    return (f"one run a side at a {floor.sigma_log:.0%} between-run spread — `stepscope bench --ab --repeat {n} "
+            f"-- ...` would tell a {effect:.1%} change")
 
 
 def _practical(t: RatioTest, s: DiffSettings, delta: float, abs_floor: float) -> bool:
