@@ -146,7 +146,7 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
         if owner != me and (owner is not None or session.claim_steps(me) != me):
             return  # another thread's step (post handles it)
         try:
-            caller = sys._getframe(1)
+            caller = _caller()
             if open_steps and by_frame and by_frame[0]:  # rare: a nested step, or a stale entry of a raised step
                 _drop_stale(open_steps, caller)
             open_steps.append((caller, nesting.enter(session)))
@@ -161,7 +161,7 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
             others(opt)
             return
         try:
-            caller = sys._getframe(1)
+            caller = _caller()
             if not by_frame and open_steps:
                 by_frame.append(open_steps[-1][0] is caller)
             while by_frame and by_frame[0] and open_steps and open_steps[-1][0] is not caller:
@@ -219,7 +219,10 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
         except Exception as e:
             session.warn_once("optimizer", f"step marking failed ({e})")
 
-    handles = [register_pre(pre), register_post(post)]
+    # run eagerly where dynamo traces a compiled optimizer step (torch.compile(opt.step)): the hooks read clocks,
+    # frames and the thread, which dynamo would warn about on the user's stderr; about 1 µs a call in eager mode
+    disable = _dynamo_disable()
+    handles = [register_pre(disable(pre)), register_post(disable(post))]
 
     def undo() -> None:
         for h in handles:
@@ -228,6 +231,24 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
 
     _UNDO.append(undo)
     return "optimizer (public step hooks)", None
+
+
+def _caller() -> Any:
+    """The frame that called the optimizer hook calling this: torch's step wrapper (``torch.compiler.disable``'s
+    frames in between skipped)."""
+    f: Any = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").startswith("torch._dynamo"):
+        f = f.f_back
+    return f
+
+
+def _dynamo_disable() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``torch.compiler.disable`` (public) where this torch has it, else the function unchanged."""
+    try:
+        from torch.compiler import disable
+    except ImportError:
+        return lambda fn: fn
+    return disable
 
 
 def _drop_stale(open_steps: list[tuple[Any, Any]], caller: Any) -> None:
