@@ -96,12 +96,17 @@ class ModuleWatch:
 
         self.torch = torch
         self.session = session
+        self.tracing = jit_tracing(torch)
+        """Whether torch.jit.trace (or an ONNX export) is running a model now: its run is no training, and reading
+        sizes then makes torch warn (TracerWarning)."""
         self.local = threading.local()
         """Per thread, while the global hooks are on: ``depth`` of module calls and ``span`` of the top-level one
         (two threads' forward calls interleave)."""
         self.shapes: dict[int, Any] = {}
         self.roots: dict[int, Any] = {}
         """Top-level modules seen during discovery (candidates for optimizers that step later)."""
+        self.last_call: dict[int, int] = {}
+        """Per root (id): the number of its latest call among the top-level calls seen (``calls``)."""
         self.calls = 0
         self.models: list[Any] = []
         self.watched: set[int] = set()
@@ -114,6 +119,8 @@ class ModuleWatch:
         self.seq_first: dict[int, str] = {}
         """Models (id) whose input is read as sequence-first (batch.sequence_first), and why."""
         self.discovering = True
+        self.trained = False
+        """A top-level forward ran in training mode while discovering (eval-mode ones before it are validation)."""
         self.rediscover: dict[int, int] = {}
         """Optimizers (id) whose models were not among the roots seen: steps looked for since."""
         self._pending: dict[int, Any] = {}
@@ -155,7 +162,7 @@ class ModuleWatch:
     def _sample_input(self, st: Any, module: Any, args: Any) -> None:
         """The step's samples from a forward's first tensor argument, where no batch was fetched in the step (once
         a step; the batches count once one comes)."""
-        if st.fetched or self.sampled is st:
+        if st.fetched or self.sampled is st or self.tracing():
             return
         try:
             if self.session.options.samples_per_step is None:
@@ -200,7 +207,7 @@ class ModuleWatch:
 
     # -- hooks (global while discovering; the models' own, hidden from copies, are _model_hooks) -------
     def _pre(self, module: Any, args: Any) -> None:
-        if not self._global:
+        if not self._global or self.tracing():
             return
         local = self.local
         depth = getattr(local, "depth", 0)
@@ -220,10 +227,11 @@ class ModuleWatch:
             except Exception:  # an unreadable argument: _sample_input says so
                 pass
             self.first_input[me] = (module, shape)
+        local.training = getattr(module, "training", True)
         local.span = self._enter(module, args)
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
-        if not self._global:
+        if not self._global or self.tracing():
             return
         try:
             local = self.local
@@ -235,11 +243,16 @@ class ModuleWatch:
             if depth:
                 return
             self.roots.setdefault(id(module), module)
+            self.last_call[id(module)] = self.calls
             self.calls += 1
             span = getattr(local, "span", None)
             local.span = None
             if span is not None and self.discovering:
-                self._exit(span)
+                t1 = self._exit(span)
+                if getattr(local, "training", True):
+                    self.trained = True
+                elif self._validation_before_training(module):
+                    self._drop_pre_training(t1)
             if self.calls > DISCOVERY_LIMIT:
                 if self.discovering:
                     self.finish(None)
@@ -290,6 +303,24 @@ class ModuleWatch:
                 session.warn_once("module-watch", f"model forward timing failed ({e})")
 
         return pre, post, python_slots(pre, post)
+
+    def _validation_before_training(self, module: Any) -> bool:
+        """An eval-mode top-level forward with gradients off, of a module with trainable parameters, before any
+        training-mode one and before any step: a sanity check or an initial evaluation. A frozen model's
+        forward (no trainable parameter: a teacher, an embedding) stays part of the step."""
+        if self.trained or self.session.step_source not in (None, "optimizer") or self.torch.is_grad_enabled():
+            return False
+        return any(p.requires_grad for p in module.parameters())
+
+    def _drop_pre_training(self, t1: int) -> None:
+        """A sanity check's batch (Lightning's, or a script's own pass before training) is no step, as with
+        Lightning's callback: step 0 starts after it, without its batches' samples and data wait."""
+        from stepscope.collect.pystate import StepState
+
+        s = self.session
+        s.step = StepState(t1, s.epoch)
+        self.first_input.pop(threading.get_ident(), None)
+        self.sampled = None
 
     def _mark_validation(self, t1: int) -> None:
         """An eval-mode forward with gradients off ended at ``t1``: a validation step."""
@@ -371,7 +402,17 @@ class ModuleWatch:
             return []
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
         roots = list(self.roots.values())  # a snapshot: other threads' forwards add roots meanwhile
-        return [r for r in roots if any(id(p) in owned for p in r.parameters())]
+        # latest called first; a root whose parameters are all a root's taken already is the same model in another
+        # wrapper (torch.jit.trace checks its trace on the original module, then the traced one trains)
+        roots.sort(key=lambda r: -self.last_call.get(id(r), -1))
+        out: list[Any] = []
+        covered: set[int] = set()
+        for r in roots:
+            mine = {id(p) for p in r.parameters()} & owned
+            if mine and not mine <= covered:
+                out.append(r)
+                covered |= mine
+        return out
 
     def _add(self, model: Any) -> None:
         if id(model) in self.watched:
@@ -431,6 +472,18 @@ class ModuleWatch:
             self._slots.remove()
             if self._slots.recheck in self.session.on_flush:
                 self.session.on_flush.remove(self._slots.recheck)
+
+
+def jit_tracing(torch: Any) -> Callable[[], bool]:
+    """``torch.jit.is_tracing``, or the C function it ends in (one C call, no Python frame: the samples read calls it
+    once a step) where this torch has it and it answers False outside a trace, as here."""
+    fn = getattr(torch._C, "_is_tracing", None)
+    try:
+        if callable(fn) and fn() is False:
+            return fn  # type: ignore[no-any-return]
+    except Exception:
+        pass
+    return torch.jit.is_tracing  # type: ignore[no-any-return]
 
 
 def quiet_compile_warning(m: Any, ours: set[int]) -> Callable[[], None] | None:
