@@ -22,7 +22,7 @@ def _torch_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if not line.startswith("stepscope:")]
 
 
-@pytest.mark.parametrize("kind", ["script", "compile"])
+@pytest.mark.parametrize("kind", ["script", "trace", "compile"])
 def test_scripted_and_compiled_models_step_exactly(cli: Callable[..., Result], store: Any, kind: str) -> None:
     args = [str(SCRIPTS / "scripted_train.py"), "--kind", kind, "--steps", str(STEPS)]
     bare = subprocess.run([PY, *args], capture_output=True, text=True, timeout=170)

@@ -1,5 +1,5 @@
-"""A model trained as TorchScript (``torch.jit.script``) or through ``torch.compile``: ``--steps`` optimizer steps on
-fixed tensors (no DataLoader), then the final loss. ``--kind script|compile``."""
+"""A model trained as TorchScript (``torch.jit.script`` or ``torch.jit.trace``) or through ``torch.compile``:
+``--steps`` optimizer steps on fixed tensors (no DataLoader), then the final loss. ``--kind script|trace|compile``."""
 
 import argparse
 
@@ -18,16 +18,17 @@ class Net(nn.Module):
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--kind", choices=("script", "compile"), required=True)
+    p.add_argument("--kind", choices=("script", "trace", "compile"), required=True)
     p.add_argument("--steps", type=int, default=32)
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
     net = Net()
-    model = torch.jit.script(net) if args.kind == "script" else torch.compile(net)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
     x = torch.randn(8, 16)
     y = torch.randint(0, 4, (8,))
+    make = {"script": torch.jit.script, "trace": lambda m: torch.jit.trace(m, x), "compile": torch.compile}
+    model = make[args.kind](net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
     loss = torch.zeros(())
     for _ in range(args.steps):
         opt.zero_grad()
