@@ -27,7 +27,7 @@ def _record(folder: Path) -> None:
     _cli(store, "run", "--quiet", "--name", "profiled", "--profile-steps", "2", "--", PY, tiny, "--steps", "8")
     rank1 = folder / "rank1.json.gz"
     shutil.copy(TRACES / "sampled_128rank" / "rank1.json.gz", rank1)
-    _cli(store, "import", "profiled", str(rank1))
+    _cli(store, "import", "profiled", str(rank1), "--accept-misfit")  # another job's trace, on purpose
 
 
 @pytest.fixture(scope="package")

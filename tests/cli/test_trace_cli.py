@@ -73,7 +73,7 @@ def test_show_comm_matrix_uses_the_runs_traces(tiny_store: Path, cli: Any, tmp_p
     folder.mkdir()
     shutil.copy(NCCL_TRACE, folder / "rank0.json.gz")
     _rank1_copy(folder / "rank1.json.gz")
-    assert cli("import", "latest", str(folder)).rc == 0
+    assert cli("import", "latest", str(folder), "--accept-misfit").rc == 0
     r = cli("show", "latest", "--comm-matrix", "--json")
     assert r.rc == 0, r
     m = json.loads(r.out)

@@ -115,7 +115,7 @@ def test_trace_kernels_and_ops_print_distributions(rank_set: Path, capsys: pytes
 
 def test_show_traces_past_64_ranks_prints_distributions(cli: Any, store: Path, rank_set: Path) -> None:
     run_id = write_run(store, run_data([rank_data(0, 1, [10.0] * 5)]))  # a stored run, its traces imported
-    assert cli("import", run_id, str(rank_set)).rc == 0
+    assert cli("import", run_id, str(rank_set), "--accept-misfit").rc == 0
     r = cli("show", run_id, "--traces", "--width", "250")
     assert r.rc == 0, r.err
     assert f"{RANKS} ranks: distribution across ranks" in r.out

@@ -94,8 +94,8 @@ def test_import_refuses_ranks_outside_the_job(tmp_path: Path) -> None:
         assert f"rank {bad_rank}" in line and "--rank" in line, line
     traces = store / "runs" / run_id / "artifacts" / "traces"
     assert not traces.exists() or not os.listdir(traces)
-    p = cli("import", run_id, str(_trace_with_rank(tmp_path, -5)), "--rank", "3", store=store)
+    p = cli("import", run_id, str(_trace_with_rank(tmp_path, -5)), "--rank", "3", "--accept-misfit", store=store)
     assert p.returncode == 0, p
-    assert sorted(os.listdir(traces)) == ["rank3.json.gz"]
+    assert sorted(os.listdir(traces)) == ["rank3.json.gz", "rank3.misfit.txt"]  # rank 3 of a 1-rank run: noted
     two = [str(plain), str(_trace_with_rank(tmp_path, 1, "u.json"))]
     assert "one trace" in one_line_error(cli("import", run_id, *two, "--rank", "4", store=store))

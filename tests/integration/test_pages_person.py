@@ -93,7 +93,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory, profiled_store: Path, profil
     assert main(["report", "--store", str(profiled_store), "-o", str(out["report"])]) == 0
     gpu_store = tmp / "gpu-store"
     shutil.copytree(profiled_store, gpu_store)
-    assert main(["import", "--store", str(gpu_store), "--force", "latest",
+    assert main(["import", "--store", str(gpu_store), "--force", "--accept-misfit", "latest",
                  str(TRACES / "v100_1rank" / "rank0.json.gz")]) == 0
     assert main(["report", "--store", str(gpu_store), "-o", str(out["gpu"])]) == 0
     assert main(["diff", "latest~1", "latest", "--store", str(profiled_pair_store), "--html", str(out["diff"])]) == 0

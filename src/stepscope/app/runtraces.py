@@ -73,4 +73,7 @@ def load_traces(data: RunData) -> RunTraces:
             tables[rank] = read_trace(path, rank=rank)
         except (StepscopeError, OSError, ValueError) as e:
             problems.append(unreadable_trace(rank, rel, e))
+        misfit = path.with_name(path.name.split(".")[0] + ".misfit.txt")  # app/importfit.py's note_path
+        if misfit.is_file():  # `stepscope import --accept-misfit` attached a trace that does not fit the run
+            problems.append(misfit.read_text(encoding="utf-8", errors="replace").strip())
     return RunTraces(tables=tables, problems=tuple(problems))

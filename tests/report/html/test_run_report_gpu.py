@@ -43,7 +43,7 @@ def _with_traces(stacks_store: Path, name: str, *files: Path) -> Path:
     """A copy of the stacks run's store with the fixture traces imported (`stepscope import`, rank from the trace)."""
     store = stacks_store.parent / name
     shutil.copytree(stacks_store, store)
-    res = _cli(store, "import", "latest", *map(str, files))
+    res = _cli(store, "import", "latest", "--accept-misfit", *map(str, files))  # fixtures of other jobs
     assert res.returncode == 0, res.stderr[-3000:]
     return store
 

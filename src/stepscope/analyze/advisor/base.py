@@ -81,13 +81,36 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
             total_s: float | None = None, basis: str, source: str, suggestion: str | None = None,
             title: str | None = None) -> Finding:
     """A Finding from a rule's class attributes (``suggestion`` / ``title`` override them where the evidence
-    calls for other advice); the total defaults to per-step × measured steps."""
+    calls for other advice); the total defaults to per-step × measured steps. Both are capped by what the run
+    measured (:func:`cap_saving`)."""
     if total_s is None and per_step_s is not None:
         r0 = inp.rank0
         total_s = per_step_s * (r0.steps.measured_steps if r0 else 0)
+    per_step_s, total_s, capped = cap_saving(inp, per_step_s, total_s)
+    if capped:
+        basis = f"{basis}; {capped}"
     return Finding(rule_id=rule.id, title=title or rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source)
+
+
+def cap_saving(inp: AdvisorInput, per_step_s: float | None,
+               total_s: float | None) -> tuple[float | None, float | None, str]:
+    """A saving no larger than the run's measured time: per step at most its mean measured step (the savings
+    are per-step averages), in all at most the run's duration. A trace from another job (attached with
+    ``import --accept-misfit``) or a window slower than the run's steps would otherwise promise more time than
+    the run took. The third value says what was capped ("" when nothing was)."""
+    r0, said = inp.rank0, []
+    if per_step_s is not None and r0 is not None and r0.steps.measured_steps > 0 and r0.steps.wall_ns > 0:
+        step_s = r0.steps.wall_ns / r0.steps.measured_steps / 1e9
+        if per_step_s > step_s:
+            per_step_s = step_s
+            said.append(f"capped at the run's mean step ({step_s:.3g} s)")
+    run_ns = inp.summary.run.duration_ns
+    if total_s is not None and run_ns is not None and total_s > run_ns / 1e9:
+        total_s = run_ns / 1e9
+        said.append(f"capped at the run's duration ({total_s:.3g} s)")
+    return per_step_s, total_s, "; ".join(said)
 
 
 def worst_trace(inp: AdvisorInput, share: Callable[[TraceFacts], float | None],
