@@ -173,6 +173,30 @@ def test_repeated_aa_is_no_significant_change(runs: dict[str, Path], capsys: pyt
 
 
 @pytest.mark.slow
+def test_exit_code_says_what_the_verdict_says(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """`--exit-code`: 1 slower, 2 cannot tell, 0 otherwise, like `check`; without it a diff exits 0. One A/A run a
+    side cannot tell; a repeated A/A whose pairs could not show the threshold cannot tell either (it says how many
+    runs would), and 2x with 3 runs a side is slower."""
+    store = str(runs["store"])
+    for a, b in (("base1", "base2"), ("base1,base2", "base3,base1"), ("base1,base2,base3", "slow1,slow2,slow3")):
+        a, b = ",".join(runs[n].name for n in a.split(",")), ",".join(runs[n].name for n in b.split(","))
+        doc = _diff_json(capsys, a, b, "--store", store)
+        rc = main(["diff", a, b, "--store", store, "--json", "--exit-code"])
+        capsys.readouterr()
+        assert rc == {"slower": 1, "inconclusive": 2}.get(doc["verdict"], 0), (rc, doc["verdict"])
+        ch = _row(doc, "step_time_median_ns")["change"]
+        if doc["verdict"] == "no_significant_change":
+            assert ch["mde"] <= 0.02, ch  # "no change" only where a 2% change would have shown
+        elif doc["verdict"] == "inconclusive" and ch["method"] == "welch_log":
+            assert ch["mde"] > 0.02 and "stepscope bench --repeat" in ch["note"], ch
+    assert doc["verdict"] == "slower" and rc == 1
+    first = _diff_json(capsys, runs["base1"].name, runs["base2"].name, "--store", store)
+    assert first["verdict"] == "inconclusive"
+    assert main(["diff", runs["base1"].name, runs["base2"].name, "--store", store, "--exit-code"]) == 2
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_headline_and_rows_agree_on_every_pair(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """Every ordered pair of the stored runs, singly and as repeats: the headline is the step-time row's verdict,
     the step-time finding says the same, and base-vs-base (A/A) is never faster or slower."""

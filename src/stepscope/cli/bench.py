@@ -39,6 +39,8 @@ class BenchCommand:
         parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="a parameter of the runs")
         parser.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the runs")
         parser.add_argument("--json", action="store_true", help="print the benchmark record as JSON")
+        parser.add_argument("--exit-code", action="store_true",
+                            help="with --ab: exit 1 when B is slower, 2 when the pairs cannot tell, 0 otherwise")
         add_collection_args(parser)
         add_store_args(parser)
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
@@ -167,13 +169,16 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     b = [store.load(r) for r in ids["B"]]
     result = diff(DiffSide(f"{group}:A", data=a[0], repeats=tuple(a[1:])),
                   DiffSide(f"{group}:B", data=b[0], repeats=tuple(b[1:])), settings=DiffSettings(paired=True))
+    from stepscope.cli.diff import verdict_exit
+
+    code = verdict_exit(result) if args.exit_code else 0
     if args.json:
         print_json({"group": group, "runs": ids, "diff": result.to_dict()})
-        return 0
+        return code
     from rich.console import Group
     from rich.text import Text
 
     out = console()
     out.print(Group(verdict_panel(result), overview(result.overview),
                     Text(f"all tables: stepscope diff {group}:A {group}:B", style="bold")))
-    return 0
+    return code

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | None = None, json: bool = False,
          paired: bool = False, html: str | Path | None = None, threshold: float = 2.0, confidence: float = 0.95,
-         warmup: int | None = None, all_rows: bool = False, width: int | None = None) -> int:
+         warmup: int | None = None, all_rows: bool = False, width: int | None = None,
+         exit_code: bool = False) -> int:
     """Compare ``experiment`` with ``baseline`` (runs, run lists, benchmarks, run directories or trace folders)
-    and print the comparison; ``threshold`` in %. The store is opened only if a side names one of its runs."""
+    and print the comparison; ``threshold`` in %. The store is opened only if a side names one of its runs.
+    Returns 0, or with ``exit_code`` the verdict's code (``verdict_exit``)."""
     from stepscope.analyze.diff import DiffSettings
     from stepscope.analyze.diff import diff as diff_sides
 
@@ -41,9 +43,10 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
             Path(html).write_text(render_diff(result), encoding="utf-8")
         except OSError as e:
             raise UserError(f"cannot write {html}: {e.strerror or e} — choose another --html FILE") from None
+    code = verdict_exit(result) if exit_code else 0
     if json:
         print_json(result.to_dict())
-        return 0
+        return code
     from stepscope.report.diff_terminal import diff_report
     from stepscope.report.terminal import console
 
@@ -51,7 +54,16 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
     out.print(diff_report(result, limit=None if all_rows else 15))
     if html:
         out.print(f"HTML diff written to {html}")
-    return 0
+    return code
+
+
+def verdict_exit(result: Any) -> int:
+    """A diff's verdict as an exit code, as `check`'s: 1 slower, 2 cannot tell (inconclusive, or nothing to
+    compare), 0 otherwise (faster, or no significant change: a change of the threshold's size would have shown)."""
+    from stepscope.analyze.diff import Verdict
+
+    v = result.verdict
+    return 1 if v is Verdict.SLOWER else 2 if v is None or v is Verdict.INCONCLUSIVE else 0
 
 
 class DiffCommand:
@@ -81,13 +93,15 @@ class DiffCommand:
                             help="confidence level of the tests (default: 0.95)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--all", action="store_true", help="every row of the long tables")
+        parser.add_argument("--exit-code", action="store_true",
+                            help="exit 1 when slower, 2 when the data cannot tell (inconclusive), 0 otherwise")
         parser.add_argument("--width", type=width, help="terminal width for the tables")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         return diff(args.baseline, args.experiment, store=args.store, db=args.db, json=args.json,
                     paired=args.paired, html=args.html, threshold=args.threshold, confidence=args.confidence,
-                    warmup=args.warmup_steps, all_rows=args.all, width=args.width)
+                    warmup=args.warmup_steps, all_rows=args.all, width=args.width, exit_code=args.exit_code)
 
 
 class _StoreArgs:

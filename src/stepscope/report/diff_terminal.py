@@ -144,7 +144,9 @@ def verdict_panel(d: RunDiff) -> RenderableType:
     if ch is not None:
         word = HEADLINE_TEXT[ch.verdict]
         if ch.verdict is Verdict.INCONCLUSIVE:
-            word += " — repeat with `stepscope bench --repeat N` (or `bench --ab`)"
+            # the note names the command that would decide, with its N computed from the measured spread
+            word += f" — {ch.note.removeprefix('cannot tell: ')}" if ch.note else \
+                " — repeat with `stepscope bench --repeat N` (or `bench --ab`)"
         t = Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[ch.verdict])
         ev = evidence(ch)
         if ev:

@@ -233,8 +233,12 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
         sig = t.ci_low is not None and t.ci_high is not None and not (t.ci_low <= 1.0 <= t.ci_high)
         verdict = _direction(vb, ve, higher_is_better) if sig and _practical(t, s, abs(ve - vb), abs_floor) \
             else Verdict.NO_SIGNIFICANT_CHANGE
+        note = None
+        if verdict is Verdict.NO_SIGNIFICANT_CHANGE and not sig and t.mde is not None and 0 < s.threshold < t.mde:
+            # these repeats could not have shown a change of the threshold's size: not "no change"
+            verdict, note = Verdict.INCONCLUSIVE, blind_note(t, b, e, s, paired)
         return change(ci_low=t.ci_low, ci_high=t.ci_high, p_value=t.p_value, verdict=verdict, method=t.method,
-                      mde=t.mde)
+                      mde=t.mde, note=note)
     hint = "one run a side — repeat with `stepscope bench --repeat N` (or `--ab`)"
     if floor is None:
         return change(ci_low=None, ci_high=None, p_value=None, verdict=Verdict.INCONCLUSIVE, method="noise_floor",
@@ -253,6 +257,23 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
                   method="noise_floor", mde=mde, noise_floor=floor.source,
                   note=None if called else floor.load_reason or
                   f"within the between-run noise floor ({floor.source}); {hint}")
+
+
+def blind_note(t: RatioTest, b: list[float], e: list[float], s: DiffSettings, paired: bool) -> str:
+    """Why repeats cannot tell: their MDE against the threshold, the spread they measured, and the runs (pairs)
+    that would detect a change of the threshold's size at that spread."""
+    if paired:
+        sigma = float(np.log(np.asarray(e) / np.asarray(b)).std(ddof=1))
+        what, cmd = "per-pair spread", "bench --ab --repeat"
+    else:
+        sigma = math.sqrt((float(np.log(b).var(ddof=1)) + float(np.log(e).var(ddof=1))) / 2)
+        what, cmd = "run-to-run spread", "bench --repeat"
+    n = repeats_needed(sigma, s.threshold, confidence=s.confidence, paired=paired)
+    unit = "pairs" if paired else "runs a side"
+    more = f"`stepscope {cmd} {n}` ({n} {unit})" if n < MAX_REPEATS_NEEDED else \
+        f"more than {MAX_REPEATS_NEEDED} {unit} (measure on a quieter host)"
+    return (f"cannot tell: MDE {t.mde or 0:.1%} exceeds the {s.threshold:.0%} threshold ({what} {sigma:.1%} over "
+            f"{t.n_baseline} and {t.n_experiment} runs); {more} would tell a {s.threshold:.0%} change at this spread")
 
 
 def decide_hint(floor: NoiseFloor, effect: float, confidence: float) -> str:
