@@ -19,6 +19,7 @@ from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.report import format as f
 from stepscope.report.flops import flops_table
+from stepscope.report.labels import software_line
 
 if TYPE_CHECKING:  # the advisor and the trace engine are imported where shown: the end-of-run summary uses neither
     from stepscope.analyze.advisor import Advice
@@ -59,11 +60,7 @@ def header(s: RunSummary) -> RenderableType:
     gpus = ", ".join(sorted({g.name for g in hw.gpus})) or "no GPU"
     lines.append(f"\nhost: {hw.hostname}, {hw.cpu_model or 'CPU'} ({hw.cpu_cores_logical} threads), "
                  f"{f.nbytes(hw.memory_bytes)}, {gpus}")
-    sw = r.software
-    torch = next((st.software for st in r.streams if st.software and st.software.torch), None)
-    lines.append(f"\nsoftware: python {sw.python}"
-                 + (f", torch {torch.torch}" + (f", CUDA {torch.cuda}" if torch.cuda else "") if torch else "")
-                 + f", stepscope {sw.stepscope}")
+    lines.append(f"\nsoftware: {software_line(s)}")
     if s.framework:
         lines.append(f"\nframework: {framework_line(s.framework)}")
     if r.params or r.tags:

@@ -28,6 +28,7 @@ from stepscope.report.html.run_sections import (
     time_section,
 )
 from stepscope.report.html.tables import Col, table
+from stepscope.report.labels import software_line
 
 MAX_POINTS = 4000
 """Per-step series longer than this are thinned (every k-th step) to keep the file small."""
@@ -120,7 +121,6 @@ def what_ran(s: RunSummary) -> list[tuple[str, object]]:
     run = s.run
     hw = run.host
     gpus = ", ".join(f"{g.name} ({f.nbytes(g.memory_bytes)})" for g in hw.gpus) or "no GPU"
-    sw = next((st.software for st in run.streams if st.software and st.software.torch), None)
     rows: list[tuple[str, object]] = [
         ("run", f"{run.id} ({run.name})"), ("status", run.status.value + (
             f", exit code {run.exit_code}" if run.exit_code not in (None, 0) else "")),
@@ -134,11 +134,7 @@ def what_ran(s: RunSummary) -> list[tuple[str, object]]:
         ("CPU", f"{hw.cpu_model or 'unknown'}, {hw.cpu_cores_physical} cores / {hw.cpu_cores_logical} threads, "
                 f"{f.nbytes(hw.memory_bytes)}"),
         ("GPUs", gpus),
-        ("software", f"python {run.software.python}"  # torch only where a process imported it
-                     + (f", torch {sw.torch}" + (f", CUDA {sw.cuda}" if sw.cuda else "")
-                        + (f", cuDNN {sw.cudnn}" if sw.cudnn else "") + (f", NCCL {sw.nccl}" if sw.nccl else "")
-                        if sw else "")
-                     + f", stepscope {run.software.stepscope}"),
+        ("software", software_line(s, libraries=True)),  # torch only where a process imported it
         ("world size", run.world_size),
     ]
     if run.params:
