@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -55,6 +56,23 @@ def test_torch_imported_after_start_is_observed_exactly(tmp_path: Path) -> None:
     assert _first_json(r.stdout) == []
     data = load(tmp_path / "store")
     assert len(data.ranks) == 1 and len(data.ranks[0].steps) == 7
+
+
+def test_importing_torch_observed_loads_nothing_of_torch_a_bare_import_does_not(tmp_path: Path) -> None:
+    """The recorder and its torch hooks add stepscope's modules (and standard-library ones) to ``import torch``,
+    never more of torch or another package: torch._dynamo with sympy, for one, is seconds of CPU in every
+    process that imports torch."""
+    code = "import json, sys\nimport torch\nprint(json.dumps(sorted(sys.modules)))\n"
+    bare = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=300)
+    assert bare.returncode == 0, bare.stderr[-3000:]
+    observed = _observe(tmp_path, code)
+    added = set(_first_json(observed.stdout)) - set(json.loads(bare.stdout))  # type: ignore[arg-type]
+    # the injected boot module; and what torch imports at a DataLoader's first batch, which the loader hook's
+    # install-time self-check iterates (the training's own first batch imports it in a bare run)
+    expected = {"sitecustomize", "torch.profiler._cupti_monitor"}
+    foreign = sorted(m for m in added - expected if m.split(".")[0] != "stepscope" and m.split(".")[0] not in
+                     sys.stdlib_module_names)
+    assert foreign == [], f"{len(foreign)} modules more than a bare `import torch`: {foreign[:12]}"
 
 
 def test_the_api_without_a_framework_still_records(tmp_path: Path) -> None:
