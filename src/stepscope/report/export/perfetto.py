@@ -4,7 +4,9 @@ Layout: one process per rank (pid = rank, named ``rank R (host, pid P)``) with t
 per step, phases in args), ``regions`` (nested slices), ``communication``; system metrics and user metrics as
 counter tracks of that process; the profiled window (Kineto trace) as a second process per rank
 (pid = 100000 + rank, ``rank R profiled window``): the source trace's events as recorded (args and flow
-events kept), its processes/threads as lanes, shifted onto the run's clock. Steps that the profiler
+events kept), its processes/threads as lanes, shifted onto the run's clock. A trace attached with
+``stepscope import`` is exported the same way and named ``(imported)``, also for a rank the run did not record
+(placed by its wall-clock times, else at the run's start). Steps that the profiler
 profiled carry its own name too (``step 5 · ProfilerStep#4``). Timestamps are µs since the run's start (wall clock).
 
 Size is bounded for long runs: at most ``MAX_SLICES`` step/region/comm slices and ``MAX_COUNTER_POINTS``
@@ -45,13 +47,18 @@ def _meta(pid: int, name: str, tid: int) -> dict[str, Any]:
     return {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}}
 
 
-def align_window(table: EventTable, rank: RankData) -> tuple[int, str]:
+def align_window(table: EventTable, rank: RankData | None, run_start_ns: int = 0) -> tuple[int, str]:
     """Offset (ns) that moves the trace's clock onto the run's wall clock, and how it was found.
 
     Matches the first ``ProfilerStep#k`` annotation to the start of the run's step ``k + offset`` (offset:
     the profiler_step_offset recorded with the window); else treats epoch-like trace times as wall clock;
-    else puts the window at the start of its first recorded step.
+    else puts the window at the start of its first recorded step (without the rank's records: the run's start).
     """
+    if rank is None:
+        if len(table) and table["ts_ns"].min() > 1e17:
+            return 0, "trace timestamps are wall clock"
+        return run_start_ns - (int(table["ts_ns"].min()) if len(table) else 0), \
+            "the run has no records of this rank: window placed at the run's start"
     ann = table.take(table["kind"] == EventKind.USER_ANNOTATION)
     recs = rank.extra.get("profile_window", [])
     offset = int(recs[0].get("profiler_step_offset", 0)) if recs else 0
@@ -135,14 +142,13 @@ _FLOW_PHASES = frozenset({"s", "t", "f"})
 _SLICE_PHASES = frozenset({"X", "i", "I", "b", "e", "n"})
 
 
-def _window_events(table: EventTable, source: Sequence[Mapping[str, Any]], r: RankData, t0: int,
-                   thinned: dict[str, Any], clocks: dict[str, str]) -> list[dict[str, Any]]:
+def _window_events(table: EventTable, source: Sequence[Mapping[str, Any]], rank: int, r: RankData | None, t0: int,
+                   thinned: dict[str, Any], clocks: dict[str, str], *, imported: bool) -> list[dict[str, Any]]:
     """The profiled window as its source trace holds it: every slice with its args (grid, block, registers,
     occupancy, correlation, External id, ...) and every flow event, moved onto the run's clock, with the
     source's processes and threads as lanes of one process per rank."""
-    rank = r.stream.rank
     pid = WINDOW_PID + rank
-    shift, how = align_window(table, r)
+    shift, how = align_window(table, r, t0)
     clocks[f"rank{rank}"] = how
     shift_us = (shift - t0) / 1e3
     slices = [e for e in source if e.get("ph") in _SLICE_PHASES]
@@ -155,7 +161,8 @@ def _window_events(table: EventTable, source: Sequence[Mapping[str, Any]], r: Ra
                                      "flows": len(flows)}
     names = _thread_names(source)
     ev: list[dict[str, Any]] = [
-        {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": f"rank {rank} profiled window"}},
+        {"ph": "M", "pid": pid, "name": "process_name",
+         "args": {"name": f"rank {rank} profiled window{' (imported)' if imported else ''}"}},
         {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}]
     lanes: dict[tuple[Any, Any], int] = {}
     for e in (*slices, *flows):
@@ -208,11 +215,15 @@ def perfetto_trace(data: RunData, windows: Mapping[int, EventTable] | None = Non
     thinned: dict[str, Any] = {}
     clocks: dict[str, str] = {}
     events: list[dict[str, Any]] = []
+    windows = windows or {}
+    recorded = {r.stream.rank for r in data.ranks if any(rec.get("trace") for rec in r.extra.get("profile_window", []))}
+    by_rank = {r.stream.rank: r for r in data.ranks}
     for r in data.ranks:
-        window = (windows or {}).get(r.stream.rank)
+        window = windows.get(r.stream.rank)
         events += _rank_events(r, t0, thinned, profiler_steps(window, r) if window is not None else {})
-        if window is not None:
-            events += _window_events(window, (sources or {}).get(r.stream.rank, ()), r, t0, thinned, clocks)
+    for rank, window in sorted(windows.items()):  # also ranks the run did not record (attached with import)
+        events += _window_events(window, (sources or {}).get(rank, ()), rank, by_rank.get(rank), t0, thinned,
+                                 clocks, imported=rank not in recorded)
     other = {"stepscope_schema": "stepscope.perfetto/1", "run_id": data.run.id, "run_name": data.run.name,
              "status": data.run.status.value, "time_origin": "run start, Unix epoch ns " + str(t0),
              "downsampling": thinned, "window_clock_alignment": clocks,
