@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,36 @@ def test_a_tolerance_below_what_the_runs_can_see_cannot_tell(history_store, monk
     assert step["verdict"] == "cannot_tell" and step["mde"] > 0.001
     assert f"MDE {step['mde']:.0%}" in doc["reason"] and "runs a side" in doc["reason"]
     assert "stepscope bench --repeat" in doc["reason"] and "the candidate's runs:" in doc["reason"]
+
+
+def test_one_verdict_per_pair_and_links_compare_groups(history_store, monkeypatch, capsys) -> None:
+    """The pair of commits around the step is compared as the commits' groups: `check` names the groups, the
+    suggested `stepscope diff` and the dashboard's diff page of that pair give the CLI's verdict (one code path:
+    same sides, settings and learned noise floor), and the regressions page links the groups' diff page."""
+    from stepscope.analyze.diff import Verdict
+    from stepscope.cli.dashboarddata import build_site, diff_pairs, render_diff_page
+    from stepscope.report.html.diff import HEADLINE_TEXT
+    from stepscope.store import open_store
+
+    repo, store, shas = history_store
+    monkeypatch.chdir(repo)
+    rc, doc = run_json(capsys, "check", "--store", str(store), "--baseline", "v1.0", "--json")
+    assert rc == 1, doc
+    st = open_store(store)
+    try:
+        at = {sha: [r.id for r in st.index.runs(order="start_ns") if r.git_commit == sha] for sha in shas}
+        good, bad = doc["step"]["last_good_run"], doc["step"]["first_bad_run"]
+        assert good.split(",") == at[shas[11]] and bad.split(",") == at[shas[12]] and len(at[shas[12]]) == 3
+        rc, cli = run_json(capsys, "diff", good, bad, "--store", str(store), "--json")
+        assert rc == 0 and cli["runs"] == [at[shas[11]], at[shas[12]]]
+        page = render_diff_page(st, good, bad)
+        assert page is not None
+        shown = re.search(r"experiment vs baseline</[^>]+>\s*<[^>]+>([A-Z ]+)<", page)
+        assert shown is not None and shown.group(1) == HEADLINE_TEXT[Verdict(cli["verdict"])], page[:3000]
+        # the regressions page's pair is the groups' pair too
+        assert (good, bad) in diff_pairs(build_site(st, name="tiny"))
+    finally:
+        st.close()
 
 
 def test_unknown_baseline_names_closest(history_store, monkeypatch, capsys) -> None:

@@ -52,7 +52,7 @@ class BuildRecord:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         # the record names files this build may delete: only plain names inside the folder
-        ids = [*rec.reports, *(i for k in rec.diffs for i in k.split("--", 1))]
+        ids = [*rec.reports, *(i for k in rec.diffs for side in k.split("--", 1) for i in side.split(","))]
         pages_ok = all(p and not p.startswith(("/", "\\")) and ".." not in Path(p).parts for p in rec.pages)
         return rec if pages_ok and all(is_safe_id(i) for i in ids) else None
 
@@ -119,8 +119,9 @@ def _pair(key: str) -> tuple[str, str]:
     return a, b
 
 
-def _safe(store: Store, run_id: str) -> bool:
-    return is_safe_id(run_id) and not store.links_leaving(run_id)
+def _safe(store: Store, side: str) -> bool:
+    """Every run of a diff side (a run id, or a commit's runs joined by commas) is safe to render."""
+    return all(is_safe_id(i) and not store.links_leaving(i) for i in side.split(","))
 
 
 def build(store: Store, out: Path, *, name: str | None, reports: int, threshold: float, rebuild: bool) -> str:
@@ -139,7 +140,8 @@ def build(store: Store, out: Path, *, name: str | None, reports: int, threshold:
         else:
             print(f"dashboard: run {shown(row.id)} has links leaving the store (or a damaged id): its report "
                   "is left out", file=sys.stderr)
-    pair_ids = [i for k in (old.diffs if old is not None and old.site == stamp else {}) for i in k.split("--", 1)]
+    pair_ids = [i for k in (old.diffs if old is not None and old.site == stamp else {}) for side in k.split("--", 1)
+                for i in side.split(",")]
     stamps = run_stamps(store, sorted({*candidates, *pair_ids}))
     report_pages: dict[str, str] = {}
     report_stamps: dict[str, str] = {}
@@ -158,14 +160,14 @@ def build(store: Store, out: Path, *, name: str | None, reports: int, threshold:
         from stepscope.cli.dashboarddata import diff_pairs
 
         pairs = [p for p in diff_pairs(site) if _safe(store, p[0]) and _safe(store, p[1])]
-        stamps |= run_stamps(store, sorted({i for p in pairs for i in p} - set(stamps)))
+        stamps |= run_stamps(store, sorted({i for p in pairs for side in p for i in side.split(",")} - set(stamps)))
     else:
         assert old is not None
         pairs = [(a, b) for a, b in map(_pair, old.diffs) if _safe(store, a) and _safe(store, b)]
     diff_pages: dict[tuple[str, str], str] = {}
     diff_stamps: dict[str, str] = {}
     for a, b in pairs:
-        key, s = f"{a}--{b}", f"{stamps[a]}+{stamps[b]}"
+        key, s = f"{a}--{b}", "+".join(stamps[i] for side in (a, b) for i in side.split(","))
         if old is not None and old.diffs.get(key) == s:
             diff_stamps[key] = s
             continue

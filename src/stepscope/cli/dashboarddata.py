@@ -86,14 +86,15 @@ def render_report(store: Store, run_id: str) -> str | None:
         return None
 
 
-def render_diff_page(store: Store, base_id: str, exp_id: str) -> str | None:
-    """The `stepscope diff --html` page of two indexed runs, or None when either cannot be loaded."""
-    from stepscope.analyze.diff import DiffSettings, diff
-    from stepscope.cli.diff import side_of_run
+def render_diff_page(store: Store, base: str, exp: str) -> str | None:
+    """The `stepscope diff BASE EXP --html` page of two sides (a run id, or a commit's runs joined by commas), with
+    the CLI's verdict: the same sides, settings and noise floor (``cli.diff.pair_diff``); None when a run cannot be
+    loaded."""
+    from stepscope.cli.diff import pair_diff
     from stepscope.report.html.diff import render_diff
 
     try:
-        base, exp = (side_of_run(indexed_analysis(store, run_id)) for run_id in (base_id, exp_id))
-        return render_diff(diff(base, exp, settings=DiffSettings()))
+        return render_diff(pair_diff(store, base.split(","), exp.split(","),
+                                     load=lambda i: indexed_analysis(store, i)))
     except Exception:  # a damaged or synthetic run dir: the compare page keeps the metrics and the command
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,27 @@ def verdict_exit(result: Any) -> int:
 
     v = result.verdict
     return 1 if v is Verdict.SLOWER else 2 if v is None or v is Verdict.INCONCLUSIVE else 0
+
+
+def pair_diff(store: Store, base_ids: list[str], exp_ids: list[str], *, settings: Any = None,
+              load: Callable[[str], RunAnalysis] | None = None) -> Any:
+    """The verdict of a pair of stored sides (each one run or a commit's runs), as `stepscope diff a,b c,d` gives
+    it: default settings, the noise floor learned from the store. The dashboard's diff pages and the regressions
+    page's links go through here, so a pair reads the same everywhere."""
+    from stepscope.analyze.diff import DiffSettings, DiffSide
+    from stepscope.analyze.diff import diff as diff_sides
+
+    def analysis(i: str) -> RunAnalysis:
+        return load(i) if load is not None else load_analysis(i, store)
+
+    sides = []
+    for ids in (base_ids, exp_ids):
+        first = side_of_run(analysis(ids[0]))
+        rest = tuple(analysis(i).data for i in ids[1:])
+        sides.append(DiffSide(label=",".join(ids) if rest else first.label, data=first.data, traces=first.traces,
+                              trace_note=first.trace_note, warmup=first.warmup, repeats=rest))
+    floor = store_noise_floor(store, [*sides[0].runs, *sides[1].runs])
+    return diff_sides(sides[0], sides[1], settings=settings or DiffSettings(), noise_floor=floor)
 
 
 class DiffCommand:

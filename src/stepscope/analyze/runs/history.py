@@ -103,6 +103,12 @@ class CommitPoint:
         return {"t95": "95% CI", "min-max": "min–max (2 runs)", "single": "one run"}.get(self.interval, self.interval)
 
     @property
+    def runs_ref(self) -> str:
+        """The point's runs as one diff side (`stepscope diff a,b,c d,e,f`): a commit is compared as its group of
+        runs, never through one representative run."""
+        return ",".join(self.run_ids) or self.representative_run
+
+    @property
     def short(self) -> str:
         return NO_COMMIT if self.commit is None else self.commit[:10] + ("+dirty" if self.dirty else "")
 

@@ -52,7 +52,8 @@ class HistoryStep:
 
     metric: the metric's name. last_good / first_bad: indexes into the history's points on either side of the
         step. commit / subject / time_s: the first changed commit (``time_s`` as the history orders it, Unix s).
-    last_good_run / first_bad_run: the representative runs of those two points (the pair whose diff explains it).
+    last_good_run / first_bad_run: the runs of those two points joined by commas (the pair of groups whose diff
+        explains it).
     fitted_change: the step fit's level after / before - 1 (the metric's own direction), None when before is 0.
     before_commits / after_commits: the point keys whose runs were compared, oldest first.
     check: the gate's comparison of those runs (``worse`` > 1 is worse whatever the metric's direction).
@@ -127,7 +128,7 @@ def history_steps(history: MetricHistory, *, threshold: float = THRESHOLD, windo
         g, b = history.points[good], history.points[bad]
         out.append(HistoryStep(metric=history.metric, lower_is_better=history.lower_is_better, last_good=good,
                                first_bad=bad, commit=b.commit, short=b.short, subject=b.subject, time_s=b.time_s,
-                               last_good_run=g.representative_run, first_bad_run=b.representative_run,
+                               last_good_run=g.runs_ref, first_bad_run=b.runs_ref,
                                fitted_change=rel, before_commits=tuple(p.key for p in before),
                                after_commits=tuple(p.key for p in after), check=check, kind=_kind(check, threshold)))
     return tuple(out)

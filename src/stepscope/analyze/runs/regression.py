@@ -196,9 +196,9 @@ def check_regression(baseline: Mapping[str, Sequence[float | None]], candidate: 
 class StepLocation:
     """Where a metric's history steps to worse between the baseline and the candidate.
 
-    last_good / first_bad: commit shas on either side of the step; *_run: their representative runs
-    (the run closest to the commit's median), the pair to diff. relative_change: level after / before - 1
-    of the fitted segments (the metric's own direction: positive = larger).
+    last_good / first_bad: commit shas on either side of the step; *_run: their runs joined by commas (a diff
+    side: `stepscope diff LAST_GOOD_RUN FIRST_BAD_RUN` compares the two commits' groups). relative_change: level
+    after / before - 1 of the fitted segments (the metric's own direction: positive = larger).
     """
 
     metric: str
@@ -226,7 +226,7 @@ def locate_step(history: MetricHistory, *, after: str | None, upto: str | None) 
         if best is None or abs(rel) > abs(best.relative_change or 0):
             g, b = history.points[good], history.points[bad]
             best = StepLocation(history.metric, g.commit or g.key, b.commit or b.key, b.subject,
-                                g.representative_run, b.representative_run, rel)
+                                g.runs_ref, b.runs_ref, rel)
     return best
 
 
@@ -250,7 +250,7 @@ def name_commit(history: MetricHistory, *, after: str | None, upto: str | None) 
         return None
     good, bad = history.points[best[1] - 1], history.points[best[1]]
     return StepLocation(history.metric, good.commit or good.key, bad.commit or bad.key, bad.subject,
-                        good.representative_run, bad.representative_run,
+                        good.runs_ref, bad.runs_ref,
                         bad.median / good.median - 1 if good.median else None)
 
 
