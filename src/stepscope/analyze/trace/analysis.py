@@ -118,8 +118,8 @@ def trace_warnings(table: EventTable, gpu: GpuView, steps: StepSummary) -> list[
                    f"{OVERLAP_TOLERANCE_NS} ns (clock skew in the trace); unions are used, so no time is counted twice")
     unlaunched = _unlaunched(table, gpu)
     if unlaunched:
-        out.append(f"{unlaunched} GPU work items have no launching call in the trace; they are counted "
-                   "(HTA would drop them)")
+        out.append(f"{unlaunched} GPU work items name a launching call (correlation id) that is not in the trace; "
+                   "they are counted (HTA drops them)")
     if (table["kind"] == EventKind.SYNC).any():
         out.append("cuda_sync events are not counted as GPU work (HTA counts them in its temporal window)")
     return out
@@ -138,4 +138,5 @@ def _unlaunched(table: EventTable, gpu: GpuView) -> int:
     launched = table["correlation"][(table["kind"] == EventKind.RUNTIME) & (table["correlation"] >= 0)]
     if not launched.size:
         return 0
-    return int((~member(table["correlation"][gpu.rows], launched)).sum())
+    corr = table["correlation"][gpu.rows]
+    return int(((corr >= 0) & ~member(corr, launched)).sum())  # (no id at all: HTA keeps such work too)

@@ -57,15 +57,17 @@ class GpuView:
 def gpu_view(table: EventTable, rules: ComponentRules | None = None, *, launched_only: bool = False) -> GpuView:
     """GPU work rows: kernels, memcpy and memset (cuda_sync and GPU annotations excluded).
 
-    launched_only: keep only work whose launching runtime call is in the trace (HTA's filter); by default
-    all GPU work recorded on the device counts, launched from a traced thread or not.
+    launched_only: drop work whose correlation id names a runtime call the trace does not hold (HTA's filter;
+    work with no correlation id at all is kept, as HTA keeps it); by default all GPU work recorded on the
+    device counts, launched from a traced thread or not.
     """
     rules = rules or ComponentRules.defaults()
     kind = table["kind"]
     work = kind_mask(kind, GPU_WORK_KINDS)
     if launched_only:
         launched = table["correlation"][(kind == EventKind.RUNTIME) & (table["correlation"] >= 0)]
-        work &= member(table["correlation"], launched)
+        corr = table["correlation"]
+        work &= (corr < 0) | member(corr, launched)
     rows = np.flatnonzero(work)
     name = table["name"][rows]
     name_comp, comps = rules.codes(table.names)
