@@ -120,3 +120,58 @@ def _std_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
     return out
+
+
+def _runtime_collect_imports(path: Path) -> set[str]:
+    """Modules of stepscope.collect that ``path`` imports at run time, lazily or not (``if TYPE_CHECKING:`` imports
+    excluded: they never run)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(m) for n in ast.walk(tree) if isinstance(n, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(n.test) for m in ast.walk(n)}
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if id(n) in typing_only:
+            continue
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("stepscope.collect"):
+            out |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.Import):
+            out |= {a.name for a in n.names if a.name.startswith("stepscope.collect")}
+    return out
+
+
+def test_collect_has_no_import_cycle():
+    """collect/ imports in one direction: a cycle (even through a lazy import) means two modules own one concept."""
+    root = SRC / "collect"
+    names = {".".join(("stepscope", "collect", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
+             for p in root.rglob("*.py")}
+    graph = {m: sorted(d for d in _runtime_collect_imports(p) if d in names and d != m) for m, p in names.items()}
+    cycles: list[str] = []
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for d in graph[m]:
+            if state.get(d) == 1:
+                cycles.append(" -> ".join([*path[path.index(d):], d]))
+            elif d not in state:
+                visit(d)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_cycle_check_sees_a_lazy_import(tmp_path):
+    """The check above counts an import inside a function (a positive control)."""
+    p = tmp_path / "m.py"
+    p.write_text("def f():\n    from stepscope.collect.session import Session\n")
+    q = tmp_path / "n.py"
+    q.write_text("from typing import TYPE_CHECKING\n"
+                 "if TYPE_CHECKING:\n    from stepscope.collect.session import Session\n")
+    assert "stepscope.collect.session" in _runtime_collect_imports(p)
+    assert not _runtime_collect_imports(q)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.collect import warmup
 from stepscope.collect.window import Action, window_schedule, window_steps
 from tests.conftest import load
 
@@ -68,16 +69,15 @@ def test_profile_memory_names_the_allocating_operators(observed, cli, store):
 
 def test_auto_skip_places_the_window_after_the_automatic_warmup():
     from stepscope.analyze.run.steps import MAX_AUTO_WARMUP, warmup_steps
-    from stepscope.collect import window
 
-    assert window.MAX_AUTO_WARMUP == MAX_AUTO_WARMUP
-    assert window.auto_skip(None) == 10 and window.auto_skip(8) == 3 and window.auto_skip(55) == 6
-    assert window.auto_skip(10_000) == 10
+    assert warmup.MAX_AUTO_WARMUP == MAX_AUTO_WARMUP
+    assert warmup.auto_skip(None) == 10 and warmup.auto_skip(8) == 3 and warmup.auto_skip(55) == 6
+    assert warmup.auto_skip(10_000) == 10
     import numpy as np
 
     # a run of one epoch of B batches: the window's first traced step is past the automatic warm-up
     for b in (8, 30, 55, 99, 100, 1000):
-        assert window.auto_skip(b) + 1 >= warmup_steps(np.ones(b))
+        assert warmup.auto_skip(b) + 1 >= warmup_steps(np.ones(b))
 
 
 @pytest.mark.slow

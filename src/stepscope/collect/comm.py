@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from stepscope.collect.nbytes import tensor_nbytes
 from stepscope.collect.session import DONE, Session
 
 _perf = time.perf_counter_ns
@@ -72,13 +73,6 @@ def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int, name: str, def
     if name in kwargs:
         return kwargs[name]
     return args[pos] if len(args) > pos else default
-
-
-def _nbytes(t: Any) -> float:
-    try:
-        return float(t.numel() * t.element_size())
-    except Exception:
-        return float("nan")
 
 
 class CommRecorder:
@@ -257,7 +251,7 @@ def _prepare(rec: CommRecorder, op: str, coll: Any, p2p: Any, args: tuple[Any, .
         gid, size = rec.group_info(_arg(args, kwargs, gpos, gname))
         peer = -1 if peer is None else int(peer)
         seq = rec.next_seq((gid, op, peer), gid)
-        return ({"op": op, "step": step, "bytes": _nbytes(tensor), "peer": peer, "group_size": size, "seq": seq,
+        return ({"op": op, "step": step, "bytes": tensor_nbytes(tensor), "peer": peer, "group_size": size, "seq": seq,
                  "is_async": is_async}, rec.cuda_events(tensor))
     payload, (gpos, gname), apos = coll
     gid, size = rec.group_info(_arg(args, kwargs, gpos, gname))
@@ -267,7 +261,7 @@ def _prepare(rec: CommRecorder, op: str, coll: Any, p2p: Any, args: tuple[Any, .
         kind, pos, name = payload
         val = _arg(args, kwargs, pos, name)
         tensors = list(val or []) if kind == "list" else [val]
-        nbytes = sum(_nbytes(t) for t in tensors)
+        nbytes = sum(tensor_nbytes(t) for t in tensors)
         first = tensors[0] if tensors else None
     seq = rec.next_seq((gid, "collective"), gid)
     return ({"op": op, "step": step, "bytes": nbytes, "peer": -1, "group_size": size, "seq": seq,
@@ -286,7 +280,7 @@ def _wrap_batch(rec: CommRecorder, orig: Callable[..., Any]) -> Callable[..., An
             _local.depth = 0
         t1 = _perf()
         try:
-            nbytes = sum(_nbytes(p.tensor) for p in p2p_op_list)
+            nbytes = sum(tensor_nbytes(p.tensor) for p in p2p_op_list)
             gid, size = rec.group_info(getattr(p2p_op_list[0], "group", None)) if p2p_op_list else (0, -1)
             row = {"op": "batch_isend_irecv", "step": rec.session.step_index, "bytes": nbytes, "peer": -1,
                    "group_size": size, "seq": rec.next_seq((gid, "batch_p2p"), gid)}

@@ -21,10 +21,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stepscope.collect.comm import CommRecorder, _nbytes
+from stepscope.collect.nbytes import tensor_nbytes
 from stepscope.collect.session import Session
+
+if TYPE_CHECKING:  # comm.py installs this hook: a runtime import back would be a cycle
+    from stepscope.collect.comm import CommRecorder
 
 _perf = time.perf_counter_ns
 OP = "ddp:all_reduce"
@@ -69,7 +72,7 @@ def _timer(rec: CommRecorder, hook: Callable[..., Any], process_group: Any) -> C
 
 def _bucket_row(rec: CommRecorder, bucket: Any, process_group: Any) -> dict[str, Any]:
     gid, size = rec.group_info(process_group)
-    return {"op": OP, "step": rec.session.step_index, "bytes": _nbytes(bucket.buffer()), "peer": -1,
+    return {"op": OP, "step": rec.session.step_index, "bytes": tensor_nbytes(bucket.buffer()), "peer": -1,
             "group_size": size, "seq": rec.next_seq((gid, "ddp"), gid | 0x8000)}
 
 

@@ -42,7 +42,7 @@ def measure_step_index(session: Session) -> int:
     o = session.options
     if o.profile_steps <= 0:
         return MEASURE_STEP
-    from stepscope.collect.window import MIN_SKIP
+    from stepscope.collect.warmup import MIN_SKIP
 
     # an automatic skip (negative) is decided later, but is never below MIN_SKIP
     first_traced = (o.profile_skip if o.profile_skip >= 0 else MIN_SKIP) + o.profile_wait

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.collect.session import Session
+from stepscope.collect.warmup import MAX_AUTO_WARMUP, auto_skip
 from stepscope.store.rundir import ARTIFACTS
 
 STEP_ANNOTATION = "stepscope.step"
@@ -110,8 +111,6 @@ class FrameworkWindow:
     """Drives a TensorFlow or JAX profiler from step boundaries (Session.extras)."""
 
     def __init__(self, session: Session) -> None:
-        from stepscope.collect.window import MAX_AUTO_WARMUP
-
         self.session = session
         self.profiler: _Profiler | None = None
         self.running = False
@@ -137,7 +136,6 @@ class FrameworkWindow:
         if not self.running:
             if self._auto:
                 from stepscope.collect.loader import batches_per_epoch
-                from stepscope.collect.window import auto_skip
 
                 self._auto = False
                 self._plan(auto_skip(batches_per_epoch()))
@@ -251,6 +249,11 @@ def _trace_viewer(logdir: Path, dest: Path) -> tuple[Path | None, str | None]:
 
 
 def install_framework_window(session: Session) -> None:
+    """TensorFlow / Keras and JAX runs: the framework's own profiler, once per session and never beside
+    torch.profiler's window (window.install_window marks the session first where torch is profiled)."""
+    if session.options.profile_steps <= 0 or getattr(session, "_profile_window", None) is not None:
+        return
+    session._profile_window = "framework"  # type: ignore[attr-defined]
     window = FrameworkWindow(session)
     session.extras.append(window.on_step)
     session.closers.append(window.close)

@@ -27,7 +27,7 @@ def _install_tensorflow(session: Session) -> None:
 
 
 def _install_profile_window(session: Session) -> None:
-    from stepscope.collect.window import install_framework_window
+    from stepscope.collect.fwprofile import install_framework_window
 
     install_framework_window(session)
 
@@ -57,7 +57,7 @@ def _describe_at_exit(session: Session) -> None:
     def record() -> None:
         if session.active and not getattr(session, "_keras_described", False):
             from stepscope.collect.fwprofile import choose_framework
-            from stepscope.collect.keras_hooks import framework_info
+            from stepscope.collect.kerasinfo import framework_info
 
             info = framework_info()
             info["name"] = choose_framework(session.step_source) or info["name"]

@@ -33,6 +33,7 @@ from typing import Any
 
 from stepscope.collect.hooks import _UNDO  # one undo list: the session's remove_all undoes these too
 from stepscope.collect.keras_datawait import RING, ready_wait
+from stepscope.collect.kerasinfo import _MODELS, describe_once
 from stepscope.collect.pystate import StepState
 from stepscope.collect.session import Session
 from stepscope.model.tables import Phase
@@ -49,7 +50,6 @@ _perf = time.perf_counter_ns
 _wall = time.time_ns
 NOT_MEASURED: Any = float("nan")
 """A step's data wait where the fetch was not metered (the session writes it as is)."""
-_MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ITERATORS = threading.local()
 """Per thread: the Keras epoch iterators created while ``fit`` runs (the first one is fit's training data)."""
 
@@ -657,119 +657,3 @@ def _install_model_registry(session: Session) -> None:
         return __init__
 
     _patch(Model, "__init__", make_init)
-
-
-def describe_once(session: Session, model: Any, variables: Any = None) -> None:
-    """Record the framework settings and the model summary once per session."""
-    if getattr(session, "_keras_described", False):
-        return
-    session._keras_described = True  # type: ignore[attr-defined]
-    session.record("framework", **framework_info())
-    if model is None:
-        model = _model_for(variables)
-    if model is not None:
-        session.record("model", summary=summarize_keras_model(model))
-
-
-def _model_for(variables: Any) -> Any:
-    """The registered Keras model that owns most of ``variables`` (the outermost one on a tie)."""
-    models = list(_MODELS)
-    if not models:
-        return None
-    wanted = {id(v) for v in variables or ()}
-    best, best_score = None, -1
-    for m in models:
-        try:
-            score = sum(1 for v in m.trainable_variables if id(v) in wanted) if wanted else 0
-            size = len(m.weights)
-        except Exception:
-            continue
-        if (score, size) > (best_score, len(best.weights) if best is not None else -1):
-            best, best_score = m, score
-    return best
-
-
-def framework_info() -> dict[str, Any]:
-    """Framework versions and settings of this process (only modules it imported are asked)."""
-    out: dict[str, Any] = {"name": "keras"}
-    keras = sys.modules.get("keras")
-    if keras is not None:
-        out["keras"] = getattr(keras, "__version__", None)
-        try:
-            out["backend"] = keras.backend.backend()
-            out["dtype_policy"] = keras.config.dtype_policy().name
-        except Exception:
-            pass
-    if "tensorflow" in sys.modules:
-        from stepscope.collect.tensorflow_hooks import tf_config
-
-        out.update(tf_config())
-    if "jax" in sys.modules and out.get("backend", "jax") == "jax":
-        from stepscope.collect.jax_info import jax_info
-
-        out.update(jax_info())
-    return out
-
-
-def _nbytes(v: Any) -> int:
-    import numpy as np
-
-    try:
-        n = 1
-        for d in v.shape:
-            n *= int(d)
-        return n * np.dtype(str(getattr(v, "dtype", "float32"))).itemsize
-    except Exception:
-        return 0
-
-
-def _count(v: Any) -> int:
-    n = 1
-    for d in v.shape:
-        n *= int(d)
-    return n
-
-
-def summarize_keras_model(model: Any, *, max_layers: int = 2000) -> dict[str, Any]:
-    """Layer table of a Keras model in the form of modelsummary.summarize_model: rows (name, type, depth,
-    own params, trainable params, bytes, output shape where the model is built symbolically) and totals that
-    count each variable once."""
-    rows: list[dict[str, Any]] = []
-
-    def walk(layer: Any, name: str, depth: int) -> None:
-        if len(rows) >= max_layers:
-            return
-        children = list(getattr(layer, "_layers", None) or [])
-        child_vars = {id(v) for c in children for v in c.weights}
-        own = [v for v in layer.weights if id(v) not in child_vars]
-        rows.append({
-            "name": name, "type": type(layer).__name__, "depth": depth,
-            "params": sum(_count(v) for v in own),
-            "trainable_params": sum(_count(v) for v in own if getattr(v, "trainable", True)),
-            "param_bytes": sum(_nbytes(v) for v in own), "buffer_bytes": 0,
-            "output_shape": _output_shape(layer),
-        })
-        for c in children:
-            walk(c, f"{name}.{c.name}" if depth else c.name, depth + 1)
-
-    walk(model, "(root)", 0)
-    unique = {id(v): v for v in model.weights}.values()
-    trainable = {id(v) for v in model.trainable_weights}
-    return {
-        "name": getattr(model, "name", type(model).__name__),
-        "type": f"{type(model).__module__}.{type(model).__qualname__}",
-        "layers": rows,
-        "total_params": sum(_count(v) for v in unique),
-        "trainable_params": sum(_count(v) for v in unique if id(v) in trainable),
-        "param_bytes": sum(_nbytes(v) for v in unique), "buffer_bytes": 0,
-        "param_dtypes": sorted({str(getattr(v, "dtype", "")) for v in unique}),
-        "truncated": len(rows) >= max_layers,
-    }
-
-
-def _output_shape(layer: Any) -> list[int | None] | None:
-    try:
-        shape = layer.output.shape
-        return [None if d is None else int(d) for d in shape]
-    except Exception:
-        return None

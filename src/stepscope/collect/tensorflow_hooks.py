@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.batch import batch_size
@@ -117,7 +116,7 @@ def _install_function_hook(session: Session) -> None:
                 t = _perf()
                 try:
                     if not session.disabled:
-                        from stepscope.collect.keras_hooks import describe_once
+                        from stepscope.collect.kerasinfo import describe_once
 
                         session.mark_step(t, source=STEP_SOURCE)
                         describe_once(session, None)
@@ -147,27 +146,3 @@ def flag_traced_step() -> bool:
         except Exception:
             return True
     return True
-
-
-def tf_config() -> dict[str, Any]:
-    """Thread pools, devices, JIT and float settings of an imported TensorFlow (values as TF reports them:
-    0 threads means TF's own default)."""
-    import tensorflow as tf
-
-    out: dict[str, Any] = {"tensorflow": getattr(tf, "__version__", None)}
-    probes: dict[str, Callable[[], Any]] = {
-        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads,
-        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads,
-        "physical_devices": lambda: [f"{d.device_type}:{d.name}" for d in tf.config.list_physical_devices()],
-        "logical_devices": lambda: [d.name for d in tf.config.list_logical_devices()],
-        "jit": tf.config.optimizer.get_jit,
-        "run_functions_eagerly": tf.config.functions_run_eagerly,
-        "built_with_cuda": tf.test.is_built_with_cuda,
-    }
-    for key, probe in probes.items():
-        try:
-            v = probe()
-            out[key] = v if isinstance(v, (int, float, bool, str, list)) or v is None else str(v)
-        except Exception:
-            out[key] = None
-    return out

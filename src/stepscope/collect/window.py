@@ -34,19 +34,10 @@ from typing import Any
 
 from stepscope.collect.options import AUTO_SKIP as AUTO_SKIP  # (defined with the options it is a value of)
 from stepscope.collect.session import Session
+from stepscope.collect.warmup import MAX_AUTO_WARMUP, auto_skip
 from stepscope.store.rundir import ARTIFACTS
 
-MIN_SKIP = 3
 KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
-MAX_AUTO_WARMUP = 10
-"""analyze.steps.MAX_AUTO_WARMUP (collect may not import analyze; a test keeps the two equal)."""
-
-
-def auto_skip(batches_per_epoch: int | None) -> int:
-    """Steps to skip before the window when the user chose none: past the automatic warm-up."""
-    if not batches_per_epoch:
-        return MAX_AUTO_WARMUP
-    return min(MAX_AUTO_WARMUP, max(MIN_SKIP, -(-batches_per_epoch // 10)))
 
 
 @contextmanager
@@ -226,14 +217,3 @@ def install_window(session: Session) -> None:
     window = ProfilerWindow(session)
     session.extras.append(window.on_step)
     session.closers.append(window.close)
-
-
-def install_framework_window(session: Session) -> None:
-    """TensorFlow / Keras and JAX runs: the framework's own profiler (collect/fwprofile.py), once per session and
-    never beside torch.profiler's window."""
-    if session.options.profile_steps <= 0 or getattr(session, "_profile_window", None) is not None:
-        return
-    from stepscope.collect.fwprofile import install_framework_window as install
-
-    session._profile_window = "framework"  # type: ignore[attr-defined]
-    install(session)
