@@ -22,15 +22,14 @@ STEP_PY_CALLS = 27
 one body and the shared definitions it calls: Session.add_fetch and mark_step, nesting's enter and own_time three
 times each, batch_size, the new StepState, the optimizer hooks' caller frame twice; 8.0 while the bodies were
 hand-inlined copies, 39 before issue 20)."""
-STEP_C_CALLS = 37
-"""Budget of C calls made by stepscope code per step (35.0 at the time of writing; 12.0 with the inlined copies,
+STEP_C_CALLS = 33
+"""Budget of C calls made by stepscope code per step (31.0 at the time of writing; 12.0 with the inlined copies,
 56 before issue 20)."""
-PROCESS_PY_CALLS = 34
-"""Budget of Python calls per step of the whole process, hooked minus bare, for each issue-20 script (28.0-32.2 at
-the time of writing, torch.compiler.disable's wrapper of the two optimizer hooks included)."""
-PROCESS_C_CALLS = 48
-"""The same for C calls (41.0-45.3 at the time of writing; 22.0-26.3 before the optimizer hooks ran outside
-dynamo's graph)."""
+PROCESS_PY_CALLS = 28
+"""Budget of Python calls per step of the whole process, hooked minus bare, for each issue-20 script (22.0-26.2 at
+the time of writing)."""
+PROCESS_C_CALLS = 33
+"""The same for C calls (27.0-31.3 at the time of writing)."""
 PY_BODIES = ("loader.py:timed_next", "loader.py:fetched", "session.py:add_fetch", "modelcall.py:_compiled_call_impl",
              "modelcall.py:call", "modules.py:pre", "modules.py:post", "hooks.py:backward", "hooks.py:pre",
              "hooks.py:post", "session.py:mark_step")

@@ -219,10 +219,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
         except Exception as e:
             session.warn_once("optimizer", f"step marking failed ({e})")
 
-    # run eagerly where dynamo traces a compiled optimizer step (torch.compile(opt.step)): the hooks read clocks,
-    # frames and the thread, which dynamo would warn about on the user's stderr; about 1 µs a call in eager mode
-    disable = _dynamo_disable()
-    handles = [register_pre(disable(pre)), register_post(disable(post))]
+    # not wrapped in torch.compiler.disable: that imports torch._dynamo (about 860 modules, seconds) at install and
+    # adds about 1 µs a call; a compiled optimizer step (torch.compile(opt.step)) therefore traces these hooks
+    handles = [register_pre(pre), register_post(post)]
 
     def undo() -> None:
         for h in handles:
@@ -234,21 +233,12 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
 
 
 def _caller() -> Any:
-    """The frame that called the optimizer hook calling this: torch's step wrapper (``torch.compiler.disable``'s
-    frames in between skipped)."""
+    """The frame that called the optimizer hook calling this: torch's step wrapper (frames of dynamo's in between
+    skipped)."""
     f: Any = sys._getframe(2)
     while f is not None and f.f_globals.get("__name__", "").startswith("torch._dynamo"):
         f = f.f_back
     return f
-
-
-def _dynamo_disable() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``torch.compiler.disable`` (public) where this torch has it, else the function unchanged."""
-    try:
-        from torch.compiler import disable
-    except ImportError:
-        return lambda fn: fn
-    return disable
 
 
 def _drop_stale(open_steps: list[tuple[Any, Any]], caller: Any) -> None:
