@@ -361,6 +361,64 @@ def repeats_needed(sigma_log: float, effect: float, *, confidence: float = 0.95,
     return MAX_REPEATS_NEEDED
 
 
+CHI2_1_MEDIAN = 0.4549364231195724
+"""Median of the chi-square distribution with 1 degree of freedom."""
+MEDIAN_EFFICIENCY = 0.37
+"""Share of the degrees of freedom a median of squared differences keeps, against their mean (chi-square 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BetweenCommits:
+    """How much a commit's level moves beyond its runs' own spread (runs of one commit run back to back and share
+    the machine's state): ``tau2_log`` the between-commit variance of log values, ``df`` its degrees of freedom
+    (consecutive commit pairs used, times the median's efficiency), ``sigma2_log`` the pooled within-commit
+    variance it was separated from."""
+
+    tau2_log: float
+    df: int
+    sigma2_log: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def between_commits(groups: Any) -> BetweenCommits | None:
+    """The between-commit variance of per-run values from a history (``groups``: each commit's values, in commit
+    order; only commits with a positive value count). From successive differences of commit means (von Neumann's
+    MSSD, robustly: their median square, so a real step between two commits is one outlier, not a level split):
+    E[(m_i+1 - m_i)^2] / 2 = tau^2 + mean(sigma^2 / n); ``tau2_log`` = that minus the runs' own share, at least
+    0. None with fewer than 3 commits, or no commit with 2 runs (within and between cannot be told apart)."""
+    logs = [np.log(_positive(g)) for g in groups]
+    logs = [a for a in logs if a.size]
+    within = [a for a in logs if a.size >= 2]
+    if len(logs) < 3 or not within:
+        return None
+    sigma2 = sum(float(((a - a.mean()) ** 2).sum()) for a in within) / sum(a.size - 1 for a in within)
+    means = np.asarray([a.mean() for a in logs])
+    # the median squared difference over its chi-square(1) median (0.455): a real step between two commits is one
+    # outlying difference, and must not be read as commits wandering
+    mssd = float(np.median(np.diff(means) ** 2)) / CHI2_1_MEDIAN / 2
+    own = float(np.mean([sigma2 / a.size for a in logs]))
+    # a median keeps about 37% of the information of the mean it replaces: fewer degrees of freedom
+    return BetweenCommits(max(mssd - own, 0.0), max(1, round(MEDIAN_EFFICIENCY * (len(logs) - 1))), sigma2)
+
+
+def clustered_log_ratio(base: Any, base_commits: Any, exp: Any, between: BetweenCommits, *,
+                        confidence: float = 0.95) -> RatioTest:
+    """Welch's t on log values, with each side's commits as clusters: the candidate (``exp``, one commit) and the
+    baseline window (``base``, whose run i belongs to commit ``base_commits[i]``) each carry their commits' shared
+    level, so var(d) = Welch's se^2 + tau^2 * (1 + sum_j w_j^2), w_j the share of the window's runs at commit j.
+    Degrees of freedom: the smaller of Welch's and the history's (the between part is estimated from it)."""
+    w = welch_log_ratio(base, exp, confidence=confidence)
+    if w.se_log is None or w.df is None:
+        return w
+    keys = list(base_commits)
+    shares = [keys.count(k) / len(keys) for k in dict.fromkeys(keys)] if keys else [1.0]
+    se = math.sqrt(w.se_log**2 + between.tau2_log * (1.0 + sum(x * x for x in shares)))
+    df = min(w.df, float(max(between.df, 1))) if between.tau2_log > 0 else w.df
+    return _finish("welch_log_clustered", math.log(w.ratio), se, df, w.n_baseline, w.n_experiment, confidence)
+
+
 @dataclass(frozen=True, slots=True)
 class NoiseFloor:
     """Between-run noise of one command on one machine: the standard deviation of log(per-run value) among

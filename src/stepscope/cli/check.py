@@ -128,9 +128,14 @@ def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoin
     def values(runs: Sequence[RunPoint]) -> dict[str, list[float | None]]:
         return {m: [r.metrics.get(m) for r in runs if r.status == "completed"] for m in metrics}
 
+    def commits(runs: Sequence[RunPoint]) -> list[str]:
+        return [_key(r) for r in runs if r.status == "completed"]
+
     anchor_key, anchor = creep_anchor(points, cand_key, window=options.window, back=options.creep_window)
+    between = {m: b for m in gated if (b := between_commit_spread(points, m, cand_key)) is not None}
     result = check_regression(values(base), values(cand), metrics, threshold=threshold, min_repeats=options.min_repeats,
-                              gated=gated, creep=values(anchor) if anchor else None)
+                              gated=gated, creep=values(anchor) if anchor else None, between=between,
+                              baseline_commits=commits(base), creep_commits=commits(anchor))
     step = None
     for c in result.checks:
         if c.verdict is MetricVerdict.REGRESSED and c.gated and step is None:
@@ -150,6 +155,17 @@ def gate(store: Store, points: list[RunPoint], cand_key: str, cand: list[RunPoin
     return GateOutcome(result=result, baseline=base_key, baseline_commits=tuple(dict.fromkeys(_key(p) for p in base)),
                        candidate=cand_key, creep_anchor=anchor_key, step=step, quality=tuple(quality),
                        baseline_label=label)
+
+
+def between_commit_spread(points: list[RunPoint], metric: str, cand_key: str) -> Any:
+    """The between-commit variance of ``metric`` over the clean commits before the candidate (None: too short a
+    history to tell it from the runs' own spread; the gate then treats runs as independent)."""
+    from stepscope.analyze.runs.history import metric_history
+    from stepscope.analyze.stats import between_commits
+
+    keys = set(_earlier_commits(points, cand_key))
+    hist = [p for p in metric_history(points, metric).points if p.key in keys]
+    return between_commits([p.values for p in hist])
 
 
 def load_note(quality: Sequence[tuple[str, Any]]) -> str:

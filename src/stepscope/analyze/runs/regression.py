@@ -34,7 +34,14 @@ import numpy as np
 
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.runs.history import MetricHistory, lower_is_better
-from stepscope.analyze.stats import MAX_REPEATS_NEEDED, geometric_mean, repeats_needed, welch_log_ratio
+from stepscope.analyze.stats import (
+    MAX_REPEATS_NEEDED,
+    BetweenCommits,
+    clustered_log_ratio,
+    geometric_mean,
+    repeats_needed,
+    welch_log_ratio,
+)
 
 
 class MetricVerdict(Enum):
@@ -114,9 +121,15 @@ GATE_CONFIDENCE = 0.98
 
 def check_metric(metric: str, baseline: Sequence[float | None], candidate: Sequence[float | None], *, threshold: float,
                  min_repeats: int = 3, confidence: float = GATE_CONFIDENCE, gated: bool = True,
-                 against: str = "window") -> MetricCheck:
-    """Compare one metric's per-run values (see the module doc for the rule)."""
+                 against: str = "window", between: BetweenCommits | None = None,
+                 baseline_commits: Sequence[str] | None = None) -> MetricCheck:
+    """Compare one metric's per-run values (see the module doc for the rule). ``between`` (with
+    ``baseline_commits``, the commit of each baseline value): the history's between-commit variance, so that the
+    runs of a commit count as one cluster (``stats.clustered_log_ratio``)."""
     lib = lower_is_better(metric)
+    keep = [v is not None and bool(np.isfinite(v)) for v in baseline]
+    commits = [k for k, ok in zip(baseline_commits, keep, strict=True) if ok] if baseline_commits is not None \
+        and len(baseline_commits) == len(baseline) else None
     b = np.asarray([v for v in baseline if v is not None and np.isfinite(v)], dtype="float64")
     c = np.asarray([v for v in candidate if v is not None and np.isfinite(v)], dtype="float64")
     bm = geometric_mean(b) if b.size and (b > 0).all() else (float(np.median(b)) if b.size else None)
@@ -131,7 +144,8 @@ def check_metric(metric: str, baseline: Sequence[float | None], candidate: Seque
             else f"{metric} is zero on a run"
         return check(worse=None, worse_low=None, worse_high=None, change=None,
                      verdict=MetricVerdict.CANNOT_TELL, reason=reason)
-    t = welch_log_ratio(b, c, confidence=confidence)
+    t = clustered_log_ratio(b, commits, c, between, confidence=confidence) if between is not None \
+        and commits is not None else welch_log_ratio(b, c, confidence=confidence)
     assert t.ci_low is not None and t.ci_high is not None
     if lib:
         worse, wlo, whi = t.ratio, t.ci_low, t.ci_high
@@ -169,18 +183,23 @@ def blind_reason(metric: str, base: np.ndarray, cand: np.ndarray, mde: float, th
 def check_regression(baseline: Mapping[str, Sequence[float | None]], candidate: Mapping[str, Sequence[float | None]],
                      metrics: Sequence[str], *, threshold: float, min_repeats: int = 3,
                      gated: Sequence[str] | None = None, creep: Mapping[str, Sequence[float | None]] | None = None,
-                     confidence: float = GATE_CONFIDENCE) -> CheckResult:
+                     confidence: float = GATE_CONFIDENCE, between: Mapping[str, BetweenCommits] | None = None,
+                     baseline_commits: Sequence[str] | None = None,
+                     creep_commits: Sequence[str] | None = None) -> CheckResult:
     """The gate over ``metrics``: ``baseline`` / ``candidate`` map metric -> the per-run values.
 
     ``gated``: the metrics that can fail the gate (default: all of ``metrics``); the others are reported with
     their own verdicts. ``creep``: per-run values of an older anchor commit; a gated metric worse than it beyond
     the threshold fails the gate too (gradual creep that no single commit-to-commit check shows)."""
     gate = set(metrics if gated is None else gated)
+    btw = between or {}
     checks = [check_metric(m, baseline.get(m, ()), candidate.get(m, ()), threshold=threshold,
-                           min_repeats=min_repeats, confidence=confidence, gated=m in gate) for m in metrics]
+                           min_repeats=min_repeats, confidence=confidence, gated=m in gate, between=btw.get(m),
+                           baseline_commits=baseline_commits) for m in metrics]
     if creep is not None:
         checks += [check_metric(m, creep.get(m, ()), candidate.get(m, ()), threshold=threshold,
-                                min_repeats=min_repeats, confidence=confidence, gated=True, against="creep")
+                                min_repeats=min_repeats, confidence=confidence, gated=True, against="creep",
+                                between=btw.get(m), baseline_commits=creep_commits)
                    for m in metrics if m in gate and creep.get(m)]
     if not checks:
         return CheckResult(CheckVerdict.CANNOT_TELL, (), "no metric to compare")
