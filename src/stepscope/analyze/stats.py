@@ -363,6 +363,8 @@ def repeats_needed(sigma_log: float, effect: float, *, confidence: float = 0.95,
 
 CHI2_1_MEDIAN = 0.4549364231195724
 """Median of the chi-square distribution with 1 degree of freedom."""
+MIN_HISTORY_COMMITS = 6
+"""Fewest commits in a history to estimate the between-commit variance from (fewer: runs treated as independent)."""
 MEDIAN_EFFICIENCY = 0.37
 """Share of the degrees of freedom a median of squared differences keeps, against their mean (chi-square 1)."""
 
@@ -387,11 +389,12 @@ def between_commits(groups: Any) -> BetweenCommits | None:
     order; only commits with a positive value count). From successive differences of commit means (von Neumann's
     MSSD, robustly: their median square, so a real step between two commits is one outlier, not a level split):
     E[(m_i+1 - m_i)^2] / 2 = tau^2 + mean(sigma^2 / n); ``tau2_log`` = that minus the runs' own share, at least
-    0. None with fewer than 3 commits, or no commit with 2 runs (within and between cannot be told apart)."""
+    0. None with fewer than ``MIN_HISTORY_COMMITS`` commits, or no commit with 2 runs (within and between cannot
+    be told apart)."""
     logs = [np.log(_positive(g)) for g in groups]
     logs = [a for a in logs if a.size]
     within = [a for a in logs if a.size >= 2]
-    if len(logs) < 3 or not within:
+    if len(logs) < MIN_HISTORY_COMMITS or not within:
         return None
     sigma2 = sum(float(((a - a.mean()) ** 2).sum()) for a in within) / sum(a.size - 1 for a in within)
     means = np.asarray([a.mean() for a in logs])
@@ -408,14 +411,16 @@ def clustered_log_ratio(base: Any, base_commits: Any, exp: Any, between: Between
     """Welch's t on log values, with each side's commits as clusters: the candidate (``exp``, one commit) and the
     baseline window (``base``, whose run i belongs to commit ``base_commits[i]``) each carry their commits' shared
     level, so var(d) = Welch's se^2 + tau^2 * (1 + sum_j w_j^2), w_j the share of the window's runs at commit j.
-    Degrees of freedom: the smaller of Welch's and the history's (the between part is estimated from it)."""
+    Degrees of freedom: Satterthwaite's over the two parts (Welch's df for the runs, the history's for tau^2)."""
     w = welch_log_ratio(base, exp, confidence=confidence)
     if w.se_log is None or w.df is None:
         return w
     keys = list(base_commits)
     shares = [keys.count(k) / len(keys) for k in dict.fromkeys(keys)] if keys else [1.0]
-    se = math.sqrt(w.se_log**2 + between.tau2_log * (1.0 + sum(x * x for x in shares)))
-    df = min(w.df, float(max(between.df, 1))) if between.tau2_log > 0 else w.df
+    vw, vt = w.se_log**2, between.tau2_log * (1.0 + sum(x * x for x in shares))
+    se = math.sqrt(vw + vt)
+    # Welch-Satterthwaite over the two variance parts: the between part brings the history's df
+    df = (vw + vt) ** 2 / (vw**2 / w.df + vt**2 / max(between.df, 1)) if vt > 0 and vw + vt > 0 else w.df
     return _finish("welch_log_clustered", math.log(w.ratio), se, df, w.n_baseline, w.n_experiment, confidence)
 
 

@@ -91,7 +91,7 @@ def test_between_commit_variance_is_recovered() -> None:
     est = [between_commits(_series(rng, 0.03, 0.02)[0]) for _ in range(300)]
     tau2 = float(np.mean([e.tau2_log for e in est if e is not None]))
     assert 0.02**2 < tau2 < 0.04**2, math.sqrt(tau2)
-    assert between_commits([[1.0], [1.1]]) is None  # too few commits
+    assert between_commits([[1.0, 1.01], [1.1], [1.0], [1.05], [1.0]]) is None  # too few commits to tell
 
 
 @pytest.mark.parametrize("tau", [0.0, 0.01, 0.02, 0.03])
