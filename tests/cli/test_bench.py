@@ -90,6 +90,10 @@ def test_ab_interleaves_and_gives_a_paired_verdict(tmp_path: Path, monkeypatch, 
     rows = st.index.runs("grp = ?", (ab["group"],), order="start_ns")
     assert [r.tags["ab"] for r in rows] == ["A", "B", "B", "A", "A", "B"]
     assert [r.id for r in rows if r.tags["ab"] == "A"] == ab["runs"]["A"]
+    # the load each pair met is recorded with the verdict (drift the alternation does not cancel widens it)
+    drift = ab["diff"]["drift"]
+    assert [(p["a"], p["b"]) for p in drift["pairs"]] == list(zip(ab["runs"]["A"], ab["runs"]["B"], strict=True))
+    assert drift["widen_log"] >= 0
     st.close()
     # `stepscope diff GROUP:A GROUP:B` repeats the paired verdict
     assert main(["diff", f"{ab['group']}:A", f"{ab['group']}:B", "--store", str(store), "--json"]) == 0

@@ -39,6 +39,7 @@ class BenchCommand:
         parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="a parameter of the runs")
         parser.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the runs")
         parser.add_argument("--json", action="store_true", help="print the benchmark record as JSON")
+        parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         parser.add_argument("--exit-code", action="store_true",
                             help="with --ab: exit 1 when B is slower, 2 when the pairs cannot tell, 0 otherwise")
         add_collection_args(parser)
@@ -179,6 +180,8 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     from rich.text import Text
 
     out = console()
+    drift = result.drift.message() if result.drift is not None else None
     out.print(Group(verdict_panel(result), overview(result.overview),
+                    *([Text(drift, style="yellow")] if drift else []),
                     Text(f"all tables: stepscope diff {group}:A {group}:B", style="bold")))
     return code

@@ -10,6 +10,7 @@ import numpy as np
 
 from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
 from stepscope.analyze.diff.contention import LOAD_FACTOR, Contention, LoadShift, load_shift, side_contention
+from stepscope.analyze.diff.drift import PairDrift, pair_drift
 from stepscope.analyze.diff.floor import measured_floor
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
 from stepscope.analyze.diff.runlevel import RunValues, run_values
@@ -104,6 +105,9 @@ class RunDiff:
     quality: tuple[tuple[str, Quality], ...] = ()
     noise_floor: NoiseFloor | None = None
     load: LoadShift | None = None
+    drift: PairDrift | None = None
+    """Interleaved pairs: each pair's load and CPU frequency, and the widening for drift the pairing does not
+    cancel (drift.py); None when the sides are not pairs."""
 
     @property
     def headline(self) -> Change | None:
@@ -131,6 +135,7 @@ class RunDiff:
         d["quality"] = [{"run_id": rid, **q.to_dict()} for rid, q in self.quality]
         d["noise_floor"] = self.noise_floor.to_dict() if self.noise_floor else None
         d["load"] = self.load.to_dict() if self.load else None
+        d["drift"] = self.drift.to_dict() if self.drift else None
         return {"schema": DIFF_SCHEMA, **d, "verdict": self.verdict.value if self.verdict else None,
                 "settings": self.settings.to_dict()}
 
@@ -247,12 +252,17 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
     floor: NoiseFloor | None = None
     load: LoadShift | None = None
     quality: list[tuple[str, Quality]] = []
+    drift: PairDrift | None = None
     if base.data is not None and exp.data is not None:
         bv = [run_values(d, warmup=base.warmup) for d in base.runs]
         ev = [run_values(d, warmup=exp.warmup) for d in exp.runs]
         quality = [(v.run_id, v.quality) for v in bv + ev if v.quality is not None]
         load = _load(bv, ev)
         floor = _floor(bv, ev, noise_floor, load)
+        if s.paired and len(bv) == len(ev) and len(bv) >= 2:
+            drift = pair_drift(bv, ev)
+            if (text := drift.message()) is not None:
+                messages.append(text)
         if s.paired and len(bv) != len(ev):
             messages.append(f"paired test asked for, but the sides have {len(bv)} and {len(ev)} runs: tested as "
                             "independent repeats")
@@ -263,7 +273,7 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
             messages.append(f"{'one run' if min(len(bv), len(ev)) == 1 else 'too few runs'} on a side: verdicts "
                             f"need the change to clear the between-run noise floor ({floor.source if floor else ''});"
                             " for an interval, repeat with `stepscope bench --repeat N` or `stepscope bench --ab`")
-        overview = run_overview(bv, ev, base.data, exp.data, s, floor)
+        overview = run_overview(bv, ev, base.data, exp.data, s, floor, drift.widen_log if drift else 0.0)
         context = context_diff(bv[0].summary, ev[0].summary, base_code=bv[0].code, exp_code=ev[0].code)
         b0 = bv[0].samples[0] if bv[0].samples else None
         e0 = ev[0].samples[0] if ev[0].samples else None
@@ -299,7 +309,7 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
         overview=tuple(overview), ranks=tuple(ranks), breakdown=tuple(breakdown),
         trends=tuple(trends), system=tuple(system), logged=tuple(logged), traces=tdiff, trace_note=tnote,
         messages=tuple(messages), runs=(tuple(d.run.id for d in base.runs), tuple(d.run.id for d in exp.runs)),
-        quality=tuple(quality), noise_floor=floor, load=load,
+        quality=tuple(quality), noise_floor=floor, load=load, drift=drift,
     )
 
 

@@ -99,7 +99,7 @@ def _tested(key: str, label: str, unit: str, scope: str, ch: Change) -> Overview
 
 
 def run_overview(base_runs: list[RunValues], exp_runs: list[RunValues], base_data: RunData, exp_data: RunData,
-                 settings: DiffSettings, floor: NoiseFloor | None) -> list[OverviewRow]:
+                 settings: DiffSettings, floor: NoiseFloor | None, widen_log: float = 0.0) -> list[OverviewRow]:
     """Overview rows of two sides of stored runs (``base_data``/``exp_data``: each side's first run).
 
     Step time, GPU step time, throughput and data-wait share are tested run-level (one value per run: rank 0's
@@ -120,7 +120,7 @@ def run_overview(base_runs: list[RunValues], exp_runs: list[RunValues], base_dat
     if bs and es and len(bs[0]) and len(es[0]):
         rows.append(_tested("step_time_median_ns", "step time (median)", "ns", "rank 0",
                             compare_runs(_vals(base_runs, "step_ns"), _vals(exp_runs, "step_ns"), settings=settings,
-                                         floor=floor)))
+                                         floor=floor, widen_log=widen_log)))
         if any(v is not None for v in _vals(base_runs, "device_ns")) and \
                 any(v is not None for v in _vals(exp_runs, "device_ns")):
             rows.append(_tested("device_step_time_median_ns", "GPU step time (median, CUDA events)", "ns", "rank 0",

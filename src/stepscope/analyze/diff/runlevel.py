@@ -40,6 +40,8 @@ class RunValues:
     -> hash), recorded by the collector at exit; None when the run has no such record."""
     contention: Contention | None = None
     """CPU contention over the measured steps (see contention.py)."""
+    cpu_freq_mhz: float | None = None
+    """Median CPU frequency the sampler recorded on rank 0 (None: not sampled)."""
 
 
 def _warmup(data: RunData, warmup: int | None) -> int | None:
@@ -70,7 +72,17 @@ def run_values(data: RunData, *, warmup: int | None = None) -> RunValues:
                      step_ns=float(np.median(s0.duration_ns)) if s0 is not None else None, device_ns=device,
                      samples_per_s=h.samples_per_s, tokens_per_s=h.tokens_per_s, data_wait_share=h.data_wait_share,
                      parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0),
-                     code=code_of(data), contention=run_contention(data, warmup=s0.warmup if s0 else 0))
+                     code=code_of(data), contention=run_contention(data, warmup=s0.warmup if s0 else 0),
+                     cpu_freq_mhz=_median_freq(data))
+
+
+def _median_freq(data: RunData) -> float | None:
+    col = data.ranks[0].samples.columns.get("cpu_freq_mhz") if data.ranks else None
+    if col is None:
+        return None
+    a = np.asarray(col, dtype="float64")
+    a = a[np.isfinite(a) & (a > 0)]
+    return float(np.median(a)) if a.size else None
 
 
 def code_of(data: RunData) -> dict[str, str] | None:

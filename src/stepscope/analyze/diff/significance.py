@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -203,12 +203,15 @@ def _decide(vb: float, ve: float, ratio: float | None, ci: tuple[float | None, f
 
 
 def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, higher_is_better: bool = False,
-                 floor: NoiseFloor | None = None, abs_floor: float = 0.0, unit_scale: float | None = None) -> Change:
+                 floor: NoiseFloor | None = None, abs_floor: float = 0.0, unit_scale: float | None = None,
+                 widen_log: float = 0.0) -> Change:
     """The run-level verdict on one number from its per-run values (see the module docstring).
 
     Args:
         base, exp: one value per run (positive; others are dropped), in run order; paired when
             ``settings.paired`` (pair i = base[i], exp[i]).
+        widen_log: repeats only: widen the interval by this (log) on both sides, for drift that the pairing does
+            not cancel (drift.py).
         floor: between-run noise for one run a side (None: such a comparison is always INCONCLUSIVE).
         abs_floor: smallest absolute change (values' unit) that counts as practical (parts of a step).
         unit_scale: for parts of a step, one run a side: the baseline step time, so that the noise floor's
@@ -230,6 +233,10 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
     if len(b) >= 2 and len(e) >= 2:
         t = paired_log_ratio(b, e, confidence=s.confidence) if paired else \
             welch_log_ratio(b, e, confidence=s.confidence)
+        if widen_log > 0 and t.ci_low is not None and t.ci_high is not None:
+            # drift the pairing does not cancel (drift.py): the interval and the MDE grow by it on both sides
+            t = replace(t, ci_low=t.ci_low * math.exp(-widen_log), ci_high=t.ci_high * math.exp(widen_log),
+                        mde=None if t.mde is None else math.expm1(math.log1p(t.mde) + widen_log))
         sig = t.ci_low is not None and t.ci_high is not None and not (t.ci_low <= 1.0 <= t.ci_high)
         verdict = _direction(vb, ve, higher_is_better) if sig and _practical(t, s, abs(ve - vb), abs_floor) \
             else Verdict.NO_SIGNIFICANT_CHANGE
