@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         if cmd is None:
             parser.print_help()
             return 2
+        if getattr(args, "wide", False):  # every table of the command shows names whole (report/tables.py)
+            from stepscope.report.tables import set_wide
+
+            set_wide(True)
         return int(cmd.run(args))
     except UserError as e:
         print(f"stepscope: error: {e}", file=sys.stderr)

@@ -34,6 +34,7 @@ class AdviseCommand:
         parser.add_argument("--json", action="store_true", help="machine-readable (schema stepscope.advice/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--width", type=width, help="terminal width")
+        parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

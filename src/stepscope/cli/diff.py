@@ -118,6 +118,7 @@ class DiffCommand:
         parser.add_argument("--exit-code", action="store_true",
                             help="exit 1 when slower, 2 when the data cannot tell (inconclusive), 0 otherwise")
         parser.add_argument("--width", type=width, help="terminal width for the tables")
+        parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

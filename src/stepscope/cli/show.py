@@ -37,6 +37,7 @@ class ShowCommand:
                             help="the same, machine-readable (schema stepscope.summary/1)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--width", type=width, help="terminal width for the tables")
+        parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         add_view_args(parser)
         add_store_args(parser)
 

@@ -90,6 +90,7 @@ class TraceCommand:
             p = sub.add_parser(action, help=text)
             p.add_argument("paths", nargs="+", help="trace files (.json, .json.gz) or folders of them")
             p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+            p.add_argument("--wide", action="store_true", help="names whole, not shortened")
             p.add_argument("--top", type=int, default=30, help="rows per table (default 30)")
             _executor_options(p)
             if action == "kernels":

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.ranks.commmatrix import CommMatrix
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 MAX_COLUMNS = 16
 """Wider matrices show only the busiest pairs."""
 
 
-def _matrix(title: str, m: CommMatrix, values: tuple[tuple[float, ...], ...], fmt: object) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+def _matrix(title: str, m: CommMatrix, values: tuple[tuple[float, ...], ...], fmt: object) -> FitTable:
+    t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     t.add_column("from \\ to")
     for r in m.ranks:
         t.add_column(str(r), justify="right", no_wrap=True)
@@ -28,7 +28,7 @@ def comm_matrix_view(m: CommMatrix) -> RenderableType:
     if len(m.ranks) <= MAX_COLUMNS:
         parts.append(_matrix("Bytes (row sends to column)", m, m.bytes, f.nbytes))
         parts.append(_matrix("Time in calls (row's time, with column)", m, m.time_ns, f.duration_ns))
-    pairs = Table(title="Busiest pairs", title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    pairs = FitTable(title="Busiest pairs", title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for c in ("pair", "bytes", "point-to-point", "collective", "time", "calls"):
         pairs.add_column(c, justify="left" if c == "pair" else "right")
     for p in m.busiest:

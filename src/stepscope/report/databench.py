@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.run.databench import DataBenchResult, InputVerdict, LoaderBench, PhaseThroughput, WorkerSweep
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 
-def _table(title: str, *cols: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+def _table(title: str, *cols: str) -> FitTable:
+    t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for i, c in enumerate(cols):
         t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0)
     return t
@@ -30,7 +30,7 @@ def _config(lb: LoaderBench) -> str:
     return ", ".join(parts)
 
 
-def _phase_rows(t: Table, p: PhaseThroughput | None, label: str) -> None:
+def _phase_rows(t: FitTable, p: PhaseThroughput | None, label: str) -> None:
     if p is None:
         return
     t.add_row(f"{label} ({p.epochs} epoch{'s' if p.epochs != 1 else ''})", f.rate(p.local_samples_per_s, "samples"),

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.diff import Change, Finding, RunDiff, Verdict
@@ -18,6 +17,7 @@ from stepscope.analyze.diff.overview import OverviewRow
 from stepscope.analyze.diff.series import MetricRow
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.NO_SIGNIFICANT_CHANGE: "dim",
                  Verdict.INCONCLUSIVE: "yellow"}
@@ -88,13 +88,13 @@ def verdict_text(ch: Change | None, *, notes: bool = True) -> Text:
     return t
 
 
-def _table(title: str, *cols: str, wrap: bool = False) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
-    last = len(cols) - 1
+def _table(title: str, *cols: str, wrap: bool = False) -> FitTable:
+    """A diff table (report/tables.py's rule): the first column names, the verdict column (and every column but
+    the first of a text table, ``wrap``) prose wrapped between words, the others numbers, never cut."""
+    t = FitTable(title=title, title_style="bold")
     for i, c in enumerate(cols):
-        # the name column keeps its width; the last column (verdict, delta %) or every column of a text table wraps
-        t.add_column(c, justify="left" if i == 0 or wrap else "right", no_wrap=not wrap and i != last,
-                     max_width=60 if i == 0 else None, overflow="fold")
+        prose = i > 0 and (wrap or c == "verdict")
+        t.add_column(c, justify="left" if i == 0 or prose else "right", prose=prose)
     return t
 
 

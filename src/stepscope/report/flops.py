@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import RenderableType
-from rich.table import Table
 
 from stepscope.analyze.run.flops import FlopsSummary
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 
 def flops_value(v: float | None, unit: str = "FLOP") -> str:
@@ -22,7 +22,7 @@ def flops_value(v: float | None, unit: str = "FLOP") -> str:
 def flops_table(fl: FlopsSummary | None) -> RenderableType | None:
     if fl is None:
         return None
-    t = Table(title="FLOPs", title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+    t = FitTable(title="FLOPs", title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     t.add_column("")
     t.add_column("value", justify="right")
     how = "given (--flops-per-step)" if fl.source == "given" else f"counted on step {fl.measured_step}"

@@ -8,13 +8,13 @@ import time
 from collections.abc import Sequence
 
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.runs.history import CommitPoint, MetricHistory
 from stepscope.analyze.runs.regression import CheckResult, CheckVerdict, MetricVerdict, StepLocation
 from stepscope.report import format as fmt
+from stepscope.report.tables import FitTable
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -59,7 +59,7 @@ def _date(t: float) -> str:
 
 
 def bench_table(group: str, rows: Sequence[tuple[str, CommitPoint]]) -> RenderableType:
-    t = Table(title=f"benchmark {group}", title_justify="left", show_edge=False)
+    t = FitTable(title=f"benchmark {group}", title_justify="left", show_edge=False)
     for col in ("metric", "runs", "median", "interval", "min", "max"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for metric, p in rows:
@@ -82,7 +82,7 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
     direction = "lower is better" if h.lower_is_better else "higher is better"
     head = Text.assemble((h.metric, "bold"), f"  ({direction}; baseline {h.baseline[:10] if h.baseline else '—'} "
                          f"= 1.00; {len(points)} commits)  ", (sparkline([p.median for p in points]), "cyan"))
-    t = Table(show_edge=False, pad_edge=False)
+    t = FitTable(show_edge=False, pad_edge=False)
     for col in ("commit", "date", "subject", "runs", "median", "interval", "relative", ""):
         t.add_column(col, justify="right" if col in ("runs", "median", "interval", "relative") else "left",
                      overflow="ellipsis", no_wrap=True, max_width=36 if col == "subject" else None)
@@ -126,7 +126,7 @@ def check_view(result: CheckResult, *, baseline: str, candidate: str, threshold:
                step: StepLocation | None, quality: Sequence[tuple[str, Quality]] = ()) -> RenderableType:
     """Measurement quality first, then the gate's table and verdict line, where the step is and the diff to see."""
     conf = result.checks[0].confidence if result.checks else 0.98
-    t = Table(title=f"stepscope check: {candidate} vs baseline {baseline} (max regression {threshold:.1%})",
+    t = FitTable(title=f"stepscope check: {candidate} vs baseline {baseline} (max regression {threshold:.1%})",
               title_justify="left", show_edge=False)
     for col in ("metric", "against", "baseline", "candidate", "change", f"{conf:.0%} CI", "runs", "verdict"):
         t.add_column(col, justify="left" if col in ("metric", "verdict") else "right")

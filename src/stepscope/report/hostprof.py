@@ -4,15 +4,15 @@ region."""
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.run.hostprof import FunctionCost, HostProfile, ProcessProfile
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 
-def _functions(title: str, funcs: tuple[FunctionCost, ...]) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+def _functions(title: str, funcs: tuple[FunctionCost, ...]) -> FitTable:
+    t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     t.add_column("function", overflow="fold")
     for c in ("self", "self %", "total", "total %"):
         t.add_column(c, justify="right", no_wrap=True)
@@ -29,7 +29,7 @@ def process_view(p: ProcessProfile, *, groups: int) -> RenderableType:
         head.append(f" (one sample ≈ {f.duration_ns(p.period_s * 1e9)})", style="dim")
     if p.dropped:
         head.append(f"\n{p.dropped:,} samples dropped (too many distinct stacks)", style="yellow")
-    phases = Table(title="Samples by step phase", title_justify="left", title_style="bold", show_edge=False,
+    phases = FitTable(title="Samples by step phase", title_justify="left", title_style="bold", show_edge=False,
                    pad_edge=False)
     phases.add_column("phase")
     phases.add_column("samples", justify="right")

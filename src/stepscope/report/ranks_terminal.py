@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.ranks.commsplit import CommSplit
@@ -17,10 +16,11 @@ from stepscope.analyze.trace.rankdist import (
     trace_rank_distributions,
 )
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 
-def _table(title: str, *cols: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+def _table(title: str, *cols: str) -> FitTable:
+    t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for i, c in enumerate(cols):
         t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
     return t
@@ -43,11 +43,10 @@ def _outliers(d: Distribution) -> str:
     return "; ".join(x for x in (side(d.high, d.high_count, "high"), side(d.low, d.low_count, "low")) if x) or "—"
 
 
-def distribution_table(title: str, dists: tuple[Distribution, ...]) -> Table:
+def distribution_table(title: str, dists: tuple[Distribution, ...]) -> FitTable:
     """One row per figure: min / quartiles / max across ranks and the outlying ranks (Tukey's fences)."""
     t = _table(title, "figure", "ranks", "min", "q1", "median", "q3", "max", "outlier ranks")
-    t.columns[-1].justify = "left"
-    t.columns[-1].no_wrap = False
+    t.columns[-1].numeric, t.columns[-1].prose = False, True  # ranks with their values: wraps between words
     for d in dists:
         t.add_row(d.name, str(d.ranks), *(_value(v, d.unit) for v in (d.min, d.q1, d.median, d.q3, d.max)),
                   _outliers(d))
@@ -78,7 +77,7 @@ def pop_block(a: RankAnalysis) -> RenderableType:
         return Text(f"POP metrics: not available — {a.pop_note}", style="dim")
     p = a.pop
     t = _table("POP metrics (1 = perfect)", "metric", "value", "definition")
-    t.columns[2].justify = "left"
+    t.columns[2].numeric, t.columns[2].prose = False, True
     t.add_row("parallel efficiency", f"{p.parallel_efficiency:.3f}", "load balance × communication efficiency")
     t.add_row("  load balance", f"{p.load_balance:.3f}", "mean useful / max useful per step "
               f"({f.duration_ns(p.mean_useful_ns)} / {f.duration_ns(p.max_useful_ns)})")

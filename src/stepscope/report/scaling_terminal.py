@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.runs.scaling import ScalingAnalysis, ScalingTable
 from stepscope.analyze.runs.sweep import SweepAnalysis
 from stepscope.report import format as f
+from stepscope.report.tables import FitTable
 
 TITLES = {"all": "all steps after warm-up", "first_epoch": "first epoch", "later_epochs": "later epochs"}
 
 
-def _table(title: str, *cols: str) -> Table:
-    t = Table(title=title or None, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
+def _table(title: str, *cols: str) -> FitTable:
+    t = FitTable(title=title or None, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for c in cols:
         t.add_column(c, justify="right", no_wrap=True)
     return t

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from stepscope.analyze.run.lost import partial_label, records_lost
@@ -20,6 +19,7 @@ from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.report import format as f
 from stepscope.report.flops import flops_table
 from stepscope.report.labels import software_line
+from stepscope.report.tables import FitTable
 
 if TYPE_CHECKING:  # the advisor and the trace engine are imported where shown: the end-of-run summary uses neither
     from stepscope.analyze.advisor import Advice
@@ -32,8 +32,8 @@ SAMPLES_GUESS = "samples per step: "
 """How the note of a guessed batch dimension begins (collect/modules.py: a sequence-first model's input)."""
 
 
-def _table(title: str, *cols: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False, expand=False)
+def _table(title: str, *cols: str) -> FitTable:
+    t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False, expand=False)
     for i, c in enumerate(cols):
         t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i != 0)
     return t

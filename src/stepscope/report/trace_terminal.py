@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from stepscope.analyze.trace.analysis import TraceAnalysis
@@ -15,55 +13,30 @@ from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
 from stepscope.report.format import duration_ns
+from stepscope.report.tables import FitTable
 from stepscope.traces.components import ComponentRules, Explanation
-
-TEXT_MIN = 12
-"""Columns a text column (a kernel or operator name) keeps at least; it wraps within them."""
 
 
 @dataclass(frozen=True, slots=True)
 class Col:
-    """A column of a :class:`NumericTable`: ``numeric`` cells never wrap (right-aligned); ``drop`` > 0 is
-    the order in which it is left out when the table does not fit (highest first), 0 never."""
+    """A column of a :class:`NumericTable`: ``numeric`` cells never wrap nor shorten (right-aligned); ``drop`` > 0
+    is the order in which it is left out when the table does not fit (highest first), 0 never."""
 
     header: str
     numeric: bool = True
     drop: int = 0
 
 
-class NumericTable:
-    """A table whose numbers are never split over lines nor cut: when the terminal is too narrow for every
-    column, optional columns are left out (highest ``drop`` first) and a line says which."""
+class NumericTable(FitTable):
+    """A trace table by report/tables.py's rule: numbers whole, names shortened first, then optional columns
+    left out (highest ``drop`` first) with a line saying which."""
 
     def __init__(self, title: str, cols: Sequence[Col], rows: Sequence[Sequence[str | Text]]) -> None:
-        self.title, self.cols, self.rows = title, list(cols), [list(r) for r in rows]
-
-    def _needed(self, keep: list[int]) -> int:
-        def w(i: int) -> int:
-            c = self.cols[i]
-            if not c.numeric:
-                return TEXT_MIN
-            return max([cell_len(c.header), *(cell_len(str(r[i])) for r in self.rows)])
-        return sum(w(i) for i in keep) + 3 * len(keep) + 1
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
-        keep = list(range(len(self.cols)))
-        for level in sorted({c.drop for c in self.cols if c.drop}, reverse=True):
-            if self._needed(keep) <= options.max_width:
-                break
-            keep = [i for i in keep if self.cols[i].drop != level]
-        t = Table(title=self.title, title_justify="left")
-        for i in keep:
-            c = self.cols[i]
-            t.add_column(c.header, justify="right" if c.numeric else "left", no_wrap=c.numeric,
-                         overflow="ellipsis" if c.numeric else "fold", min_width=None if c.numeric else TEXT_MIN)
-        for r in self.rows:
-            t.add_row(*(r[i] for i in keep))
-        yield t
-        hidden = [c.header for i, c in enumerate(self.cols) if i not in keep]
-        if hidden:
-            yield Text(f"(not shown at {options.max_width} columns: {', '.join(hidden)} — widen the terminal "
-                       "or use --json)", style="dim")
+        super().__init__(title, title_style=None, show_edge=True)
+        for c in cols:
+            self.add_column(c.header, numeric=c.numeric, drop=c.drop)
+        for r in rows:
+            self.add_row(*r)
 
 
 def _us(ns: float | None) -> str:
@@ -76,10 +49,10 @@ def _pct(p: float | None) -> str:
 
 
 def summary_view(a: TraceAnalysis) -> RenderableType:
-    t = Table(title=f"rank {a.rank} — {a.path}", show_header=True, title_justify="left")
-    t.add_column("figure", overflow="fold")
-    t.add_column("time", justify="right", no_wrap=True)
-    t.add_column("%", justify="right", no_wrap=True)
+    t = FitTable(f"rank {a.rank} — {a.path}", title_style=None, show_edge=True)
+    t.add_column("figure", prose=True)  # figures' names wrap between words, never shortened
+    t.add_column("time", justify="right")
+    t.add_column("%", justify="right")
     if a.temporal:
         tp = a.temporal.to_dict()
         for k in ("idle", "compute", "non_compute", "communication", "memory"):
@@ -99,7 +72,9 @@ def summary_view(a: TraceAnalysis) -> RenderableType:
                   f"{_pct(u.utilization_pct)} / {_pct(u.sm_efficiency_pct)} / {_pct(u.achieved_occupancy_pct)}")
     if a.steps.steps:
         t.add_row(f"median step ({len(a.steps.steps)} steps)", _us(a.steps.stat(_median)), "")
-    parts: list[RenderableType] = [t, kernel_view(a.kernels.by_component, top=20, title="GPU time by component")]
+    parts: list[RenderableType] = [t]
+    if a.kernels.by_component:  # a CPU-only trace: no empty table (its warning says why)
+        parts.append(kernel_view(a.kernels.by_component, top=20, title="GPU time by component"))
     parts += [Text(f"warning: {w}", style="yellow") for w in a.warnings]
     return Group(*parts)
 
@@ -117,7 +92,7 @@ def kernel_view(rows: Iterable[KernelStats], *, top: int, title: str) -> Numeric
     body: list[list[str | Text]] = [
         [Text(s.key), s.component, f"{s.count:,}", _us(s.sum_ns), _us(s.mean_ns), _us(s.min_ns), _us(s.max_ns),
          _us(s.std_ns), _pct(s.pct)] for s in list(rows)[:top]]
-    if body and all(str(r[0]) == r[1] for r in body):  # rows by component: the name is the component
+    if all(str(r[0]) == r[1] for r in body):  # rows by component (or none): the name is the component
         cols, body = cols[:1] + cols[2:], [r[:1] + r[2:] for r in body]
     return NumericTable(title, cols, body)
 
@@ -132,9 +107,9 @@ def ops_view(rows: Iterable[OpStats], *, top: int) -> NumericTable:
 
 
 def traceset_view(s: TraceSetAnalysis) -> RenderableType:
-    t = Table(title="ranks side by side", title_justify="left")
+    t = FitTable("ranks side by side", title_style=None, show_edge=True)
     for col in ("rank", "median step", "GPU idle %", "compute %", "comm", "overlap %"):
-        t.add_column(col, justify="right", no_wrap=col != "rank")
+        t.add_column(col, justify="right", numeric=col != "rank")
     for a in s.ranks:
         tp = a.temporal.to_dict() if a.temporal else {}
         t.add_row(str(a.rank) + (" (slowest)" if a.rank == s.slowest_rank and len(s.ranks) > 1 else ""),
@@ -146,10 +121,10 @@ def traceset_view(s: TraceSetAnalysis) -> RenderableType:
     return Group(*parts)
 
 
-def rules_view(rules: ComponentRules) -> Table:
-    t = Table(title="component rules (first match wins)", title_justify="left")
+def rules_view(rules: ComponentRules) -> FitTable:
+    t = FitTable("component rules (first match wins)", title_style=None, show_edge=True)
     for col in ("#", "component", "pattern", "source"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, justify="right" if col == "#" else "left", prose=col == "pattern")
     for i, r in enumerate(rules.rules):
         t.add_row(str(i), r.component, Text(r.pattern), r.source)
     return t

@@ -48,9 +48,7 @@ def show_traces(ra: RunAnalysis, *, json: bool = False, width: int | None = None
         out.print(traces_distribution_view(result))
         return 0
     for a in result.ranks:
-        out.print(view.summary_view(a))
-        if a.kernels.by_component:
-            out.print(view.kernel_view(a.kernels.by_component, top=TOP, title=f"rank {a.rank}: GPU time by component"))
+        out.print(view.summary_view(a))  # with its GPU time by component (printed once)
         out.print(view.ops_view(sorted(a.operators, key=lambda o: -o.cpu_total_ns), top=TOP))
         if a.modules:
             out.print(module_tree_view(a.modules))
