@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepscope.collect.buffers import Buffers
-from stepscope.collect.options import Options
-from stepscope.collect.sampler import Sampler
-from stepscope.collect.session import Session
+from stepscope.collect.core.buffers import Buffers
+from stepscope.collect.core.options import Options
+from stepscope.collect.core.session import Session
+from stepscope.collect.system.sampler import Sampler
 from stepscope.store.rundir import RecordWriter
 
 

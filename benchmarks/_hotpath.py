@@ -74,13 +74,14 @@ def kept_blocks(fn: Callable[[], Any], n: int) -> float:
     return sum(st.count for st in snap.statistics("filename")) / n
 
 
-HOOKS = (("data loader", ("collect/loader.py", "collect/batch.py")),
-         ("forward", ("collect/modules.py", "collect/modelcall.py")),
-         ("backward", ("collect/hooks.py:backward",)),
-         ("optimizer", ("collect/hooks.py:step",)),
-         ("phase nesting", ("collect/nesting.py",)),
-         ("step row + buffers", ("collect/session.py", "collect/buffers.py")),
-         ("per-step collectors", ("collect/comm.py", "collect/cuda.py", "collect/flops.py", "collect/window.py")))
+HOOKS = (("data loader", ("collect/torch/loader.py", "collect/core/batch.py")),
+         ("forward", ("collect/torch/modules.py", "collect/torch/modelcall.py")),
+         ("backward", ("collect/torch/hooks.py:backward",)),
+         ("optimizer", ("collect/torch/hooks.py:step",)),
+         ("phase nesting", ("collect/core/nesting.py",)),
+         ("step row + buffers", ("collect/core/session.py", "collect/core/buffers.py")),
+         ("per-step collectors", ("collect/torch/comm.py", "collect/torch/cuda.py", "collect/torch/flops.py",
+                                  "collect/torch/window.py")))
 """Each hook and the files (or file:function) whose calls are its own."""
 
 
@@ -134,7 +135,7 @@ def region_fn() -> Callable[[], None]:
 def measure(steps: int = 200) -> dict[str, Any]:
     """Per-step counts of a training step and of a region, inside a session (hooks installed)."""
     import stepscope
-    from stepscope.collect.session import current
+    from stepscope.collect.core.session import current
 
     step, _model = training_step_fn()
     with tempfile.TemporaryDirectory() as store:

@@ -16,7 +16,7 @@ of the same ``fit`` (JSON field ``hook_cost``, all in ns):
 * ``function_wrapper_per_call`` x ``function_calls_per_step``: stepscope's ``tf.function.__call__`` wrapper
   against the original ``__call__`` on a trivial function, interleaved blocks, best block each; calls counted
   during the fit;
-* ``stage_per_batch``: the input-wait stage (collect/keras_datawait.py) on fit's own dataset, pulled inside
+* ``stage_per_batch``: the input-wait stage (collect/keras/keras_datawait.py) on fit's own dataset, pulled inside
   a ``tf.function`` loop with and without the stage, interleaved blocks, best block each;
 * ``per_step``: their sum, to set against ``median_step_ns``; ``per_step_cpu`` the same with the callback's
   thread CPU time (``time.thread_time_ns``: what the hooks make the CPU do, without the time the thread
@@ -100,7 +100,7 @@ class HookTimers:
     def __init__(self) -> None:
         from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
 
-        from stepscope.collect import keras_hooks
+        from stepscope.collect.keras import keras_hooks
 
         self.callback_ns: dict[str, list[int]] = {}
         self.cpu_ns: dict[int, list[int]] = {}
@@ -109,7 +109,7 @@ class HookTimers:
         cls = keras_hooks._callback_class()
         for name in [n for n in vars(cls) if n.startswith("on_")]:
             setattr(cls, name, self._timed(getattr(cls, name), self.callback_ns.setdefault(name, [])))
-        from stepscope.collect.keras_datawait import InputWaitMeter
+        from stepscope.collect.keras.keras_datawait import InputWaitMeter
 
         self.meter_reads: list[int] = []  # part of the callback's time: the input-wait meter's reads
         InputWaitMeter.take_batches = self._timed(  # type: ignore[method-assign]
@@ -146,7 +146,7 @@ class HookTimers:
 
         pf.Function.__call__ = self.hooked_call
         wrapper = _paired_best(lambda: self._calls(self.hooked_call), lambda: self._calls(self.orig_call))
-        from stepscope.collect.keras_hooks import DATA_WAIT_ENV
+        from stepscope.collect.keras.keras_hooks import DATA_WAIT_ENV
 
         metered = os.environ.get(DATA_WAIT_ENV, "").lower() not in ("0", "off", "no", "false")
         stage = _stage_cost(x, y, batch) if metered else 0.0  # no stage in the pipeline when it is off
@@ -247,7 +247,7 @@ def _block_timer(n: int) -> Callable[[Any], tuple[float, float, float]]:
 
 def _stage_cost(x: Any, y: Any, batch: int) -> float:
     """ns per batch the input-wait stage adds to fit's own dataset (Keras' array adapter), pulled in-graph."""
-    from stepscope.collect.keras_datawait import InputWaitMeter
+    from stepscope.collect.keras.keras_datawait import InputWaitMeter
 
     base = _fit_dataset(x, y, batch)
     staged = InputWaitMeter(base).dataset
@@ -268,7 +268,7 @@ def stage_comparison(x: Any, y: Any, batch: int, rounds: int = 15) -> dict[str, 
     that blocks on a wait switches out voluntarily, whatever the machine's load)."""
     import tensorflow as tf
 
-    from stepscope.collect import keras_datawait
+    from stepscope.collect.keras import keras_datawait
 
     fit_ds = _fit_dataset(x, y, batch)
     first = next(iter(fit_ds))

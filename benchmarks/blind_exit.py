@@ -1,7 +1,7 @@
 """What the "loud when blind" exit path costs a process that imported a framework but recorded no step
 (docs/frameworks.md, "Nothing is imported for you"; history in benchmarks/RESULTS.md).
 
-Such a process writes its stream at exit, with the hooks it had (collect/session.py, ``_close_if_blind``). Each
+Such a process writes its stream at exit, with the hooks it had (collect/core/session.py, ``_close_if_blind``). Each
 round runs one process under ``stepscope run`` that imports a stand-in Keras 2 (a package with only a version,
 written to a temporary folder: no real framework's import time in the figure) and records, with two atexit
 handlers of its own around stepscope's (atexit runs last-registered first), the wall time of the exit path alone.

@@ -6,7 +6,7 @@ machine), the load average printed beside them:
 
 1. **By hook**: each hook function called directly, around a no-op in place of the torch work it wraps
    (DataLoader ``__next__``, the ``backward`` wrapper, the optimizer's step timer with the step mark), the
-   watched model's call timed from its call slot (collect/modelcall.py: what an ``Identity`` call costs
+   watched model's call timed from its call slot (collect/torch/modelcall.py: what an ``Identity`` call costs
    more with it than without), the background threads (the flusher that turns step rows into records, the
    system sampler) as their CPU time per step of a real run, and a region enter + exit. Target: the sum
    <= 10 µs, a region <= 0.5 µs.
@@ -102,13 +102,13 @@ def loop_cost_us(body: Callable[[int], None], number: int = 20000, repeat: int =
 def recording(name: str) -> Iterator[Any]:
     """An in-process session (every zero-code hook installed) in a throw-away store."""
     import stepscope
-    from stepscope.collect import hooks
-    from stepscope.collect.session import current
+    from stepscope.collect.core import undo as undo_list
+    from stepscope.collect.core.session import current
 
     os.environ.pop("STEPSCOPE_RUN_DIR", None)
     with tempfile.TemporaryDirectory() as store, stepscope.session(name=name, store=store):
         s = current()
-        assert s is not None and hooks.installed() > 0, "hooks were not installed"
+        assert s is not None and undo_list.installed() > 0, "hooks were not installed"
         yield s
 
 
@@ -147,8 +147,8 @@ def _direct_hook_costs() -> dict[str, float]:
     from benchmarks._loop import Parts
     from torch.utils.data import dataloader as dl
 
-    from stepscope.collect import hooks
-    from stepscope.collect.modelcall import CallSlots
+    from stepscope.collect.torch import hooks
+    from stepscope.collect.torch.modelcall import CallSlots
 
     out: dict[str, float] = {}
     with recording("hook-costs") as s:
@@ -280,9 +280,9 @@ def whole_steps(scripts: tuple[str, ...], pairs: int, block_s: float, warm: int 
             for i in range(pairs):
                 for arm in (("bare", "hooked") if i % 2 == 0 else ("hooked", "bare")):
                     if toggle:
-                        from stepscope.collect import hooks
+                        from stepscope.collect.core import undo as undo_list
 
-                        hooks.remove_all()
+                        undo_list.remove_all()
                         if arm == "hooked":
                             install_step_hooks(s)
                         ts = _block(p, n, warm)
@@ -332,7 +332,7 @@ def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tup
     block and the load average before and after."""
     from benchmarks._loop import Parts
 
-    from stepscope.collect import hooks
+    from stepscope.collect.core import undo as undo_list
 
     specs = {a: _arm_spec(a) for a in arms}
     clock = time.thread_time_ns
@@ -352,13 +352,13 @@ def attribution(scripts: tuple[str, ...], rounds: int, block_s: float, arms: tup
                 k = i % len(arms)
                 for arm in arms[k:] + arms[:k]:
                     left = specs[arm]
-                    hooks.remove_all()
+                    undo_list.remove_all()
                     if left is not None:
                         install_step_hooks(s, p, left)
                     ts = _block(p, n, warm)
                     r["mean"][arm].append(sum(ts) / n / 1e3)
                     r["med"][arm].append(_median([t / 1e3 for t in ts]))
-            hooks.remove_all()
+            undo_list.remove_all()
             r["load"].append(os.getloadavg()[0])
             res[script] = r
     return res
@@ -461,26 +461,27 @@ def install_step_hooks(session: Any, parts: Any = None, leave_out: tuple[str, ..
     """The hooks that run every step (DataLoader, models, backward, optimizer), as the session installs them.
     ``leave_out``: parts of :data:`STEP_HOOKS` removed again after two steps of ``parts`` (the first step finds
     the model, which needs the optimizer's timer), the others left as they are."""
-    from stepscope.collect import hooks
+    from stepscope.collect.core import undo as undo_list
+    from stepscope.collect.torch import hooks
 
     installs: dict[str, Callable[[], None]] = {
         "optimizer": lambda: hooks._install_optimizer_hooks(session),
         "backward": lambda: hooks._install_backward_hook(session),
-        "loader": lambda: hooks._install_part("loader", "install_loader_hooks")(session, hooks._UNDO),
+        "loader": lambda: hooks._install_part("torch.loader", "install_loader_hooks")(session, undo_list.UNDO),
         "forward": lambda: hooks._install_modules(session),
     }
     undo: dict[str, list[Callable[[], None]]] = {}
     for name, install in installs.items():
-        n0 = len(hooks._UNDO)
+        n0 = len(undo_list.UNDO)
         install()
-        undo[name] = hooks._UNDO[n0:]
+        undo[name] = undo_list.UNDO[n0:]
     if not leave_out:
         return
     for _ in range(2):
         parts.step()
     for name in leave_out:
         for u in undo[name]:
-            hooks._UNDO.remove(u)
+            undo_list.UNDO.remove(u)
             u()
 
 
@@ -636,7 +637,7 @@ def cold_hook_costs(n: int = 400) -> dict[str, dict[str, float]]:
     from benchmarks._loop import Parts
     from torch.utils.data import dataloader as dl
 
-    from stepscope.collect import hooks
+    from stepscope.collect.torch import hooks
 
     clock = time.thread_time_ns
 

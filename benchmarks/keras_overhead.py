@@ -8,7 +8,7 @@ noise floor, part by part, and the hooks' own work, timed.
      floor of this machine at this load: a part whose interval lies inside the A/A one is not resolved);
    * ``callback``: the Keras hooks without the input-wait metering (``STEPSCOPE_KERAS_DATA_WAIT=off``: the
      fit callback, fit's wrapper, the optimizer and model hooks);
-   * ``data-wait stage``: only the input-wait stage (collect/keras_datawait.py) on fit's dataset, handed out
+   * ``data-wait stage``: only the input-wait stage (collect/keras/keras_datawait.py) on fit's dataset, handed out
      by the same ``TFEpochIterator._get_iterator`` patch the hooks use, nothing reading it;
    * ``tf.function``: only the TensorFlow hooks (the ``tf.function.__call__`` wrapper, ``tf.data`` next/iter);
    * ``all``: the TensorFlow and Keras hooks with the metering, as `stepscope run` installs them (without its
@@ -119,8 +119,8 @@ def paired_fits(arms: list[str], *, rounds: int, steps: int, hidden: int,
     import numpy as np
     import tensorflow as tf
 
-    from stepscope.collect.options import Options
-    from stepscope.collect.session import Session, set_current
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.core.session import Session, set_current
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -184,11 +184,11 @@ def _nothing() -> Callable[[], None]:
 
 def _installs(session: Any) -> dict[str, Callable[[], Callable[[], None]]]:
     """Per arm: a function installing its part and returning the function that removes it."""
-    from stepscope.collect import keras_hooks, tensorflow_hooks
-    from stepscope.collect.hooks import remove_all
+    from stepscope.collect.core.undo import remove_all
+    from stepscope.collect.keras import keras_hooks, tensorflow_hooks
 
     def removed() -> None:
-        remove_all()  # one undo list for every hook (collect/hooks.py)
+        remove_all()  # one undo list for every hook (collect/torch/hooks.py)
         session.step_source = None
 
     def callback() -> Callable[[], None]:
@@ -206,7 +206,7 @@ def _installs(session: Any) -> dict[str, Callable[[], Callable[[], None]]]:
     def stage() -> Callable[[], None]:
         from keras.src.backend.tensorflow.trainer import TFEpochIterator
 
-        from stepscope.collect.keras_datawait import meter_for
+        from stepscope.collect.keras.keras_datawait import meter_for
 
         orig = TFEpochIterator.__dict__["_get_iterator"]
 

@@ -12,7 +12,7 @@ its own ``CallbackList`` (``add_history=True``, as fit's):
 * ``bare``: the epoch iterator's dataset as Keras hands it out, no stepscope callback (the reference);
 * ``bare again``: the same, a second arm (A/A: its difference from ``bare`` is the design's noise floor);
 * ``stage``: the data-wait stage appended as stepscope does in fit (the keras hooks' ``_get_iterator``
-  patch on an iterator an observed fit created as its training data: collect/keras_datawait.py; for these
+  patch on an iterator an observed fit created as its training data: collect/keras/keras_datawait.py; for these
   arrays the stamp of each batch's ready time beneath the pipeline's final prefetch), nothing reading it;
 * ``callback``: the bare dataset, stepscope's real fit callback in the CallbackList (unmetered: as with
   ``STEPSCOPE_KERAS_DATA_WAIT=off``);
@@ -142,8 +142,8 @@ def measure(arms: Sequence[str], *, rounds: int, block: int = 1, warm: int = 0, 
     import numpy as np
     import tensorflow as tf
 
-    from stepscope.collect.options import Options
-    from stepscope.collect.session import Session, set_current
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.core.session import Session, set_current
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -189,8 +189,8 @@ class _Lane:
         from keras.src.backend.tensorflow.trainer import TFEpochIterator
         from keras.src.callbacks.callback_list import CallbackList
 
-        from stepscope.collect import keras_hooks
-        from stepscope.collect.hooks import remove_all
+        from stepscope.collect.core.undo import remove_all
+        from stepscope.collect.keras import keras_hooks
 
         self.model, self.session = model, session
         self.epoch_iterator = TFEpochIterator(x=x, y=y, batch_size=batch, shuffle=True,
@@ -223,7 +223,7 @@ class _Lane:
         self.iterator: Any = None
 
     def _dataset(self) -> Any:
-        from stepscope.collect import keras_hooks
+        from stepscope.collect.keras import keras_hooks
 
         meter = self.epoch_iterator.__dict__.get(keras_hooks.METER_ATTR)
         dataset = type(self.epoch_iterator).__dict__["_get_iterator"](self.epoch_iterator)
@@ -246,8 +246,8 @@ class _Lane:
 
     def block(self, warm: int, n: int) -> tuple[float, float]:
         """``warm`` untimed steps, then ``n`` timed: ns per step, in the order of STATISTICS."""
-        from stepscope.collect.hooks import remove_all
-        from stepscope.collect.tensorflow_hooks import install_tensorflow_hooks
+        from stepscope.collect.core.undo import remove_all
+        from stepscope.collect.keras.tensorflow_hooks import install_tensorflow_hooks
 
         if self.left < warm + n:
             self._next_epoch()

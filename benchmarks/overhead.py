@@ -111,7 +111,7 @@ def startup_cost(rounds: int = 7) -> dict[str, float]:
     import time
 
     src = Path(__file__).resolve().parent.parent / "src"
-    boot = src / "stepscope" / "collect" / "boot"
+    boot = src / "stepscope" / "collect" / "startup" / "boot"
     bare_env = {**os.environ}
     bare_env.pop("STEPSCOPE_RUN_DIR", None)
     cmd = [sys.executable, "-c", "import torch"]

@@ -37,7 +37,7 @@ def timed_work(n: int) -> float:
 
 
 def sampler_overhead(hz: float, seconds: float, rounds: int) -> tuple[float, float, float, int]:
-    from stepscope.collect.stacks import StackSampler
+    from stepscope.collect.system.stacks import StackSampler
 
     n = 100_000
     while timed_work(n) < seconds / 4:
@@ -60,7 +60,7 @@ def sample_cost(n: int = 5000) -> float:
     """Seconds of one sample (sys._current_frames + a 40-frame walk + aggregation), sampling this thread."""
     import threading
 
-    from stepscope.collect.stacks import StackSampler
+    from stepscope.collect.system.stacks import StackSampler
 
     s = StackSampler(100.0, lambda r: None, process="main", region_of=lambda: "", interval_s=3600)
     s.target = threading.get_ident()

@@ -62,8 +62,8 @@ def stepscope_cmd() -> list[str]:
 
 def observed_child_env(base: dict[str, str], work: Path) -> dict[str, str]:
     """The environment `stepscope run` gives the processes it starts, for a run directory of its own."""
-    from stepscope.collect.launch import child_env
-    from stepscope.collect.options import Options
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.startup.launch import child_env
 
     run_dir = work / "child-run"
     run_dir.mkdir(exist_ok=True)

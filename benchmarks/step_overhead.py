@@ -81,14 +81,15 @@ class Training:
 
 def install(session: Any, env: dict[str, str]) -> None:
     """The hooks that run every step, installed as ``install_torch_hooks`` installs them, under ``env``."""
-    from stepscope.collect import hooks
+    from stepscope.collect.core import undo as undo_list
+    from stepscope.collect.torch import hooks
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         hooks._install_optimizer_hooks(session)
         hooks._install_backward_hook(session)
-        hooks._install_part("loader", "install_loader_hooks")(session, hooks._UNDO)
+        hooks._install_part("torch.loader", "install_loader_hooks")(session, undo_list.UNDO)
         hooks._install_modules(session)
     finally:
         for k, v in saved.items():
@@ -118,8 +119,8 @@ def block(t: Training, n: int) -> tuple[float, float]:
 def run_rounds(rounds: int, steps: int, arms: list[str], seed: int) -> dict[str, Any]:
     """In this process: per round, each arm's block median (ns); the steps the session recorded."""
     import stepscope
-    from stepscope.collect import hooks
-    from stepscope.collect.session import current
+    from stepscope.collect.core import undo as undo_list
+    from stepscope.collect.core.session import current
 
     os.environ.pop("STEPSCOPE_RUN_DIR", None)
     rng = random.Random(seed)
@@ -129,7 +130,7 @@ def run_rounds(rounds: int, steps: int, arms: list[str], seed: int) -> dict[str,
     with tempfile.TemporaryDirectory() as store, stepscope.session(name="step-overhead", store=store):
         s = current()
         assert s is not None
-        hooks.remove_all()  # the arms install their own
+        undo_list.remove_all()  # the arms install their own
         for _ in range(rounds):
             order = list(arms)
             rng.shuffle(order)
@@ -142,7 +143,7 @@ def run_rounds(rounds: int, steps: int, arms: list[str], seed: int) -> dict[str,
                     medians[arm].append(w)
                     cpu[arm].append(c)
                 finally:
-                    hooks.remove_all()
+                    undo_list.remove_all()
         recorded = s.step_index
     want = rounds * (WARM + steps) * sum(ARMS[a] is not None for a in arms)
     if recorded != want:  # hooks that missed steps would look cheap: no figure from them

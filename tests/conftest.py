@@ -172,9 +172,9 @@ def tiny_store(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def no_hooks_left_behind() -> object:
     """Every in-process session must remove the hooks it installed."""
     yield
-    from stepscope.collect import hooks
+    from stepscope.collect.core import undo as undo_list
 
-    assert hooks.installed() == 0, "a test left stepscope hooks installed"
+    assert undo_list.installed() == 0, "a test left stepscope hooks installed"
 
 
 def load(store: Path, ref: str = "latest"):  # type: ignore[no-untyped-def]

@@ -169,9 +169,39 @@ def test_collect_has_no_import_cycle():
 def test_the_cycle_check_sees_a_lazy_import(tmp_path):
     """The check above counts an import inside a function (a positive control)."""
     p = tmp_path / "m.py"
-    p.write_text("def f():\n    from stepscope.collect.session import Session\n")
+    p.write_text("def f():\n    from stepscope.collect.core.session import Session\n")
     q = tmp_path / "n.py"
     q.write_text("from typing import TYPE_CHECKING\n"
-                 "if TYPE_CHECKING:\n    from stepscope.collect.session import Session\n")
-    assert "stepscope.collect.session" in _runtime_collect_imports(p)
+                 "if TYPE_CHECKING:\n    from stepscope.collect.core.session import Session\n")
+    assert "stepscope.collect.core.session" in _runtime_collect_imports(p)
     assert not _runtime_collect_imports(q)
+
+
+ROOM_MAY_IMPORT = {
+    "core": {"core"},
+    "system": {"core", "system", "regions"},  # the stack sampler labels samples with the main thread's open region
+    "torch": {"core", "torch"},
+    "keras": {"core", "keras"},
+    "mpi": {"core", "mpi"},
+}
+"""collect/'s rooms: a core (session, step state, buffers, clock, options, undo list), system sampling, and one
+package per framework that imports only the core. startup/ (the process's start: launch, bootstrap, watchers) and
+the public API modules at collect/'s top may import any room."""
+CORE_STARTS = {("core/session.py", "system"), ("core/session.py", "startup")}
+"""The session, once it activates, starts the system sampler and reads the process's metadata (lazy imports)."""
+
+
+def test_collect_rooms_import_only_what_they_may():
+    root = SRC / "collect"
+    bad = []
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        room = rel.parts[0] if len(rel.parts) > 1 else None
+        if room not in ROOM_MAY_IMPORT:
+            continue
+        for mod in _runtime_collect_imports(path):
+            parts = mod.split(".")
+            target = parts[2] if len(parts) > 2 else ""
+            if target and target not in ROOM_MAY_IMPORT[room] and (str(rel), target) not in CORE_STARTS:
+                bad.append(f"collect/{rel} imports {mod}")
+    assert not bad, "\n".join(sorted(set(bad)))

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 import stepscope
-from stepscope.collect import hooks
+from stepscope.collect.core import undo as undo_list
 from tests.conftest import PY, SCRIPTS, load
 
 
@@ -63,12 +63,12 @@ def test_in_process_session_removes_every_hook(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     orig_backward = torch.autograd.backward
     with stepscope.session(name="inproc", store=str(tmp_path / "s")):
-        assert hooks.installed() > 0
+        assert undo_list.installed() > 0
         for _ in range(5):
             opt.zero_grad()
             model(torch.randn(2, 3)).sum().backward()
             opt.step()
-    assert hooks.installed() == 0
+    assert undo_list.installed() == 0
     assert torch.autograd.backward is orig_backward
     data = load(tmp_path / "s")
     assert data.run.name == "inproc" and data.run.status.value == "completed"

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from benchmarks._background import flush_calls, sample_calls
 
-from stepscope.collect.buffers import STEP_COLS, Buffers
-from stepscope.collect.sampler import StopSignal
+from stepscope.collect.core.buffers import STEP_COLS, Buffers
+from stepscope.collect.system.sampler import StopSignal
 from stepscope.store.rundir import RecordWriter
 
 SAMPLE_PY_CALLS = 60

@@ -77,9 +77,9 @@ def test_wrappers_removed_on_undo_and_errors_pass_through(tmp_path: Path) -> Non
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from stepscope.collect.comm import install_comm_hooks
-    from stepscope.collect.options import Options
-    from stepscope.collect.session import Session
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.core.session import Session
+    from stepscope.collect.torch.comm import install_comm_hooks
 
     before = (dist.all_reduce, dist.distributed_c10d.barrier, dist.isend, DDP.__init__, DDP.register_comm_hook)
     session = Session(tmp_path, "t", Options(sample_interval_s=0))
@@ -120,9 +120,9 @@ class _Event:
 def test_cuda_events_are_polled_only_while_some_are_pending(tmp_path: Path) -> None:
     """The per-step poll of the collectives' CUDA events is a step collector only while events are pending
     (issue 20: a process without CUDA collectives pays nothing per step); each completed call is recorded once."""
-    from stepscope.collect.comm import CommRecorder
-    from stepscope.collect.options import Options
-    from stepscope.collect.session import Session
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.core.session import Session
+    from stepscope.collect.torch.comm import CommRecorder
 
     s = Session(tmp_path, "r", Options(sample_interval_s=0, flush_interval_s=600))  # no flush mid-test
     rec = CommRecorder(s)

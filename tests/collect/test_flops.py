@@ -20,7 +20,7 @@ TINY_FLOPS = 2 * (2 * 8 * 16 * 32) + 3 * (2 * 8 * 32 * 4)
 def test_counter_counts_linear_forward_and_backward_as_three_matmuls() -> None:
     import torch
 
-    from stepscope.collect.flops import _counter_class
+    from stepscope.collect.torch.flops import _counter_class
 
     n, k, m = 32, 64, 48
     layer = torch.nn.Linear(k, m)
@@ -92,7 +92,7 @@ LSTM_FLOPS = LSTM_LAYER0 + LSTM_LAYER1 + 3 * 2 * 40 * 32 * 50
 def test_rnn_formulas_by_hand() -> None:
     import torch
 
-    from stepscope.collect.flops import rnn_flops
+    from stepscope.collect.torch.flops import rnn_flops
 
     lstm = torch.nn.LSTM(16, 32, num_layers=2, batch_first=True)
     x = torch.randn(4, 10, 16, requires_grad=True)
@@ -113,7 +113,7 @@ def test_counter_misses_lstm_so_it_is_added_by_formula() -> None:
     """PyTorch's counter sees no FLOPs in nn.LSTM (a fused kernel): the reason for the formula."""
     import torch
 
-    from stepscope.collect.flops import _counter_class
+    from stepscope.collect.torch.flops import _counter_class
 
     lstm = torch.nn.LSTM(16, 32, batch_first=True)
     counter = _counter_class()()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stepscope.collect.fwprofile import STEP_ANNOTATION
+from stepscope.collect.keras.fwprofile import STEP_ANNOTATION
 from stepscope.traces import xla
 from tests.conftest import EXAMPLES, PY, SCRIPTS, load, stepscope_cmd
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect.metadata import git_info
+from stepscope.collect.startup.metadata import git_info
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "1700000000 +0000",

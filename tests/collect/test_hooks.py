@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.collect import hooks
+from stepscope.collect.torch import hooks
 from tests.collect.sleeps import slow_grad
 from tests.conftest import load
 

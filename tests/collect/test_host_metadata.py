@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect.metadata import NVIDIA_DRIVER_PATHS, host_info, linux_cpu_memory, own_version
+from stepscope.collect.startup.metadata import NVIDIA_DRIVER_PATHS, host_info, linux_cpu_memory, own_version
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the /proc and /sys reading is Linux's")
@@ -55,6 +55,7 @@ def test_the_version_is_importlib_metadatas(tmp_path: Path, monkeypatch: pytest.
 
 @pytest.mark.skipif(any(os.path.exists(p) for p in NVIDIA_DRIVER_PATHS), reason="an NVIDIA driver is present")
 def test_no_driver_no_nvml_import() -> None:
-    code = "import sys\nfrom stepscope.collect.metadata import nvml_gpus\nprint(nvml_gpus(), 'pynvml' in sys.modules)"
+    code = ("import sys\nfrom stepscope.collect.startup.metadata import nvml_gpus\n"
+            "print(nvml_gpus(), 'pynvml' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["()", "False"], r.stderr

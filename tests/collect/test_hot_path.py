@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 
 from benchmarks._hotpath import count_calls, measure, process_calls
 
-from stepscope.collect.buffers import STEP_COLS, Buffers
+from stepscope.collect.core.buffers import STEP_COLS, Buffers
 
 STEP_PY_CALLS = 27
 """Budget of stepscope Python calls per DataLoader + Linear + SGD step (25.0 at the time of writing: each hook's
@@ -76,7 +76,7 @@ def test_region_is_three_python_calls(counts: dict[str, object]) -> None:
 
 def test_counter_sees_calls() -> None:
     """The counter attributes calls to stepscope's files only, one per call."""
-    from stepscope.collect import nesting
+    from stepscope.collect.core import nesting
 
     class St:
         data_wait = forward = backward = optimizer = comm = 1
@@ -86,7 +86,7 @@ def test_counter_sees_calls() -> None:
 
     c = count_calls(lambda: nesting.enter(S()), 10)
     assert c.py_calls == 1.0 and c.c_calls == 1.0  # enter() and its perf_counter_ns()
-    assert c.by_function == {"collect/nesting.py:enter": 1.0}
+    assert c.by_function == {"collect/core/nesting.py:enter": 1.0}
 
 
 def test_flush_takes_whole_step_rows_while_a_thread_appends() -> None:

@@ -99,7 +99,7 @@ def test_keras_io_style_tensorflow_imported_first(tmp_path: Path) -> None:
     assert hooks["keras"]["installed"] == ["fit", "optimizer", "models"] and hooks["keras"]["refused"] == {}
     assert hooks["tensorflow"]["installed"] == ["tf.data", "tf.function"] and hooks["tensorflow"]["refused"] == {}
     assert rank.notes == ()
-    assert np.isfinite(rank.steps["data_wait_ns"]).all()  # fit's input metered (collect/keras_datawait.py)
+    assert np.isfinite(rank.steps["data_wait_ns"]).all()  # fit's input metered (collect/keras/keras_datawait.py)
 
 
 TF_ORG = """\

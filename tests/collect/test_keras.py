@@ -70,7 +70,7 @@ def test_fit_steps_epochs_samples(fit_run: tuple[Path, Any]) -> None:
     start, end, epoch = steps["start_ns"][train], steps["end_ns"][train], steps["epoch"][train]
     same = epoch[1:] == epoch[:-1]
     assert np.array_equal(start[1:][same], end[:-1][same])
-    # arrays through Keras' prefetched pipeline: the fetch is metered (collect/keras_datawait.py) and, but for
+    # arrays through Keras' prefetched pipeline: the fetch is metered (collect/keras/keras_datawait.py) and, but for
     # an epoch's first batch, the batch is ready when the step asks: the wait is a small share of the step
     wait = steps["data_wait_ns"]
     assert np.isfinite(wait).all() and np.all(wait >= 0) and np.all(wait <= steps.duration_ns)

@@ -1,5 +1,5 @@
 """Data wait inside Keras ``Model.fit`` (TensorFlow backend): measured by a stamping stage on fit's dataset
-(collect/keras_datawait.py), checked against a known sleep per batch in a real ``tf.data`` map, shown not
+(collect/keras/keras_datawait.py), checked against a known sleep per batch in a real ``tf.data`` map, shown not
 to change what fit computes, and left out (NaN, a note) where TensorFlow's op determinism forbids it; on the
 JAX and PyTorch backends, the Python ``next`` Keras calls is timed.
 
@@ -94,7 +94,7 @@ def test_read_in_batches_and_kept_when_fit_raises(tmp_path: Path) -> None:
     epoch's end; fit interrupted by an exception in its 100th step still leaves every step it ended with its
     own data wait (the last partial read happens as fit unwinds). 70 steps per epoch, 5 ms of sleep per batch:
     epoch 0 crosses one full read and ends on a partial one, epoch 1 stops 30 steps in."""
-    from stepscope.collect.keras_hooks import FILL_EVERY
+    from stepscope.collect.keras.keras_hooks import FILL_EVERY
 
     sleep, per_epoch, raise_at = 0.005, 70, 100
     assert FILL_EVERY < per_epoch < raise_at < per_epoch + FILL_EVERY
@@ -249,7 +249,7 @@ def test_the_ready_stamp_runs_off_the_pulling_thread(tmp_path: Path) -> None:
 
 
 def test_ready_wait_is_clamped_to_the_step() -> None:
-    from stepscope.collect.keras_datawait import ready_wait
+    from stepscope.collect.keras.keras_datawait import ready_wait
 
     assert ready_wait(1_000_500.0, 1_000_000, 10_000) == 500  # ready 500 ns after the begin
     assert ready_wait(999_000.0, 1_000_000, 10_000) == 0  # ready before the step began

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect.memsnapshot import NO_GPU
+from stepscope.collect.torch.memsnapshot import NO_GPU
 from tests.conftest import load
 
 

@@ -1,4 +1,4 @@
-"""A watched model's forward timed from its call slot (collect/modelcall.py): real training in a session,
+"""A watched model's forward timed from its call slot (collect/torch/modelcall.py): real training in a session,
 checked against known sleeps; the slot's self-check; the slot's previous value kept and called; what
 replaces it wrapped; DataParallel replicas, exceptions, and the classes that keep forward hooks."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.collect import hooks
-from stepscope.collect.modelcall import SLOT, wrappable
+from stepscope.collect.torch import hooks
+from stepscope.collect.torch.modelcall import SLOT, wrappable
 from tests.conftest import load
 
 torch = pytest.importorskip("torch")
@@ -257,7 +257,7 @@ def test_a_watched_model_exports_and_compiles_whole(tmp_path: Any) -> None:
 def test_the_slot_passes_its_self_check_here_and_fails_where_torch_ignores_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """On this torch the call slot behaves (used); a torch whose ``Module.__call__`` no longer calls the slot, or
     that pickles it, fails the check with its reason (the models then keep forward hooks)."""
-    from stepscope.collect.modelcall import slot_fault
+    from stepscope.collect.torch.modelcall import slot_fault
 
     assert slot_fault() is None
     monkeypatch.setattr(torch.nn.Module, "__call__", lambda self, *a, **k: self._call_impl(*a, **k))

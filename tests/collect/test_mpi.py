@@ -1,4 +1,4 @@
-"""mpi4py call timing (collect/mpi.py) on real `mpirun` jobs: exact bytes, peers and tags per call, the EXARL-like
+"""mpi4py call timing (collect/mpi/mpi.py) on real `mpirun` jobs: exact bytes, peers and tags per call, the EXARL-like
 learner/actor example with a sleeping actor (straggler, learner waiting, roles), and the CLI screens on its run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""mpi4py timing on latency-bound programs (collect/mpi_sample.py): every call counted exactly, past the row
+"""mpi4py timing on latency-bound programs (collect/mpi/mpi_sample.py): every call counted exactly, past the row
 budget a sample timed, and the cost per call small enough for a same-host 1-byte ping-pong. Real `mpirun`,
 2 ranks, tests/scripts/mpi_pingpong.py."""
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stepscope.collect.mpi_sample import FREE_ROWS, SAMPLE_EVERY, Budget, Counts
+from stepscope.collect.mpi.mpi_sample import FREE_ROWS, SAMPLE_EVERY, Budget, Counts
 from tests.conftest import SCRIPTS, load
 
 no_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun is not installed (openmpi-bin)")
@@ -136,9 +136,9 @@ def test_busy_interval_keeps_sampling(tmp_path: Path) -> None:
     """The flush thread's refill: after an interval with more calls than the budget the next one starts
     sampling (a steady fast loop pays full rows once); after a quiet one the rows are free again. The counts
     record is written once per change."""
-    from stepscope.collect.mpi import MpiRecorder
-    from stepscope.collect.options import Options
-    from stepscope.collect.session import Session
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.core.session import Session
+    from stepscope.collect.mpi.mpi import MpiRecorder
 
     session = Session(tmp_path, "t", Options(sample_interval_s=0, flush_interval_s=600))
     m = MpiRecorder(session, mpi=None, budget=Budget(per_interval=10, sample_every=8, seed=3))

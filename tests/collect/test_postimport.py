@@ -1,5 +1,5 @@
-"""The post-import watcher (collect/postimport.py) on real modules written to a temporary folder: a lookup is not
-an import, the watcher fires once after the module's body has run, and a failed import leaves it waiting."""
+"""The post-import watcher (collect/startup/postimport.py) on real modules written to a temporary folder: a lookup is
+not an import, the watcher fires once after the module's body has run, and a failed import leaves it waiting."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect import postimport
-from stepscope.collect.postimport import PostImportWatcher, after_import
+from stepscope.collect.startup import postimport
+from stepscope.collect.startup.postimport import PostImportWatcher, after_import
 
 
 @pytest.fixture

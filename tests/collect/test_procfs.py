@@ -1,4 +1,4 @@
-"""The sampler's /proc sources (collect/procfs.py): the parsers on kernel text written out here, and the live
+"""The sampler's /proc sources (collect/system/procfs.py): the parsers on kernel text written out here, and the live
 readers against psutil, which the sampler used before and whose figures they must give."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect import procfs
-from stepscope.collect.procfs import ProcFile
+from stepscope.collect.system import procfs
+from stepscope.collect.system.procfs import ProcFile
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 
@@ -108,7 +108,7 @@ def test_proc_host_gives_psutil_figures() -> None:
     """Read between two psutil readings, each cumulative counter lies between them; memory total and threads
     are psutil's; RSS too, within what the process allocates meanwhile."""
     psutil = pytest.importorskip("psutil")
-    from stepscope.collect.sampler import ProcHost
+    from stepscope.collect.system.sampler import ProcHost
 
     host = ProcHost(os.getpid())
     proc = psutil.Process()

@@ -15,7 +15,7 @@ import pytest
 
 import stepscope
 from stepscope.collect import regions
-from stepscope.collect.session import current
+from stepscope.collect.core.session import current
 
 Row = tuple[str, int, int, int, int]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.analyze.run.hostprof import host_profile
-from stepscope.collect.stacks import StackSampler, classify
+from stepscope.collect.system.stacks import StackSampler, classify
 from tests.conftest import Result, load
 
 

@@ -116,16 +116,16 @@ def test_the_watched_packages_are_those_the_recorder_attaches_to(tmp_path: Path)
     probe = f"""
         import json, sys
         from pathlib import Path
-        from stepscope.collect.bootstrap import attach
-        from stepscope.collect.options import Options
-        from stepscope.collect.postimport import PostImportWatcher
-        from stepscope.collect.session import Session
+        from stepscope.collect.startup.bootstrap import attach
+        from stepscope.collect.core.options import Options
+        from stepscope.collect.startup.postimport import PostImportWatcher
+        from stepscope.collect.core.session import Session
         attach(Session(Path({str(tmp_path)!r}), "probe", Options()))
         print(json.dumps(sorted({{w.name.split(".")[0] for w in sys.meta_path if isinstance(w, PostImportWatcher)}})))
         """
     r = subprocess.run([PY, "-c", textwrap.dedent(probe)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
-    from stepscope.collect.launch import BOOT_DIR
+    from stepscope.collect.startup.launch import BOOT_DIR
 
     spec = importlib.util.spec_from_file_location("stepscope_boot_sitecustomize", BOOT_DIR / "sitecustomize.py")
     assert spec is not None and spec.loader is not None

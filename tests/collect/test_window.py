@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.collect import warmup
-from stepscope.collect.window import Action, window_schedule, window_steps
+from stepscope.collect.core import warmup
+from stepscope.collect.torch.window import Action, window_schedule, window_steps
 from tests.conftest import load
 
 

@@ -1,4 +1,4 @@
-"""When the Keras data-wait stage (collect/keras_datawait.py) stamps fit's training batches as ready.
+"""When the Keras data-wait stage (collect/keras/keras_datawait.py) stamps fit's training batches as ready.
 
 A ``tf.data`` pipeline whose map sleeps ``--sleep`` per batch, metered as fit's training data is
 (``InputWaitMeter(..., ready=True)``), pulled eagerly: one batch, then ``--pause`` seconds of other work (a
@@ -15,7 +15,7 @@ import time
 
 import tensorflow as tf
 
-from stepscope.collect.keras_datawait import InputWaitMeter
+from stepscope.collect.keras.keras_datawait import InputWaitMeter
 
 
 def pipeline(sleep: float, end: str) -> tf.data.Dataset:

@@ -118,7 +118,7 @@ def _meters_ready() -> list[bool]:
     """Under `stepscope run`: for each data-wait meter made from now on, in order, its ``stamps_ready``."""
     made: list[bool] = []
     try:
-        from stepscope.collect import keras_datawait
+        from stepscope.collect.keras import keras_datawait
     except ImportError:
         return made
     init = keras_datawait.InputWaitMeter.__init__
@@ -136,8 +136,8 @@ def _count_plain_steps(general: bool) -> list[int]:
     with ``general``, a no-op per-step collector added to the session first."""
     count = [0]
     try:
-        from stepscope.collect import keras_hooks
-        from stepscope.collect.session import current
+        from stepscope.collect.core.session import current
+        from stepscope.collect.keras import keras_hooks
     except ImportError:
         return count
     session = current()

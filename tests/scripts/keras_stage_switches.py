@@ -1,4 +1,4 @@
-"""Thread switches the Keras data-wait stage (collect/keras_datawait.py) adds to each batch it passes.
+"""Thread switches the Keras data-wait stage (collect/keras/keras_datawait.py) adds to each batch it passes.
 
 Pulls ``--batches`` elements eagerly from a trivial ``tf.data`` pipeline three ways: as is; through the
 stage (``InputWaitMeter(...).dataset``); through a plain ``map`` of a small stateful function (a counter
@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from stepscope.collect.keras_datawait import InputWaitMeter
+from stepscope.collect.keras.keras_datawait import InputWaitMeter
 
 
 def voluntary_switches() -> int:

@@ -59,7 +59,7 @@ def run_repeats(args: argparse.Namespace) -> int:
     from stepscope.analyze.runs.history import pooled, tracked_metrics
     from stepscope.cli.finish import finish_run
     from stepscope.cli.historydata import load_points
-    from stepscope.collect.launch import check_command, launch
+    from stepscope.collect.startup.launch import check_command, launch
     from stepscope.report.history import bench_table, console
 
     command = command_from(args)
@@ -121,7 +121,7 @@ def ab_order(pairs: int) -> list[tuple[int, str]]:
 
 def run_ab(args: argparse.Namespace) -> int:
     from stepscope.cli.finish import finish_run
-    from stepscope.collect.launch import check_command, launch
+    from stepscope.collect.startup.launch import check_command, launch
     from stepscope.report.history import console
 
     base, exp = split_ab(args.cmd)

@@ -61,9 +61,9 @@ class DataBenchOptions:
 def bench_once(store: Store, command: list[str], opts: DataBenchOptions, workers: int | None,
                group: str | None) -> DataBenchResult:
     """Launch one benchmark run, check it measured something, analyse, index."""
-    from stepscope.collect.databench import ENV_DATABENCH, BenchSpec
-    from stepscope.collect.launch import launch
-    from stepscope.collect.options import Options
+    from stepscope.collect.core.options import Options
+    from stepscope.collect.startup.launch import launch
+    from stepscope.collect.torch.databench import ENV_DATABENCH, BenchSpec
     from stepscope.store.rundir import read_run
 
     spec = BenchSpec(epochs=opts.epochs, max_batches=opts.max_batches, time_s=opts.time_s, workers=workers)
@@ -123,7 +123,7 @@ class DataBenchCommand:
 def databench(command: Sequence[str], *, workers: str | None = None, options: DataBenchOptions = DataBenchOptions(),
               store: StoreLike = None, db: str | None = None, json: bool = False) -> int:
     """Benchmark the DataLoader iteration of ``command`` (once, or per worker count of ``workers``: "0,2,4")."""
-    from stepscope.collect.launch import check_command
+    from stepscope.collect.startup.launch import check_command
 
     if options.epochs < 1 or (options.max_batches is not None and options.max_batches < 1) or (
             options.time_s is not None and options.time_s <= 0):

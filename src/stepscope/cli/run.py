@@ -8,7 +8,7 @@ import signal
 import sys
 
 from stepscope.cli.common import add_store_args, parse_pairs, store_from
-from stepscope.collect.options import AUTO_SKIP, Options
+from stepscope.collect.core.options import AUTO_SKIP, Options
 from stepscope.errors import UserError
 
 
@@ -103,7 +103,7 @@ class RunCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from stepscope.cli.finish import finish_run
-        from stepscope.collect.launch import check_command, launch
+        from stepscope.collect.startup.launch import check_command, launch
 
         command = command_from(args)
         params, tags = parse_pairs(args.param, "param"), parse_pairs(args.tag, "tag")

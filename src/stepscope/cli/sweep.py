@@ -14,7 +14,7 @@ from typing import Any
 
 from stepscope.cli.common import StoreLike, add_store_args, as_store, parse_pairs, print_json
 from stepscope.cli.run import add_collection_args, options_from
-from stepscope.collect.options import Options
+from stepscope.collect.core.options import Options
 from stepscope.errors import UserError
 from stepscope.store import Store
 
@@ -65,7 +65,7 @@ def run_grid(store: Store, command: list[str], grid: dict[str, list[str]], *, op
              name: str | None, tags: Mapping[str, str], group: str) -> None:
     """Launch every point x repeat; a failing point is reported and the sweep goes on."""
     from stepscope.cli.finish import finish_run
-    from stepscope.collect.launch import launch
+    from stepscope.collect.startup.launch import launch
 
     points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     total = len(points) * repeat
@@ -143,7 +143,7 @@ def sweep(command: Sequence[str] = (), *, params: Sequence[str] = (), repeat: in
                             "--flag {NAME}")
         check_placeholders(cmd, grid)
         _check_heat(heat, grid, heatmap)  # before minutes of runs, not after
-        from stepscope.collect.launch import check_command
+        from stepscope.collect.startup.launch import check_command
 
         check_command(fill(cmd, {k: v[0] for k, v in grid.items()}))
         opened, group = as_store(store, db, create=True), "sweep-" + secrets.token_hex(4)

@@ -13,7 +13,7 @@
 #include <time.h>
 
 static PyObject *g_regions;   /* regions.py's globals() */
-static PyObject *g_sessions;  /* stepscope.collect.session.__dict__ */
+static PyObject *g_sessions;  /* stepscope.collect.core.session.__dict__ */
 static PyObject *s_current, *s_active, *s_disabled, *s_tls, *s_stack, *s_stack_fn, *s_session_for_api;
 static PyObject *s_step, *s_start, *s_step_index, *s_region_row, *s_wrap, *s_slash, *s_empty, *s_append;
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stepscope.collect.options import ENV_DISABLE, ENV_RUN_DIR, Options
-from stepscope.collect.session import Session, current, set_current
+from stepscope.collect.core.options import ENV_DISABLE, ENV_RUN_DIR, Options
+from stepscope.collect.core.session import Session, current, set_current
 
 T = TypeVar("T")
 _perf = time.perf_counter_ns
@@ -42,8 +42,8 @@ def session_for_api(*, name: str | None = None, role: str | None = None) -> Sess
 
 def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | None = None,
                 tags: dict[str, str] | None = None, store: str | None = None) -> Session:
-    from stepscope.collect.bootstrap import attach
-    from stepscope.collect.metadata import command_line, git_info, host_info, hostname, software_info
+    from stepscope.collect.startup.bootstrap import attach
+    from stepscope.collect.startup.metadata import command_line, git_info, host_info, hostname, software_info
     from stepscope.model.run import Run, RunStatus
     from stepscope.store import open_store
     from stepscope.store.rundir import process_start_ticks, write_end, write_manifest
@@ -74,7 +74,7 @@ def _standalone(*, name: str | None, role: str | None, params: dict[str, str] | 
         finally:
             _close_quietly(st)
             set_current(None)
-            from stepscope.collect.hooks import remove_all
+            from stepscope.collect.core.undo import remove_all
 
             remove_all()  # an in-process session leaves torch as it found it
 
@@ -140,7 +140,7 @@ def steps(iterable: Iterable[T]) -> Iterator[T]:
         yield from it
         return
     s.set_step_source("api")
-    from stepscope.collect.batch import batch_size, batch_tokens
+    from stepscope.collect.core.batch import batch_size, batch_tokens
 
     while True:
         t0 = _perf()
@@ -187,7 +187,7 @@ def watch(model: Any) -> None:
     s = session_for_api()
     if s is None:
         return
-    from stepscope.collect.hooks import watch_model
+    from stepscope.collect.torch.hooks import watch_model
 
     watch_model(model)
 

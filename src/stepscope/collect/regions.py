@@ -15,8 +15,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar, cast
 
-from stepscope.collect import session as _sessions
 from stepscope.collect.api import session_for_api
+from stepscope.collect.core import session as _sessions
 
 F = TypeVar("F", bound=Callable[..., Any])
 _perf = time.perf_counter_ns

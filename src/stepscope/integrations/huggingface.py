@@ -30,8 +30,8 @@ except ImportError:
     raise ImportError("stepscope.integrations.huggingface needs transformers — pip install 'stepscope[huggingface]'") \
         from None
 
-from stepscope.collect.pystate import StepState
-from stepscope.collect.session import Session, current
+from stepscope.collect.core.pystate import StepState
+from stepscope.collect.core.session import Session, current
 from stepscope.integrations.runs import CallbackRun, open_run
 from stepscope.model.tables import Phase
 
@@ -82,7 +82,7 @@ class StepscopeCallback(TrainerCallback):
             s.step = StepState(None, s.epoch)  # step 0 starts at its first batch fetch
             model = kwargs.get("model")
             if model is not None:
-                from stepscope.collect.hooks import watch_model
+                from stepscope.collect.torch.hooks import watch_model
 
                 watch_model(model)
                 self._hook = model.register_forward_pre_hook(self._count_inputs, with_kwargs=True)

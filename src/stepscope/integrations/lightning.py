@@ -43,9 +43,9 @@ except ImportError:  # the older package name
         raise ImportError("stepscope.integrations.lightning needs Lightning — pip install 'stepscope[lightning]'") \
             from None
 
-from stepscope.collect.batch import batch_size, batch_tokens
-from stepscope.collect.pystate import StepState
-from stepscope.collect.session import Session, current
+from stepscope.collect.core.batch import batch_size, batch_tokens
+from stepscope.collect.core.pystate import StepState
+from stepscope.collect.core.session import Session, current
 from stepscope.integrations.runs import CallbackRun, open_run
 from stepscope.model.tables import Phase
 
@@ -165,7 +165,7 @@ class StepscopeCallback(pl.Callback):
             self._warn("teardown", e)
 
     def _describe(self, trainer: Any, pl_module: Any, s: Session) -> None:
-        from stepscope.collect.hooks import watch_model
+        from stepscope.collect.torch.hooks import watch_model
 
         watch_model(pl_module)
         s.record("lightning", version=getattr(pl, "__version__", None), strategy=type(trainer.strategy).__name__,
@@ -177,7 +177,7 @@ class StepscopeCallback(pl.Callback):
     def _arm_window(self, s: Session) -> None:
         if self.profile_steps <= 0 or s.options.profile_steps > 0:
             return
-        from stepscope.collect.window import AUTO_SKIP, install_window
+        from stepscope.collect.torch.window import AUTO_SKIP, install_window
 
         skip = s.options.profile_skip if s.options.profile_skip > 0 else AUTO_SKIP  # after the warm-up
         s.options = replace(s.options, profile_steps=self.profile_steps, profile_skip=skip)

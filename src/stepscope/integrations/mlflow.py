@@ -6,7 +6,7 @@ server cannot stall or break training, every figure is the one stepscope's own r
 excluded, steps counted once), and a run can be logged again later from the store.
 
 Which MLflow run: the one the training script had active (``mlflow.start_run``, Lightning's
-MLFlowLogger, transformers' MLflowCallback; the in-process probe collect/mlflowrun.py records its id
+MLFlowLogger, transformers' MLflowCallback; the in-process probe collect/torch/mlflowrun.py records its id
 and tracking URI), else ``MLFLOW_RUN_ID``, else a new run in ``MLFLOW_EXPERIMENT_NAME`` /
 ``MLFLOW_EXPERIMENT_ID`` (default experiment otherwise), named like the stepscope run, whose status
 and times follow the stepscope run. The tracking URI is MLflow's usual one (``MLFLOW_TRACKING_URI``).

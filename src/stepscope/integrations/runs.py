@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stepscope.collect.options import ENV_RUN_DIR, Options
-from stepscope.collect.session import Session, current, set_current
+from stepscope.collect.core.options import ENV_RUN_DIR, Options
+from stepscope.collect.core.session import Session, current, set_current
 
 Broadcast = Callable[[Any], Any]
 """Sends rank 0's object to every rank and returns it (e.g. Lightning's ``strategy.broadcast``)."""
@@ -60,7 +60,7 @@ def open_run(*, name: str | None, params: dict[str, Any], tags: dict[str, Any], 
 
 def join_run(run_dir: Path, run_id: str) -> Session:
     """Record this process as a rank stream of an existing run."""
-    from stepscope.collect.bootstrap import attach
+    from stepscope.collect.startup.bootstrap import attach
 
     s = Session(run_dir, run_id, Options())
     set_current(s)

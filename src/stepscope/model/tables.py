@@ -349,7 +349,7 @@ class RankData:
     metrics: MetricTable
     comm: CommTable
     model: dict[str, Any] | None = None
-    """Model summary: see collect/modelsummary.py for its fields."""
+    """Model summary: see collect/torch/modelsummary.py for its fields."""
     notes: tuple[str, ...] = ()
     """Warnings raised by collection on this rank (a hook that failed and was turned off, ...)."""
     extra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)

@@ -29,7 +29,7 @@ STATUS_STYLE = {"completed": "green", "failed": "red", "incomplete": "yellow", "
 
 
 SAMPLES_GUESS = "samples per step: "
-"""How the note of a guessed batch dimension begins (collect/modules.py: a sequence-first model's input)."""
+"""How the note of a guessed batch dimension begins (collect/torch/modules.py: a sequence-first model's input)."""
 
 
 def _table(title: str, *cols: str) -> FitTable:

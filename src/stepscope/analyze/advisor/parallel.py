@@ -124,7 +124,7 @@ _MPI_PICKLE_COLLECTIVES = frozenset({"bcast", "allreduce", "allgather", "alltoal
 
 
 def is_mpi_op(op: str) -> bool:
-    """An mpi4py call's row (collect/mpi.py keeps mpi4py's method names: ``Bcast``, ``Iallreduce``, the pickle
+    """An mpi4py call's row (collect/mpi/mpi.py keeps mpi4py's method names: ``Bcast``, ``Iallreduce``, the pickle
     API's ``bcast``, ``allreduce``); torch.distributed's are snake_case (``all_reduce``, ``broadcast``). The names
     both share (``gather``, ``reduce``, ``barrier``, ``scatter``) count as torch.distributed."""
     return op[:1].isupper() or op in _MPI_PICKLE_COLLECTIVES

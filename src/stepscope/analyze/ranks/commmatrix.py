@@ -38,7 +38,7 @@ P2P_RECV = ("recv", "irecv")
 UNKNOWN_PEERS = ("batch_isend_irecv",)
 """Point-to-point batches recorded without their peers: counted as unattributed."""
 DDP_GROUP_FLAG = 0x8000
-"""Set in the group id of DDP's bucket all-reduces (collect/ddp.py); the group is the id without it."""
+"""Set in the group id of DDP's bucket all-reduces (collect/torch/ddp.py); the group is the id without it."""
 
 
 def group_id(seq: int) -> int:

@@ -4,7 +4,7 @@ The same collective runs on every rank of its group. The rank that arrives last 
 shortest instance across ranks is the collective's *transfer* time (an upper bound of the pure
 transfer: it still contains the last rank's own latency); the rest of each rank's time in that
 instance is *synchronisation* (waiting for the slowest rank). Instances are matched by (op, seq) for
-per-call timings (see collect/comm.py for ``seq``) and, in traces, by the k-th kernel of the same name
+per-call timings (see collect/torch/comm.py for ``seq``) and, in traces, by the k-th kernel of the same name
 on each rank. Only instances seen on at least two ranks are split; the others are counted as unmatched.
 """
 

@@ -5,7 +5,7 @@ Definitions (docs/distributed.md has them with examples):
 
 * Window: the training steps every complete rank recorded, warm-up excluded (the largest warm-up of any
   rank). A rank that died mid-run (no end record) keeps the steps it has in the window and is marked.
-* Per rank and per step: comm = time in torch.distributed calls (collect/comm.py; blocking time),
+* Per rank and per step: comm = time in torch.distributed calls (collect/torch/comm.py; blocking time),
   data wait = time blocked on the DataLoader, useful = step time - comm (computation *and* data wait:
   a rank slow to load data makes the others wait just as a rank slow to compute does), compute = useful
   - data wait. Per-rank values are means per step over the window (CPU wall clock).

@@ -1,5 +1,5 @@
 """Warnings for processes that recorded no training step: what stepscope found there (the ``hooks`` records that
-collect/session.py's ``note_hooks`` leaves: framework, version, hooks installed and refused) and the one thing to
+collect/core/session.py's ``note_hooks`` leaves: framework, version, hooks installed and refused) and the one thing to
 do, so that "0 steps" is never silent about why."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """FLOPs per step, achieved FLOP/s and model-FLOPs utilisation (MFU) of a run.
 
 Definitions: FLOPs per step are the model FLOPs of one training step on one rank (matmul, convolution
-and attention ops of forward + backward, counted by PyTorch's FLOP counter, see collect/flops.py; or
+and attention ops of forward + backward, counted by PyTorch's FLOP counter, see collect/torch/flops.py; or
 given with ``--flops-per-step``). Achieved FLOP/s of a rank = FLOPs per step / its median step time
 (warm-up and traced steps excluded); the run's figure adds up the ranks. MFU = achieved FLOP/s /
 (peak FLOP/s of one device x ranks), with the peak given by ``--peak-flops`` or looked up in

@@ -1,4 +1,4 @@
-"""Host profile from sampled Python stacks (`stepscope run --sample-stacks HZ`, see collect/stacks.py).
+"""Host profile from sampled Python stacks (`stepscope run --sample-stacks HZ`, see collect/system/stacks.py).
 
 A function's *self* samples are those where it was the innermost Python frame (the CPU was in it, or in
 C code it called); its *total* samples are those where it was anywhere on the stack (counted once per

@@ -50,7 +50,7 @@ def _from_model(table: type[ColumnTable], *, derived: Mapping[str, str] | None =
 SAMPLE_METRICS = ("cpu_process_pct", "cpu_system_pct", "rss_bytes", "mem_system_used_bytes", "mem_system_total_bytes",
                   "disk_read_bps", "disk_write_bps", "net_recv_bps", "net_sent_bps", "threads", "cpu_energy_j",
                   "run_queue_wait_pct", "main_thread_cpu_pct", "main_thread_slices", "load_avg_1m")
-"""The host metrics of a run's system samples (collect/sampler.py), in export order."""
+"""The host metrics of a run's system samples (collect/system/sampler.py), in export order."""
 
 _KERNEL_STATS: Schema = {"rank": "int64", "key": "string", "component": "string", "count": "int64", "sum_ns": "int64",
                          "mean_ns": "float64", "min_ns": "int64", "max_ns": "int64", "std_ns": "float64",
