@@ -17,7 +17,7 @@ from stepscope.analyze.diff.overview import OverviewRow
 from stepscope.analyze.diff.series import MetricRow
 from stepscope.analyze.diff.traces import DeltaRow, TraceDiff
 from stepscope.report import format as f
-from stepscope.report.tables import FitTable
+from stepscope.report.tables import FitTable, Words
 
 VERDICT_STYLE = {Verdict.FASTER: "bold green", Verdict.SLOWER: "bold red", Verdict.NO_SIGNIFICANT_CHANGE: "dim",
                  Verdict.INCONCLUSIVE: "yellow"}
@@ -188,7 +188,8 @@ def overview(rows: Iterable[OverviewRow]) -> RenderableType:
     t = _table("Overview", "", "baseline", "experiment", "delta", "delta %", "verdict")
     for r in rows:
         label = r.label + (", all ranks" if r.scope.startswith("all ranks") else "")
-        t.add_row(Text(label), value(r.baseline, r.unit), value(r.experiment, r.unit),
+        cell = Words if r.unit == "text" else str  # a device name shortens; figures never do
+        t.add_row(Text(label), cell(value(r.baseline, r.unit)), cell(value(r.experiment, r.unit)),
                   signed(r.delta, r.unit) if r.unit != "text" else "", pct(r.delta_pct), verdict_text(r.change))
     return t
 

@@ -37,6 +37,11 @@ def set_wide(wide: bool) -> None:
     WIDE = wide
 
 
+class Words(Text):
+    """A text cell in a numeric column (a device name among figures): it does not set the column's width and
+    shortens like a name where it does not fit."""
+
+
 @dataclass(slots=True)
 class FitColumn:
     header: str
@@ -93,7 +98,9 @@ class FitTable:
         yield from self._blocks()
 
     def _natural(self, i: int) -> int:
-        return max([cell_len(self.columns[i].header), *(r[i].cell_len for r in self.rows if i < len(r))], default=0)
+        numeric = self.columns[i].numeric
+        return max([cell_len(self.columns[i].header), *(r[i].cell_len for r in self.rows if i < len(r)
+                                                        and not (numeric and isinstance(r[i], Words)))], default=0)
 
     def _longest_word(self, i: int) -> int:
         words = [w for r in self.rows if i < len(r) for w in r[i].plain.split()] + self.columns[i].header.split()
@@ -147,6 +154,8 @@ class FitTable:
                 cell = r[i] if i < len(r) else Text("")
                 if i in shortened and shortened[i][n] != cell.plain:
                     cell = Text(shortened[i][n], style=cell.style)
+                elif isinstance(cell, Words) and cell.cell_len > widths[i]:
+                    cell = Text(shorten(cell.plain, widths[i]), style=cell.style)
                 cells.append(cell)
             t.add_row(*cells)
         return t
