@@ -59,3 +59,12 @@ def test_narrow_table_prints_blocks_and_wide_names_are_whole() -> None:
     short = _render(_table(), 80)
     shown = [ln.split("│")[0].strip() for ln in short if "│" in ln]
     assert len(set(shown)) == len(NAMES) and all("…" in s for s in shown)
+
+
+def test_string_cells_read_markup_as_rich_tables_do() -> None:
+    t = FitTable("ranks")
+    t.add_column("rank", numeric=True)
+    t.add_column("step", justify="right")
+    t.add_row("[red]3 straggler[/]", "12.50 ms")
+    lines = _render(t, 60)
+    assert any("3 straggler" in ln and "12.50 ms" in ln for ln in lines) and not any("[red]" in ln for ln in lines)

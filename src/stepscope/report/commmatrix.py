@@ -15,7 +15,7 @@ MAX_COLUMNS = 16
 
 def _matrix(title: str, m: CommMatrix, values: tuple[tuple[float, ...], ...], fmt: object) -> FitTable:
     t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
-    t.add_column("from \\ to")
+    t.add_column("from \\ to", numeric=True)  # rank ids whole
     for r in m.ranks:
         t.add_column(str(r), justify="right", no_wrap=True)
     for i, r in enumerate(m.ranks):
@@ -30,7 +30,7 @@ def comm_matrix_view(m: CommMatrix) -> RenderableType:
         parts.append(_matrix("Time in calls (row's time, with column)", m, m.time_ns, f.duration_ns))
     pairs = FitTable(title="Busiest pairs", title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for c in ("pair", "bytes", "point-to-point", "collective", "time", "calls"):
-        pairs.add_column(c, justify="left" if c == "pair" else "right")
+        pairs.add_column(c, justify="left" if c == "pair" else "right", numeric=True)
     for p in m.busiest:
         pairs.add_row(f"{p.src} → {p.dst}", f.nbytes(p.bytes), f.nbytes(p.p2p_bytes), f.nbytes(p.collective_bytes),
                       f.duration_ns(p.time_ns), f"{p.calls:,}")

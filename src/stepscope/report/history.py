@@ -85,7 +85,7 @@ def history_view(h: MetricHistory, *, last: int | None = None) -> RenderableType
     t = FitTable(show_edge=False, pad_edge=False)
     for col in ("commit", "date", "subject", "runs", "median", "interval", "relative", ""):
         t.add_column(col, justify="right" if col in ("runs", "median", "interval", "relative") else "left",
-                     overflow="ellipsis", no_wrap=True, max_width=36 if col == "subject" else None)
+                     numeric=col != "subject")  # commit ids, dates and step marks whole; the subject shortens
     for i, p in enumerate(shown, start=offset):
         mark = ""
         if i in bad:
@@ -129,7 +129,7 @@ def check_view(result: CheckResult, *, baseline: str, candidate: str, threshold:
     t = FitTable(title=f"stepscope check: {candidate} vs baseline {baseline} (max regression {threshold:.1%})",
               title_justify="left", show_edge=False)
     for col in ("metric", "against", "baseline", "candidate", "change", f"{conf:.0%} CI", "runs", "verdict"):
-        t.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
+        t.add_column(col, justify="left" if col in ("metric", "verdict") else "right", prose=col == "verdict")
     styles = {MetricVerdict.REGRESSED: "bold red", MetricVerdict.IMPROVED: "green",
               MetricVerdict.CANNOT_TELL: "yellow", MetricVerdict.NO_SIGNIFICANT_CHANGE: ""}
     for c in result.checks:

@@ -22,7 +22,7 @@ from stepscope.report.tables import FitTable
 def _table(title: str, *cols: str) -> FitTable:
     t = FitTable(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     for i, c in enumerate(cols):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
+        t.add_column(c, justify="left" if i == 0 else "right", numeric=i > 0 or c == "rank")  # rank ids whole
     return t
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from rich import box as rich_box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -49,6 +49,7 @@ class FitColumn:
     drop: int = 0
     style: str | None = None
     prose: bool = False
+    justify: JustifyMethod = "left"
 
 
 class FitTable:
@@ -65,12 +66,13 @@ class FitTable:
         self.columns: list[FitColumn] = []
         self.rows: list[list[Text]] = []
 
-    def add_column(self, header: str = "", *, justify: str = "left", numeric: bool | None = None, drop: int = 0,
-                   style: str | None = None, prose: bool = False, **_ignored: Any) -> None:
+    def add_column(self, header: str = "", *, justify: JustifyMethod | None = None, numeric: bool | None = None,
+                   drop: int = 0, style: str | None = None, prose: bool = False, **_ignored: Any) -> None:
         """A column: numeric where ``numeric`` says so, else where it is right-justified (numbers are) and not
         ``prose`` (wrapped between words)."""
         num = (justify == "right" and not prose) if numeric is None else numeric
-        self.columns.append(FitColumn(header, num, drop, style, prose and not num))
+        side: JustifyMethod = justify or ("right" if num else "left")  # a number column may keep its ids left-justified
+        self.columns.append(FitColumn(header, num, drop, style, prose and not num, side))
 
     def add_row(self, *cells: RenderableType | None) -> None:
         self.rows.append([_text(c) for c in cells])
@@ -138,7 +140,7 @@ class FitTable:
         for i in keep:
             c = self.columns[i]
             if c.numeric:
-                t.add_column(c.header, justify="right", no_wrap=True, overflow="fold", min_width=widths[i],
+                t.add_column(c.header, justify=c.justify, no_wrap=True, overflow="fold", min_width=widths[i],
                              max_width=widths[i], style=c.style)
             elif c.prose:
                 t.add_column(c.header, justify="left", no_wrap=False, overflow="fold", min_width=widths[i],
@@ -183,8 +185,11 @@ def _text(cell: RenderableType | None) -> Text:
         return Text("")
     if isinstance(cell, Text):
         return cell
-    if isinstance(cell, str):
-        return Text(cell)
+    if isinstance(cell, str):  # rich markup, as rich's Table reads a string cell
+        try:
+            return Text.from_markup(cell)
+        except Exception:  # not markup after all (a name with brackets)
+            return Text(cell)
     return Text(str(cell))
 
 

@@ -109,7 +109,7 @@ def ops_view(rows: Iterable[OpStats], *, top: int) -> NumericTable:
 def traceset_view(s: TraceSetAnalysis) -> RenderableType:
     t = FitTable("ranks side by side", title_style=None, show_edge=True)
     for col in ("rank", "median step", "GPU idle %", "compute %", "comm", "overlap %"):
-        t.add_column(col, justify="right", numeric=col != "rank")
+        t.add_column(col, justify="right")
     for a in s.ranks:
         tp = a.temporal.to_dict() if a.temporal else {}
         t.add_row(str(a.rank) + (" (slowest)" if a.rank == s.slowest_rank and len(s.ranks) > 1 else ""),
