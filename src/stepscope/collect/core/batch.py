@@ -37,10 +37,11 @@ def batch_size(batch: Any) -> float | None:
     """First dimension of the batch's first tensor (dict keys like ``input_ids`` first); None if none."""
     # fast path, the common batch: a tensor or a tuple / list starting with one
     t = batch[0] if (type(batch) is tuple or type(batch) is list) and batch else batch
-    if not (hasattr(t, "shape") and hasattr(t, "dtype")):
-        t = _first_tensor(batch)
+    shape = getattr(t, "shape", None)  # read once: each read of a tensor's shape makes a new torch.Size
+    if shape is None or not hasattr(t, "dtype"):
+        shape = getattr(_first_tensor(batch), "shape", None)
     try:
-        return float(t.shape[0]) if t is not None and len(t.shape) > 0 else None
+        return float(shape[0]) if shape is not None and len(shape) > 0 else None
     except Exception:
         return None
 

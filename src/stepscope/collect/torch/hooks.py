@@ -141,6 +141,11 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
     get_ident = threading.get_ident
     noted: list[str] = []
     """the first other thread seen stepping (the run notes it once)"""
+    getframe = sys._getframe
+    home = vars(optim)
+    """the globals of torch's step wrapper (torch.optim.optimizer): a hook's caller with these is the frame
+    ``_caller`` would return, found with no call of it (a hook runs cold, after milliseconds of torch work, where
+    every Python call and lookup it saves is a microsecond: benchmarks/step_phases.py)"""
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         me = get_ident()
@@ -148,7 +153,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
         if owner != me and (owner is not None or session.claim_steps(me) != me):
             return  # another thread's step (post handles it)
         try:
-            caller = _caller()
+            caller = getframe(1)
+            if caller.f_globals is not home:  # not torch's step wrapper: maybe dynamo's frames in between
+                caller = _caller(caller)
             if open_steps and by_frame and by_frame[0]:  # rare: a nested step, or a stale entry of a raised step
                 _drop_stale(open_steps, caller)
             open_steps.append((caller, nesting.enter(session)))
@@ -163,7 +170,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
             others(opt)
             return
         try:
-            caller = _caller()
+            caller = getframe(1)
+            if caller.f_globals is not home:
+                caller = _caller(caller)
             if not by_frame and open_steps:
                 by_frame.append(open_steps[-1][0] is caller)
             while by_frame and by_frame[0] and open_steps and open_steps[-1][0] is not caller:
@@ -234,10 +243,9 @@ def _install_optimizer_hooks(session: Session) -> tuple[str, str | None]:
     return "optimizer (public step hooks)", None
 
 
-def _caller() -> Any:
-    """The frame that called the optimizer hook calling this: torch's step wrapper (frames of dynamo's in between
+def _caller(f: Any) -> Any:
+    """Torch's step wrapper, from ``f``, the frame that called an optimizer hook (frames of dynamo's in between
     skipped)."""
-    f: Any = sys._getframe(2)
     while f is not None and f.f_globals.get("__name__", "").startswith("torch._dynamo"):
         f = f.f_back
     return f

@@ -123,7 +123,7 @@ def install_loader_hooks(session: Session, undo: list[Callable[[], None]]) -> tu
             n = batch_size(batch)
             if nb == 1:
                 first_of_pass(p, st, n or 0.0)
-            s.add_fetch(t0, t1, n, batch_tokens(batch))
+            s.add_fetch(t0, t1, n, batch_tokens(batch) if isinstance(batch, dict) else None)  # tokens: dicts only
         except Exception as e:
             s.warn_once("loader", f"DataLoader timing failed ({e})")
 

@@ -160,9 +160,9 @@ class ModuleWatch:
             self._hook_check = None
 
     def _sample_input(self, st: Any, module: Any, args: Any) -> None:
-        """The step's samples from a forward's first tensor argument, where no batch was fetched in the step (once
-        a step; the batches count once one comes)."""
-        if st.fetched or self.sampled is st or self.tracing():
+        """The step's samples from a forward's first tensor argument, where no batch was fetched in the step (the
+        caller checks ``st.fetched``; once a step; the batches count once one comes)."""
+        if self.sampled is st or self.tracing():
             return
         try:
             if self.session.options.samples_per_step is None:
@@ -196,7 +196,8 @@ class ModuleWatch:
         st = self.session.step
         if st.start is None:
             st.start = t0
-        self._sample_input(st, module, args)
+        if not st.fetched:  # checked here: a batch was fetched in most steps, and a call saved is a µs (cold)
+            self._sample_input(st, module, args)
         return nesting.enter(self.session, t0)
 
     def _exit(self, span: nesting.Span) -> int:
