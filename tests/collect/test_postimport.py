@@ -27,6 +27,11 @@ def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     importlib.invalidate_caches()
 
 
+def _watchers(name: str) -> list[PostImportWatcher]:
+    """The watchers of ``name`` on sys.meta_path (other tests' in-process sessions may leave their own)."""
+    return [f for f in sys.meta_path if isinstance(f, PostImportWatcher) and f.name == name]
+
+
 def test_a_lookup_before_the_import_does_not_use_up_the_watcher(modules: Path) -> None:
     # TensorFlow's __init__ calls importlib.util.find_spec("keras") (to find tf.keras) before keras is imported
     (modules / "ss_probe_a.py").write_text("import sys\nSEEN = 'ss_probe_a' in sys.modules\nVALUE = 42\n")
@@ -39,7 +44,7 @@ def test_a_lookup_before_the_import_does_not_use_up_the_watcher(modules: Path) -
 
     assert seen == [42]  # after the body ran, once
     assert ss_probe_a.SEEN  # the module was in sys.modules while its body ran, as without stepscope
-    assert not [f for f in sys.meta_path if isinstance(f, PostImportWatcher)]  # fired, then left
+    assert not _watchers("ss_probe_a")  # fired, then left
     importlib.reload(ss_probe_a)
     assert seen == [42]
 
@@ -76,4 +81,4 @@ def test_two_watchers_of_one_module_both_fire(modules: Path) -> None:
     importlib.util.find_spec("ss_probe_e")
     importlib.import_module("ss_probe_e")
     assert sorted(seen) == ["first", "second"]
-    assert not [f for f in sys.meta_path if isinstance(f, PostImportWatcher)]
+    assert not _watchers("ss_probe_e")
