@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(__import__("stepscope").__file__)))
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(str(__import__("stepscope").__file__))))
 PKG = os.path.join(SRC, "stepscope") + os.sep
 
 
@@ -77,9 +77,9 @@ def kept_blocks(fn: Callable[[], Any], n: int) -> float:
 HOOKS = (("data loader", ("collect/torch/loader.py", "collect/core/batch.py")),
          ("forward", ("collect/torch/modules.py", "collect/torch/modelcall.py")),
          ("backward", ("collect/torch/hooks.py:backward",)),
-         ("optimizer", ("collect/torch/hooks.py:step",)),
+         ("optimizer", ("collect/torch/hooks.py:pre", "collect/torch/hooks.py:post", "collect/torch/hooks.py:_caller")),
          ("phase nesting", ("collect/core/nesting.py",)),
-         ("step row + buffers", ("collect/core/session.py", "collect/core/buffers.py")),
+         ("step row + buffers", ("collect/core/session.py", "collect/core/buffers.py", "collect/core/pystate.py")),
          ("per-step collectors", ("collect/torch/comm.py", "collect/torch/cuda.py", "collect/torch/flops.py",
                                   "collect/torch/window.py")))
 """Each hook and the files (or file:function) whose calls are its own."""
@@ -190,6 +190,7 @@ def process_calls(script: str, steps: int = 64) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as store:
         os.environ.pop("STEPSCOPE_RUN_DIR", None)
         with stepscope.session(name="process-calls", store=store) as s:
+            assert s is not None
             for _ in range(steps):  # discovery and the FLOP meter's measured step are over
                 parts.step()
             first = s.step_index
