@@ -30,9 +30,10 @@ PROCESS_PY_CALLS = 28
 the time of writing)."""
 PROCESS_C_CALLS = 33
 """The same for C calls (27.0-31.3 at the time of writing)."""
-PY_BODIES = ("loader.py:timed_next", "loader.py:fetched", "session.py:add_fetch", "modelcall.py:_compiled_call_impl",
-             "modelcall.py:call", "modules.py:pre", "modules.py:post", "hooks.py:backward", "hooks.py:pre",
-             "hooks.py:post", "session.py:mark_step")
+PY_BODIES = ("torch/loader.py:timed_next", "torch/loader.py:fetched", "core/session.py:add_fetch",
+             "torch/modelcall.py:_compiled_call_impl", "torch/modelcall.py:call", "torch/modules.py:pre",
+             "torch/modules.py:post", "torch/hooks.py:backward", "torch/hooks.py:pre", "torch/hooks.py:post",
+             "core/session.py:mark_step")
 """The hooks' bodies and the shared definitions they call, each once a step."""
 
 
