@@ -111,14 +111,64 @@ def test_one_verdict_per_pair_and_links_compare_groups(history_store, monkeypatc
         at = {sha: [r.id for r in st.index.runs(order="start_ns") if r.git_commit == sha] for sha in shas}
         good, bad = doc["step"]["last_good_run"], doc["step"]["first_bad_run"]
         assert good.split(",") == at[shas[11]] and bad.split(",") == at[shas[12]] and len(at[shas[12]]) == 3
-        rc, cli = run_json(capsys, "diff", good, bad, "--store", str(store), "--json")
+        rc, cli = run_json(capsys, "diff", good, bad, "--store", str(store), "--json", *GATE_FLAGS)
         assert rc == 0 and cli["runs"] == [at[shas[11]], at[shas[12]]]
-        page = render_diff_page(st, good, bad)
-        assert page is not None
-        shown = re.search(r"experiment vs baseline</[^>]+>\s*<[^>]+>([A-Z ]+)<", page)
-        assert shown is not None and shown.group(1) == HEADLINE_TEXT[Verdict(cli["verdict"])], page[:3000]
+        assert page_verdict(render_diff_page(st, good, bad)) == HEADLINE_TEXT[Verdict(cli["verdict"])]
         # the regressions page's pair is the groups' pair too
         assert (good, bad) in diff_pairs(build_site(st, name="tiny"))
+    finally:
+        st.close()
+
+
+GATE_FLAGS = ("--confidence", "0.98", "--threshold", "5")
+"""`diff` at `check`'s level and default --max-regression (what the regressions page and check suggest)."""
+
+
+def page_verdict(page: str | None) -> str:
+    """The headline verdict a rendered diff page shows."""
+    assert page is not None
+    shown = re.search(r"experiment vs baseline</[^>]+>\s*<[^>]+>([A-Z ]+)<", page)
+    assert shown is not None, page[:3000]
+    return shown.group(1)
+
+
+def test_check_diff_dashboard_and_regressions_page_agree(history_store, monkeypatch, capsys) -> None:
+    """One store, one 30% step: `check` (HEAD against v1.0, 4 runs a side), `stepscope diff` of the same two
+    groups, the dashboard's diff page of those groups, and the regressions page's row of the step (read from the
+    rendered page) with the diff page it links, all call it slower, each with the same numbers where they show
+    the same pair."""
+    from stepscope.analyze.diff import Verdict
+    from stepscope.cli.dashboarddata import build_site, render_diff_page
+    from stepscope.report.dashboard.site import regressions_page
+    from stepscope.report.html.diff import HEADLINE_TEXT
+    from stepscope.store import open_store
+
+    repo, store, shas = history_store
+    monkeypatch.chdir(repo)
+    git(repo, "checkout", "-q", shas[19])
+    rc, doc = run_json(capsys, "check", "--store", str(store), "--baseline", "v1.0", "--creep-window", "0", "--json",
+                       "--metric", "step_time")
+    assert rc == 1 and doc["verdict"] == "regression", doc
+    gate = doc["checks"][0]
+    st = open_store(store)
+    try:
+        at = {sha: ",".join(r.id for r in st.index.runs(order="start_ns") if r.git_commit == sha) for sha in shas}
+        base, cand = at[shas[0]], at[shas[19]]
+        rc, cli = run_json(capsys, "diff", base, cand, "--store", str(store), "--json", *GATE_FLAGS)
+        assert cli["verdict"] == "slower", cli
+        head = next(r for r in cli["overview"] if r["key"] == "step_time_median_ns")["change"]
+        assert head["ratio"] == pytest.approx(gate["worse"], rel=1e-6)
+        assert gate["worse_low"] >= head["ci_low"] * (1 - 1e-9)  # check's interval adds the between-commit part
+        assert page_verdict(render_diff_page(st, base, cand, threshold=0.05)) == HEADLINE_TEXT[Verdict.SLOWER]
+
+        site = build_site(st, name="tiny", threshold=0.05)
+        rows = re.findall(r'<tr data-name="tiny" data-metric="step_time_median_s" data-commit="([0-9a-f]+)" '
+                          r'data-kind="(\w+)">.*?</tr>', regressions_page(site), flags=re.S)
+        assert (shas[12], "regression") in rows, rows
+        step = next(s for v in site.names for s in v.steps if s.metric == "step_time_median_s"
+                    and s.commit == shas[12])
+        assert page_verdict(render_diff_page(st, step.last_good_run, step.first_bad_run, threshold=0.05)) \
+            == HEADLINE_TEXT[Verdict.SLOWER]
     finally:
         st.close()
 

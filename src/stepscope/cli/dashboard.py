@@ -167,13 +167,14 @@ def build(store: Store, out: Path, *, name: str | None, reports: int, threshold:
     diff_pages: dict[tuple[str, str], str] = {}
     diff_stamps: dict[str, str] = {}
     for a, b in pairs:
-        key, s = f"{a}--{b}", "+".join(stamps[i] for side in (a, b) for i in side.split(","))
+        # the threshold is part of a diff page's stamp: its verdict is decided at it
+        key, s = f"{a}--{b}", f"{threshold:g}:" + "+".join(stamps[i] for side in (a, b) for i in side.split(","))
         if old is not None and old.diffs.get(key) == s:
             diff_stamps[key] = s
             continue
         from stepscope.cli.dashboarddata import render_diff_page
 
-        if (html := render_diff_page(store, a, b)) is not None:
+        if (html := render_diff_page(store, a, b, threshold=threshold)) is not None:
             diff_pages[(a, b)], diff_stamps[key] = html, s
     if site is None and old is not None and set(diff_stamps) != set(old.diffs):  # a diff no longer renders
         site = _site(store, name, set(report_stamps), threshold)

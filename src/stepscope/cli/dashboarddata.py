@@ -5,7 +5,7 @@ indexed runs."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stepscope.analyze.run.lost import partial_label
 from stepscope.analyze.runs.history import RunPoint, metric_history, tracked_metrics
@@ -86,15 +86,24 @@ def render_report(store: Store, run_id: str) -> str | None:
         return None
 
 
-def render_diff_page(store: Store, base: str, exp: str) -> str | None:
-    """The `stepscope diff BASE EXP --html` page of two sides (a run id, or a commit's runs joined by commas), with
-    the CLI's verdict: the same sides, settings and noise floor (``cli.diff.pair_diff``); None when a run cannot be
-    loaded."""
+def render_diff_page(store: Store, base: str, exp: str, *, threshold: float = THRESHOLD) -> str | None:
+    """The `stepscope diff BASE EXP --confidence 0.98 --threshold PCT --html` page of two sides (a run id, or a
+    commit's runs joined by commas): the regressions page's level and ``threshold``, so that a step's row and the
+    diff it links decide through one rule at one setting (``cli.diff.pair_diff``, the CLI's sides and noise
+    floor); None when a run cannot be loaded."""
     from stepscope.cli.diff import pair_diff
     from stepscope.report.html.diff import render_diff
 
     try:
-        return render_diff(pair_diff(store, base.split(","), exp.split(","),
+        return render_diff(pair_diff(store, base.split(","), exp.split(","), settings=gate_settings(threshold),
                                      load=lambda i: indexed_analysis(store, i)))
     except Exception:  # a damaged or synthetic run dir: the compare page keeps the metrics and the command
         return None
+
+
+def gate_settings(threshold: float) -> Any:
+    """`diff` settings at the gate's level (98%) and ``threshold``: the regressions page's and `check`'s."""
+    from stepscope.analyze.diff import DiffSettings
+    from stepscope.analyze.runs.regression import GATE_CONFIDENCE
+
+    return DiffSettings(confidence=GATE_CONFIDENCE, threshold=threshold)

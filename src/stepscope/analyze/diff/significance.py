@@ -237,13 +237,8 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
             # drift the pairing does not cancel (drift.py): the interval and the MDE grow by it on both sides
             t = replace(t, ci_low=t.ci_low * math.exp(-widen_log), ci_high=t.ci_high * math.exp(widen_log),
                         mde=None if t.mde is None else math.expm1(math.log1p(t.mde) + widen_log))
-        sig = t.ci_low is not None and t.ci_high is not None and not (t.ci_low <= 1.0 <= t.ci_high)
-        verdict = _direction(vb, ve, higher_is_better) if sig and _practical(t, s, abs(ve - vb), abs_floor) \
-            else Verdict.NO_SIGNIFICANT_CHANGE
-        note = None
-        if verdict is Verdict.NO_SIGNIFICANT_CHANGE and not sig and t.mde is not None and 0 < s.threshold < t.mde:
-            # these repeats could not have shown a change of the threshold's size: not "no change"
-            verdict, note = Verdict.INCONCLUSIVE, blind_note(t, b, e, s, paired)
+        verdict = pair_verdict(t, s.threshold, higher_is_better=higher_is_better, large=abs(ve - vb) >= abs_floor)
+        note = blind_note(t, b, e, s, paired) if verdict is Verdict.INCONCLUSIVE else None
         return change(ci_low=t.ci_low, ci_high=t.ci_high, p_value=t.p_value, verdict=verdict, method=t.method,
                       mde=t.mde, note=note)
     hint = "one run a side — repeat with `stepscope bench --repeat N` (or `--ab`)"
@@ -264,6 +259,27 @@ def compare_runs(base: Any, exp: Any, *, settings: DiffSettings | None = None, h
                   method="noise_floor", mde=mde, noise_floor=floor.source,
                   note=None if called else floor.load_reason or
                   f"within the between-run noise floor ({floor.source}); {hint}")
+
+
+def pair_verdict(t: RatioTest, threshold: float, *, higher_is_better: bool = False, large: bool = True) -> Verdict:
+    """The one rule that turns a run-level interval into a verdict: `diff`, its dashboard pages, `check` and the
+    regressions page all decide here (``regression.check_metric`` maps the verdict to the gate's words).
+
+    - the interval excludes 1 and the ratio is beyond ``threshold`` (and ``large``: beyond a part's absolute
+      floor): FASTER / SLOWER;
+    - otherwise, unless the interval shows an improvement (which rules a regression out), INCONCLUSIVE when the
+      MDE exceeds ``threshold``: a change of the threshold's size could have been missed, so "no change" would
+      promise what the data cannot;
+    - otherwise NO_SIGNIFICANT_CHANGE (a change of the threshold's size would have been seen).
+    No interval (fewer than 2 runs a side): INCONCLUSIVE."""
+    if t.ci_low is None or t.ci_high is None:
+        return Verdict.INCONCLUSIVE
+    if not t.ci_low <= 1.0 <= t.ci_high and abs(t.ratio - 1.0) >= threshold and large:
+        return _direction(1.0, t.ratio, higher_is_better)
+    improved = t.ci_low > 1.0 if higher_is_better else t.ci_high < 1.0
+    if not improved and t.mde is not None and 0 < threshold < t.mde:
+        return Verdict.INCONCLUSIVE
+    return Verdict.NO_SIGNIFICANT_CHANGE
 
 
 def blind_note(t: RatioTest, b: list[float], e: list[float], s: DiffSettings, paired: bool) -> str:

@@ -9,10 +9,12 @@ against the baseline window's runs, which pools the runs of several earlier comm
   one-sided "is it worse?" question is asked at 1%: over a series of 30 checks of unchanged code fewer than
   one in four series sees any false failure even before the threshold filters, and with it far fewer);
   coverage is checked by simulation (tests/analyze/test_stats_runlevel.py);
-- REGRESSED when the interval's lower end is above 1 *and* ``worse - 1 > threshold`` (the data show a
-  slowdown, and it is bigger than what you tolerate); IMPROVED when the interval lies below 1; otherwise
-  NO_SIGNIFICANT_CHANGE — which does not prove there is no change, only that these repeats cannot show one
-  beyond the noise (``mde`` says the smallest change they detect with 80% power);
+- the verdict is `stepscope diff`'s on the same values (``significance.pair_verdict``, one rule for every view
+  of a pair) in the gate's words: REGRESSED when the interval lies above 1 *and* ``worse - 1`` reaches the
+  threshold (the data show a slowdown bigger than what you tolerate); IMPROVED when it lies below 1 and the
+  improvement reaches the threshold; otherwise NO_SIGNIFICANT_CHANGE — which does not prove there is no change,
+  only that these repeats cannot show one beyond the noise (``mde`` says the smallest change they detect with
+  80% power);
 - CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3) runs with the metric, and when no
   regression is shown but the MDE (80% power at the gate's level) exceeds the threshold: PASS means "a
   regression of the tolerated size would have been seen", so repeats too noisy to see one cannot pass. The
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.diff.significance import Verdict, pair_verdict
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.runs.history import MetricHistory, lower_is_better
 from stepscope.analyze.stats import (
@@ -115,6 +118,11 @@ class CheckResult:
                 "checks": [c.to_dict() for c in self.checks]}
 
 
+GATE_WORDS = {Verdict.SLOWER: MetricVerdict.REGRESSED, Verdict.FASTER: MetricVerdict.IMPROVED,
+              Verdict.NO_SIGNIFICANT_CHANGE: MetricVerdict.NO_SIGNIFICANT_CHANGE,
+              Verdict.INCONCLUSIVE: MetricVerdict.CANNOT_TELL}
+"""`diff`'s verdict (``significance.pair_verdict``) in the gate's words: slower is a regression whatever the metric."""
+
 GATE_CONFIDENCE = 0.98
 """Two-sided level of the gate's interval: a regression must be shown at one-sided 1%."""
 
@@ -151,16 +159,10 @@ def check_metric(metric: str, baseline: Sequence[float | None], candidate: Seque
         worse, wlo, whi = t.ratio, t.ci_low, t.ci_high
     else:
         worse, wlo, whi = 1 / t.ratio, 1 / t.ci_high, 1 / t.ci_low
-    reason = ""
-    if worse - 1 > threshold and wlo > 1:
-        verdict = MetricVerdict.REGRESSED
-    elif whi < 1:
-        verdict = MetricVerdict.IMPROVED
-    elif t.mde is not None and threshold > 0 and t.mde > threshold:
-        # these repeats would likely miss a regression of the tolerated size: not a pass
-        verdict, reason = MetricVerdict.CANNOT_TELL, blind_reason(metric, b, c, t.mde, threshold, confidence)
-    else:
-        verdict = MetricVerdict.NO_SIGNIFICANT_CHANGE
+    # the verdict of `stepscope diff` on these values (one rule for every view of a pair), in the gate's words
+    verdict = GATE_WORDS[pair_verdict(t, threshold, higher_is_better=not lib)]
+    reason = blind_reason(metric, b, c, t.mde or math.nan, threshold, confidence) \
+        if verdict is MetricVerdict.CANNOT_TELL else ""
     return check(worse=worse, worse_low=wlo, worse_high=whi, change=worse - 1, verdict=verdict, mde=t.mde,
                  reason=reason)
 

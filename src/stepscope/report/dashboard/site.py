@@ -390,7 +390,8 @@ def _step_row(site: Site, name: str, s: HistoryStep) -> str:
     if site.live_diffs or pair in site.diff_pairs:
         diff = f'<a class="ss-diff" href="{esc(diff_file(*pair))}">diff of the runs around it</a>'
     else:
-        diff = f'<code>stepscope diff {esc(pair[0])} {esc(pair[1])} --html</code>'
+        diff = (f'<code>stepscope diff {esc(pair[0])} {esc(pair[1])} --confidence 0.98 '
+                f'--threshold {site.threshold * 100:g} --html</code>')
     when = datetime.fromtimestamp(s.time_s, tz=UTC).strftime("%Y-%m-%d %H:%M")
     return (f'<tr data-name="{esc(name)}" data-metric="{esc(s.metric)}" data-commit="{esc(s.commit or "")}" '
             f'data-kind="{esc(s.kind.value)}">'
