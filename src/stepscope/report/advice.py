@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from stepscope.analyze.advisor import Advice, Finding
 
+NOT_MEASURABLE = "not measurable"
+
 
 def evidence_text(value: float | int | str) -> str:
     if isinstance(value, float):
-        return f"{value:.3g}"
+        return f"{value:.3g}" if math.isfinite(value) else NOT_MEASURABLE
     return str(value)
 
 
+def _measured(v: float | None) -> bool:
+    """A saving worth printing: a zero or NaN estimate is no measurement of a saving ("up to 0 ms")."""
+    return v is not None and math.isfinite(v) and v > 0
+
+
 def saving_text(f: Finding) -> str:
-    if f.saving_s_per_step is not None:
-        per_step = f.saving_s_per_step * 1e3
-        return f"could save up to {per_step:.3g} ms per step ({f.saving_s_total or 0:.3g} s over the run)"
-    if f.saving_s_total is not None:
-        return f"could save up to {f.saving_s_total:.3g} s per run"
-    return "saving not estimated"
+    per_step, total = f.saving_s_per_step, f.saving_s_total
+    if per_step is None and total is None:
+        return "saving not estimated"
+    if _measured(per_step):
+        over = f"{total:.3g} s over the run" if _measured(total) else f"over the run: {NOT_MEASURABLE}"
+        return f"could save up to {(per_step or 0.0) * 1e3:.3g} ms per step ({over})"
+    if per_step is None and _measured(total):
+        return f"could save up to {total:.3g} s per run"
+    return f"saving {NOT_MEASURABLE}"
 
 
 def finding_view(f: Finding, index: int, *, detail: bool = True) -> RenderableType:
@@ -30,7 +42,7 @@ def finding_view(f: Finding, index: int, *, detail: bool = True) -> RenderableTy
     t.append(saving_text(f), style="cyan")
     if detail:
         t.append("\n   " + f.explanation)
-    t.append("\n   evidence: ", style="dim")
+    t.append("\n   evidence" + (f" ({f.measured_from})" if f.measured_from else "") + ": ", style="dim")
     t.append(", ".join(f"{k}={evidence_text(v)}" for k, v in f.evidence.items()))
     if detail:
         t.append("\n   threshold: ", style="dim")

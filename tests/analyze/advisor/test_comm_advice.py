@@ -59,7 +59,8 @@ def _with_comm(real: RunSummary, step_ms: float, comm_ms: float, backward_ms: fl
     phases[0] = PhaseShare("data_wait", 0.0, 0.0)
     phases[2] = PhaseShare("backward", backward_ms * 1e6, backward_ms / step_ms)
     phases[4] = PhaseShare("comm", comm_ms * 1e6, comm_ms / step_ms)
-    steps = replace(base.steps, step_time=distribution([step_ms * 1e6] * 10), phases=tuple(phases))
+    steps = replace(base.steps, step_time=distribution([step_ms * 1e6] * 10), phases=tuple(phases),
+                    wall_ns=step_ms * 1e6 * base.steps.measured_steps)  # the mean step the savings are capped by
     return replace(real, ranks=(replace(base, steps=steps),))
 
 

@@ -57,11 +57,10 @@ def _runs_here(n: int) -> None:
         torch.set_num_threads(before)
 
 
-def test_workers_beyond_the_cores_never_yield_zero_threads(real: RunSummary) -> None:
-    """cores // processes − workers is 0 or less here (2 workers on this machine's cores, or more
-    processes than cores): the suggestion is still at least one thread."""
+def test_more_processes_than_cores_never_yield_zero_threads(real: RunSummary) -> None:
+    """cores // processes is 0 with more processes than cores: the suggestion is still at least one thread."""
     for procs in (1, 2, CORES + 1):
-        s = _run(real, procs=procs, threads=CORES, workers=CORES)
+        s = _run(real, procs=procs, threads=CORES + 1, workers=CORES)
         fd = CpuOversubscription().evaluate(AdvisorInput(s))
         assert fd is not None, procs
         n = _suggested_threads(fd.suggestion) if "set_num_threads" in fd.suggestion else None
@@ -86,23 +85,16 @@ def test_idle_workers_are_not_load(real: RunSummary) -> None:
     busy = 100.0 * min(CORES, 1) / CORES
     s = _run(real, procs=1, threads=CORES, workers=4, host_pct=busy, proc_pct=100.0 * min(CORES, 1))
     assert CpuOversubscription().evaluate(AdvisorInput(s)) is None
-    unsampled = _run(real, procs=1, threads=CORES, workers=4)  # not measured: the workers count in full
-    fd = CpuOversubscription().evaluate(AdvisorInput(unsampled))
-    assert fd is not None and fd.evidence["busy_workers"] == 4
+    unsampled = _run(real, procs=1, threads=CORES, workers=4)  # workers' CPU is never sampled: not counted
+    assert CpuOversubscription().evaluate(AdvisorInput(unsampled)) is None
 
 
-def test_busy_workers_count_by_the_cores_they_keep_busy(real: RunSummary) -> None:
-    """Host fully busy, the training process using one core: the rest (CORES − 1) is its workers' load."""
-    s = _run(real, procs=1, threads=CORES, workers=8, host_pct=100.0, proc_pct=100.0, data_wait=0.01)
-    fd = CpuOversubscription().evaluate(AdvisorInput(s))
-    if CORES == 1:
-        assert fd is None  # nothing runs beside the process
-        return
-    assert fd is not None and fd.evidence["busy_workers"] == pytest.approx(CORES - 1)
-    assert fd.evidence["busy_cores_outside_training"] == pytest.approx(CORES - 1)
-    n = fd.evidence["suggested_torch_threads"]
-    assert isinstance(n, int) and n >= 1
-    _runs_here(n)
+def test_host_cpu_outside_the_training_is_not_the_runs(real: RunSummary) -> None:
+    """Host fully busy, the training process using one core: the rest may be its workers or another tenant
+    (the sampler cannot tell), so it makes no finding and no fewer threads or workers."""
+    for wait in (0.01, 0.5):
+        s = _run(real, procs=1, threads=CORES, workers=8, host_pct=100.0, proc_pct=100.0, data_wait=wait)
+        assert CpuOversubscription().evaluate(AdvisorInput(s)) is None, wait
 
 
 def test_no_profile_steps_hint_without_steps(real: RunSummary) -> None:

@@ -55,6 +55,8 @@ class Finding:
     """How the saving was estimated (what it assumes)."""
     source: str
     """What the evidence comes from: 'steps', 'samples', 'trace', 'ranks' or 'metadata'."""
+    measured_from: str = ""
+    """The measurement behind the evidence, in words (:func:`measured_from`): shown with the evidence."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,10 +81,10 @@ class Rule(Protocol):
 
 def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str], *, per_step_s: float | None,
             total_s: float | None = None, basis: str, source: str, suggestion: str | None = None,
-            title: str | None = None) -> Finding:
+            title: str | None = None, measured_from: str | None = None) -> Finding:
     """A Finding from a rule's class attributes (``suggestion`` / ``title`` override them where the evidence
     calls for other advice); the total defaults to per-step × measured steps. Both are capped by what the run
-    measured (:func:`cap_saving`)."""
+    measured (:func:`cap_saving`). ``measured_from`` defaults to the words for ``source``."""
     if total_s is None and per_step_s is not None:
         r0 = inp.rank0
         total_s = per_step_s * (r0.steps.measured_steps if r0 else 0)
@@ -91,7 +93,32 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
         basis = f"{basis}; {capped}"
     return Finding(rule_id=rule.id, title=title or rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
-                   saving_s_total=total_s, saving_basis=basis, source=source)
+                   saving_s_total=total_s, saving_basis=basis, source=source,
+                   measured_from=measured_from if measured_from is not None else _measured_from(inp, source))
+
+
+def _measured_from(inp: AdvisorInput, source: str) -> str:
+    """What a ``source`` means for this run, in words with its numbers (sample period, traced steps)."""
+    if source == "samples":
+        period = inp.summary.run.options.get("sample_interval_s")
+        every = f"{period:g} s samples" if isinstance(period, (int, float)) else "periodic samples"
+        return f"from the system sampler, {every} over the run"
+    if source == "trace":
+        steps = max((t.steps_in_window for t in inp.traces), default=0)
+        return (f"from the profiled window's trace ({steps} step{'s' if steps != 1 else ''})" if steps
+                else "from the profiled window's trace")
+    if source == "steps":
+        r0 = inp.rank0
+        n = r0.steps.measured_steps if r0 else 0
+        return f"from the step timings of the {n} measured steps (warm-up excluded)"
+    if source == "ranks":
+        return "from every rank's step timings"
+    if source == "metadata":
+        return "from the run's recorded settings (torch threads, DataLoader arguments), not a timing"
+    return f"from the run's {source}"
+
+
+measured_from = _measured_from
 
 
 def cap_saving(inp: AdvisorInput, per_step_s: float | None,

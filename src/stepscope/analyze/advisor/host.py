@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
-from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
+from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, measured_from
 from stepscope.analyze.run.summary import RankSummary
 
 INPUT_BOUND_SHARE = 0.10
@@ -41,27 +40,29 @@ class InputBound:
         ev: dict[str, float | int | str] = {
             "rank": worst.rank, "data_wait_share": worst.steps.data_wait_share or 0.0,
             "data_wait_share_low": low if low is not None else float("nan"),
-            "data_wait_per_step_s": (wait.mean_ns or 0.0) / 1e9,
+            "data_wait_per_step_s": wait.mean_ns / 1e9 if wait.mean_ns is not None else float("nan"),
             "step_time_mean_s": (worst.steps.step_time.mean if worst.steps.step_time else float("nan")) / 1e9,
         }
         if workers:
             ev["dataloader_num_workers"] = ", ".join(str(w) for w in workers)
-        return finding(self, inp, ev, per_step_s=(wait.mean_ns or 0.0) / 1e9, source="steps",
+        return finding(self, inp, ev, per_step_s=wait.mean_ns / 1e9 if wait.mean_ns is not None else None,
+                       source="steps",
                        basis="all data wait hidden behind compute (upper bound)")
 
 
 class CpuOversubscription:
     id: ClassVar[str] = "cpu-oversubscription"
     title: ClassVar[str] = "More busy threads than CPU cores"
-    explanation: ClassVar[str] = ("Each training process runs torch's intra-op thread pool and its DataLoader "
-                                  "workers; when the busy ones exceed the logical cores of the host, threads "
-                                  "preempt each other and every step slows down.")
-    threshold: ClassVar[str] = (f"processes on the host × torch threads + busy DataLoader workers > "
-                                f"{OVERSUBSCRIPTION:g} × logical cores. Workers count by the cores the host had "
-                                "busy outside the training processes (sampled CPU use); all of them count when "
-                                "CPU use was not sampled.")
-    suggestion: ClassVar[str] = ("Budget the cores: torch.set_num_threads(n) (or OMP_NUM_THREADS=n) and "
-                                 "DataLoader(num_workers=...) so that busy threads fit the cores.")
+    explanation: ClassVar[str] = ("Each training process runs torch's intra-op thread pool; when the processes on "
+                                  "a host ask for more threads than it has logical cores, threads preempt each "
+                                  "other and every step slows down.")
+    threshold: ClassVar[str] = (f"processes on the host × torch threads > {OVERSUBSCRIPTION:g} × logical cores. "
+                                "Only the run's own threads count: the host's CPU use outside the training "
+                                "processes is never counted (on a shared host it is other tenants' as much as "
+                                "the DataLoader workers', whose own CPU is not sampled), so workers are listed, "
+                                "not counted.")
+    suggestion: ClassVar[str] = ("Budget the cores: torch.set_num_threads(n) (or OMP_NUM_THREADS=n) so that the "
+                                 "training processes' threads fit the cores.")
 
     def evaluate(self, inp: AdvisorInput) -> Finding | None:
         host = inp.summary.run.host
@@ -70,7 +71,7 @@ class CpuOversubscription:
             return None
         per_host: dict[str, list[RankSummary]] = {}
         for r in inp.summary.ranks:
-            if any(d.get("torch_threads") or d.get("num_workers") for d in r.dataloaders):
+            if any(d.get("torch_threads") for d in r.dataloaders):
                 per_host.setdefault(r.host, []).append(r)
         for hostname, ranks in sorted(per_host.items()):
             f = self._host(inp, hostname, ranks, cores)
@@ -84,52 +85,39 @@ class CpuOversubscription:
                       for r in ranks)
         workers = max(max((int(d["num_workers"]) for d in r.dataloaders if d.get("num_workers") is not None),
                           default=0) for r in ranks)
-        busy_workers = float(workers * procs)  # per host; reduced below by what was measured
-        measured = _busy_outside(ranks, cores)
-        if measured is not None:
-            busy_workers = min(busy_workers, measured)
-        demand = procs * threads + busy_workers
+        demand = procs * threads
         if demand <= OVERSUBSCRIPTION * cores:
             return None
-        budget = max(1, cores // procs)
-        busy_per_proc = busy_workers / procs
-        rec_threads = max(1, budget - math.ceil(busy_per_proc - 1e-9))
-        room = budget - rec_threads  # cores per process left for workers
-        parts = []
-        if rec_threads < threads:
-            parts.append(f"torch.set_num_threads({rec_threads}) (or OMP_NUM_THREADS={rec_threads}) in each of the "
-                         f"{procs} training process{'es' if procs > 1 else ''}")
-        if workers and busy_per_proc > room:
-            wait = min((r.steps.data_wait_share for r in ranks if r.steps.data_wait_share is not None), default=None)
-            if wait is not None and wait < 0.05 and 1 <= room < workers:
-                parts.append(f"DataLoader(num_workers={room}) (data wait is {wait:.0%} of the step: the input "
-                             "keeps up)")
-            else:
-                parts.append(f"more cores than this host's {cores}: its DataLoader workers keep "
-                             f"{busy_per_proc:.2g} cores busy per process")
-        if not parts:
+        rec_threads = max(1, cores // procs)
+        if rec_threads >= threads:
             return None
         ev: dict[str, float | int | str] = {
             "host": hostname, "logical_cores": cores, "processes": procs,
             "torch_threads_per_process": threads, "dataloader_workers_per_process": workers,
-            "busy_workers": busy_workers, "threads_demanded": demand, "suggested_torch_threads": rec_threads}
-        if measured is not None:
-            ev["busy_cores_outside_training"] = measured
-        return finding(self, inp, ev, per_step_s=None, source="metadata" if measured is None else "samples",
-                       suggestion="Budget the cores: " + "; ".join(parts) + ".",
-                       basis="not estimated: depends on how the threads contend")
+            "threads_demanded": demand, "suggested_torch_threads": rec_threads}
+        own = _own_cores(ranks)
+        if own is not None:
+            ev["training_processes_cpu_cores"] = own
+        suggestion = (f"Budget the cores: torch.set_num_threads({rec_threads}) (or OMP_NUM_THREADS={rec_threads}) "
+                      f"in each of the {procs} training process{'es' if procs > 1 else ''}"
+                      + (f", and leave cores for the {workers} DataLoader worker{'s' if workers > 1 else ''} "
+                         "of each" if workers else "") + ".")
+        return finding(self, inp, ev, per_step_s=None, source="metadata", suggestion=suggestion,
+                       basis="not estimated: depends on how the threads contend",
+                       measured_from=measured_from(inp, "metadata") + (
+                           "; the training processes' CPU " + measured_from(inp, "samples") if own is not None
+                           else ""))
 
 
-def _busy_outside(ranks: list[RankSummary], cores: int) -> float | None:
-    """Cores the host had busy outside the training processes (mean of the samples: its DataLoader workers
-    and anything else running), None when host or process CPU use was not sampled."""
-    host_pct = [m.mean for r in ranks for m in r.system if m.name == "cpu_system_pct" and m.mean is not None]
-    proc_pct = [next((m.mean for m in r.system if m.name == "cpu_process_pct" and m.mean is not None), None)
-                for r in ranks]
-    if not host_pct or any(p is None for p in proc_pct):
+def _own_cores(ranks: list[RankSummary]) -> float | None:
+    """Cores the training processes themselves kept busy (mean of the sampler's per-process CPU, summed over
+    the host's ranks), None when a rank's CPU use was not sampled. The host-wide figure is not used: on a
+    shared host it counts other tenants."""
+    pct = [next((m.mean for m in r.system if m.name == "cpu_process_pct" and m.mean is not None), None)
+           for r in ranks]
+    if not pct or any(p is None for p in pct):
         return None
-    busy = max(host_pct) / 100 * cores
-    return max(0.0, busy - sum(p or 0.0 for p in proc_pct) / 100)
+    return sum(p or 0.0 for p in pct) / 100
 
 
 class LongFirstSteps:

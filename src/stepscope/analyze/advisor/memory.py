@@ -38,5 +38,6 @@ class MemoryHeadroom:
                 ev: dict[str, float | int | str] = {"rank": r.rank, "peak_bytes": peak, "capacity_bytes": cap,
                                                     "used_share": peak / cap}
                 return finding(self, inp, ev, per_step_s=None, source="steps",
+                               measured_from="from the run's peak GPU memory against the device's capacity",
                                basis="not estimated: the gain of a larger batch depends on the model")
         return None

@@ -152,7 +152,7 @@ def finding_html(fd: Finding, index: int) -> str:
     return (f'<div class="ss-finding" data-rule="{esc(fd.rule_id)}"><h4>{index}. {esc(fd.title)} '
             f'<span class="ss-note mono">[{esc(fd.rule_id)}]</span></h4>'
             f"<div>{esc(fd.explanation)}</div>"
-            f'<div class="ev"><b>evidence</b> ({esc(fd.source)}): {esc(ev)}</div>'
+            f'<div class="ev"><b>evidence</b> ({esc(fd.measured_from or fd.source)}): {esc(ev)}</div>'
             f'<div class="ev"><b>threshold</b>: {esc(fd.threshold)}</div>'
             f"<div><b>try</b>: {esc(fd.suggestion)}</div>"
             f'<div class="ev"><b>{esc(saving_text(fd))}</b> — {esc(fd.saving_basis)}</div></div>')
