@@ -24,7 +24,9 @@ class BenchCommand:
     With --ab, two commands (separated by `--`) are run as N interleaved pairs, A B / B A alternately so that
     drift of the machine hits both alike, and compared with a paired test on the per-pair ratios of median
     step time: the verdict, its interval and the minimum detectable effect are printed (`stepscope diff
-    GROUP:A GROUP:B` shows it again, with every table)."""
+    GROUP:A GROUP:B` shows it again, with every table). It exits 0 whatever the verdict; with --exit-code 1 when B
+    is slower, 2 when the pairs cannot tell (inconclusive), 0 otherwise. A failing run's exit code is returned as
+    is, either way."""
 
     name = "bench"
     help = "run a command N times as one benchmark, or two commands as interleaved A/B pairs (--ab)"

@@ -97,7 +97,11 @@ class DiffCommand:
     BASE and EXP are runs (id, id prefix, name, `latest`, `latest~N`, or a run directory), several runs of one
     side joined by commas (`a,b,c`), a benchmark (`bench-1a2b3c4d`: its runs; `bench-...:A` / `:B`: one side of
     an interleaved `bench --ab`, compared paired), or trace sets (a folder of per-rank Kineto traces, or one
-    trace file), in any mix."""
+    trace file), in any mix.
+
+    Exit status: 0 whatever the verdict (diff reports, as `git diff` does); with --exit-code 1 when slower, 2 when
+    the data cannot tell (inconclusive), 0 when faster or no significant change. 2 also for a mistake in the
+    command (one line says which). The CI gate is `stepscope check`, which exits 0 / 1 / 2 by default."""
 
     name = "diff"
     help = "compare two runs (or trace sets): what changed, and is it real"
