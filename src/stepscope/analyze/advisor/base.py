@@ -56,7 +56,7 @@ class Finding:
     source: str
     """What the evidence comes from: 'steps', 'samples', 'trace', 'ranks' or 'metadata'."""
     measured_from: str = ""
-    """The measurement behind the evidence, in words (:func:`measured_from`): shown with the evidence."""
+    """The measurement behind the evidence, in words (:func:`evidence_source`): shown with the evidence."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -94,10 +94,10 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
     return Finding(rule_id=rule.id, title=title or rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source,
-                   measured_from=measured_from if measured_from is not None else _measured_from(inp, source))
+                   measured_from=measured_from if measured_from is not None else evidence_source(inp, source))
 
 
-def _measured_from(inp: AdvisorInput, source: str) -> str:
+def evidence_source(inp: AdvisorInput, source: str) -> str:
     """What a ``source`` means for this run, in words with its numbers (sample period, traced steps)."""
     if source == "samples":
         period = inp.summary.run.options.get("sample_interval_s")
@@ -116,9 +116,6 @@ def _measured_from(inp: AdvisorInput, source: str) -> str:
     if source == "metadata":
         return "from the run's recorded settings (torch threads, DataLoader arguments), not a timing"
     return f"from the run's {source}"
-
-
-measured_from = _measured_from
 
 
 def cap_saving(inp: AdvisorInput, per_step_s: float | None,

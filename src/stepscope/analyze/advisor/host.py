@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding, measured_from
+from stepscope.analyze.advisor.base import AdvisorInput, Finding, evidence_source, finding
 from stepscope.analyze.run.summary import RankSummary
 
 INPUT_BOUND_SHARE = 0.10
@@ -104,8 +104,8 @@ class CpuOversubscription:
                          "of each" if workers else "") + ".")
         return finding(self, inp, ev, per_step_s=None, source="metadata", suggestion=suggestion,
                        basis="not estimated: depends on how the threads contend",
-                       measured_from=measured_from(inp, "metadata") + (
-                           "; the training processes' CPU " + measured_from(inp, "samples") if own is not None
+                       measured_from=evidence_source(inp, "metadata") + (
+                           "; the training processes' CPU " + evidence_source(inp, "samples") if own is not None
                            else ""))
 
 

@@ -1,0 +1,48 @@
+"""The advice renderers never print a saving or an evidence value that was not measured as a number ("up to
+0 ms", "0 s over the run", "nan"): they say "not measurable"."""
+
+from __future__ import annotations
+
+from stepscope.analyze.advisor import Finding
+from stepscope.report.advice import NOT_MEASURABLE, evidence_text, finding_view, saving_text
+from stepscope.report.terminal import console
+
+
+def _finding(per_step: float | None, total: float | None, **ev: float | int | str) -> Finding:
+    return Finding(rule_id="r", title="T", explanation="E", threshold="X", evidence=dict(ev), suggestion="S",
+                   saving_s_per_step=per_step, saving_s_total=total, saving_basis="b", source="steps",
+                   measured_from="from the step timings of the 7 measured steps (warm-up excluded)")
+
+
+def _text(f: Finding) -> str:
+    c = console(width=200)
+    with c.capture() as cap:
+        c.print(finding_view(f, 1))
+    return cap.get()
+
+
+def test_zero_or_nan_savings_are_not_measurable() -> None:
+    for per_step, total in ((0.0, 0.0), (float("nan"), None), (None, 0.0), (0.0, None)):
+        text = saving_text(_finding(per_step, total))
+        assert text == f"saving {NOT_MEASURABLE}", (per_step, total, text)
+
+
+def test_a_per_step_saving_without_a_total_does_not_print_zero_over_the_run() -> None:
+    text = saving_text(_finding(0.004, None))
+    assert text == f"could save up to 4 ms per step (over the run: {NOT_MEASURABLE})"
+    assert saving_text(_finding(0.004, 0.028)) == "could save up to 4 ms per step (0.028 s over the run)"
+    assert saving_text(_finding(None, 1.5)) == "could save up to 1.5 s per run"
+    assert saving_text(_finding(None, None)) == "saving not estimated"
+
+
+def test_unmeasured_evidence_reads_not_measurable() -> None:
+    assert evidence_text(float("nan")) == NOT_MEASURABLE
+    assert evidence_text(0.25) == "0.25" and evidence_text(3) == "3"
+    out = _text(_finding(0.0, 0.0, data_wait_share_low=float("nan"), data_wait_share=0.4))
+    assert "nan" not in out and "+0" not in out and " 0 ms" not in out
+    assert f"data_wait_share_low={NOT_MEASURABLE}" in out
+
+
+def test_the_evidence_names_its_measurement() -> None:
+    out = _text(_finding(0.004, 0.028, data_wait_share=0.4))
+    assert "evidence (from the step timings of the 7 measured steps (warm-up excluded)): data_wait_share=0.4" in out
