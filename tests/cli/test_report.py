@@ -38,7 +38,7 @@ def test_advise_json_and_terminal(profiled_store: Path, capsys) -> None:  # type
     assert fd["evidence"]["data_wait_share"] >= 0.1 and fd["threshold"] and fd["suggestion"]
     assert main(["advise", "--store", str(profiled_store), "--width", "100"]) == 0
     text = capsys.readouterr().out
-    assert "Training waits for input data" in text and "evidence:" in text
+    assert "Training waits for input data" in text and "evidence (from" in text
     assert main(["show", "--store", str(profiled_store), "--width", "100"]) == 0
     assert "Recommendations" in capsys.readouterr().out
 
