@@ -46,3 +46,10 @@ def test_throughput_is_judged_in_speed_terms() -> None:
     gate = check_metric("samples_per_s", b, e, threshold=0.05, confidence=0.98)
     run = compare_runs(b, e, settings=DiffSettings(confidence=0.98, threshold=0.05), higher_is_better=True)
     assert gate.verdict is MetricVerdict.REGRESSED and run.verdict is Verdict.SLOWER
+
+
+def test_one_run_a_side_cannot_tell_even_when_min_repeats_allows_it() -> None:
+    """`check --min-repeats 1` with one run on a side: no interval, so "cannot tell" with the reason (it raised)."""
+    gate = check_metric("step_time_median_s", [0.1], [0.2, 0.21], threshold=0.05, min_repeats=1)
+    assert gate.verdict is MetricVerdict.CANNOT_TELL
+    assert "the baseline has 1 run(s)" in gate.reason and "need 2" in gate.reason

@@ -145,10 +145,11 @@ def check_metric(metric: str, baseline: Sequence[float | None], candidate: Seque
     check = functools.partial(MetricCheck, metric=metric, lower_is_better=lib, baseline_n=int(b.size),
                               candidate_n=int(c.size), baseline_median=bm, candidate_median=cm, threshold=threshold,
                               confidence=confidence, gated=gated, against=against)
+    need = max(min_repeats, 2)  # one run has no spread of its own: no interval, whatever --min-repeats allows
     short = [f"{side} has {n} run(s) with {metric}" for side, n in (("the baseline", b.size), ("the candidate", c.size))
-             if n < min_repeats]
+             if n < need]
     if short or bm is None or cm is None or not (b > 0).all() or not (c > 0).all():
-        reason = "; ".join(short) + f", need {min_repeats} — repeat with `stepscope bench --repeat N`" if short \
+        reason = "; ".join(short) + f", need {need} — repeat with `stepscope bench --repeat N`" if short \
             else f"{metric} is zero on a run"
         return check(worse=None, worse_low=None, worse_high=None, change=None,
                      verdict=MetricVerdict.CANNOT_TELL, reason=reason)
