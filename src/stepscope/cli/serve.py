@@ -209,11 +209,12 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
                 if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
                     a, _, b = path[len("diffs/"):-len(".html")].partition("--")
                     ids = set(store.index.run_ids())
-                    if a not in ids or b not in ids:
+                    runs = [*a.split(","), *b.split(",")]  # a side is a run or a commit's group of runs
+                    if not all(i in ids for i in runs):
                         return 404, b"no diff for these runs"
-                    if store.links_leaving(a) or store.links_leaving(b):
+                    if any(store.links_leaving(i) for i in runs):
                         return 403, b"this run has links leaving the store: not served"
-                    body = cache.run_page(stamp_of(store, a, b), lambda: (html.encode() if (
+                    body = cache.run_page((a, b, *stamp_of(store, *runs)), lambda: (html.encode() if (
                         html := render_diff_page(store, a, b)) else None))
                     return (200, body) if body else (404, b"no diff for these runs")
                 if path.startswith("runs/") and path.endswith(".html"):
