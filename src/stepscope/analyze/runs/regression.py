@@ -15,8 +15,9 @@ against the baseline window's runs, which pools the runs of several earlier comm
   improvement reaches the threshold; otherwise NO_SIGNIFICANT_CHANGE — which does not prove there is no change,
   only that these repeats cannot show one beyond the noise (``mde`` says the smallest change they detect with
   80% power);
-- CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3) runs with the metric, and when no
-  regression is shown but the MDE (80% power at the gate's level) exceeds the threshold: PASS means "a
+- CANNOT_TELL when either side has fewer than ``min_repeats`` (default 3; at least 2: one run has no interval)
+  runs with the metric, and when neither a regression of the threshold's size nor an improvement is shown but the
+  MDE (80% power at the gate's level) exceeds the threshold: PASS means "a
   regression of the tolerated size would have been seen", so repeats too noisy to see one cannot pass. The
   reason names the MDE, each side's run-to-run spread and the runs a side that would decide at that spread.
 
