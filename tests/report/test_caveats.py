@@ -44,8 +44,9 @@ def _flat(text: str) -> str:
 
 
 def test_the_end_of_run_summary_opens_with_the_noise_caveat(tmp_path: Path) -> None:
-    # steps alternating 10 and 20 ms: a robust step-time CV near 0.5, far above the 15% threshold
-    run_dir, err = _observed(tmp_path, "0.01,0.02", 30)
+    # steps cycling 10, 20 and 40 ms: a robust (MAD) step-time CV near 0.74 whatever the warm-up leaves, far above
+    # the 15% threshold (two alternating values would give a MAD of 0 or of their gap, by the parity of the count)
+    run_dir, err = _observed(tmp_path, "0.01,0.02,0.04", 30)
     q = measurement_quality(read_run(run_dir), warmup=RunAnalysis(read_run(run_dir)).summary.headline.warmup_steps)
     assert q.noisy and q.step_cv is not None
     summary = err[err.index("stepscope"):]
@@ -65,7 +66,7 @@ def test_a_quiet_verdict_adds_no_line_and_a_noisy_one_does(tmp_path: Path) -> No
 def test_the_notebook_overview_carries_the_caveat(tmp_path: Path) -> None:
     from stepscope.notebook.run import run_repr_html
 
-    run_dir, _ = _observed(tmp_path, "0.01,0.02", 30)
+    run_dir, _ = _observed(tmp_path, "0.01,0.02,0.04", 30)
     ra = RunAnalysis(read_run(run_dir))
     assert ra.quality.noisy
     assert html.escape(ra.quality.headline()) in run_repr_html(ra)

@@ -58,10 +58,15 @@ def unreadable_trace(rank: int, rel: str, why: object) -> str:
     return f"rank {rank}: trace artifact {rel} could not be read: {why} — that rank's kernel analyses skipped"
 
 
+MISFIT_LINES = 3
+"""Past this many imported ranks that do not fit the run, their notes are said in one line."""
+
+
 def load_traces(data: RunData) -> RunTraces:
     """Every trace artifact of the run, parsed; a missing or unreadable one is a line in ``problems``."""
     tables: dict[int, EventTable] = {}
     problems = []
+    misfits: list[tuple[int, str]] = []
     for rank, rel in sorted(trace_artifacts(data).items()):
         path = Path(data.path) / rel
         if not path.is_file():
@@ -75,5 +80,11 @@ def load_traces(data: RunData) -> RunTraces:
             problems.append(unreadable_trace(rank, rel, e))
         misfit = path.with_name(path.name.split(".")[0] + ".misfit.txt")  # app/importfit.py's note_path
         if misfit.is_file():  # `stepscope import --accept-misfit` attached a trace that does not fit the run
-            problems.append(misfit.read_text(encoding="utf-8", errors="replace").strip())
+            misfits.append((rank, misfit.read_text(encoding="utf-8", errors="replace").strip()))
+    if len(misfits) > MISFIT_LINES:  # a whole imported job: one line, not one per rank
+        ranks = [r for r, _ in misfits]
+        problems.append(f"{len(misfits)} imported ranks ({min(ranks)} to {max(ranks)}) do not fit the run; the "
+                        f"first: {misfits[0][1]}")
+    else:
+        problems.extend(note for _, note in misfits)
     return RunTraces(tables=tables, problems=tuple(problems))
