@@ -100,9 +100,10 @@ def test_load_change_between_single_runs_is_inconclusive_with_the_loads(
     b, e = load["baseline"], load["experiment"]
     assert e["latency_ms"] > 1.5 * b["latency_ms"]
     assert load["shift_log"] == pytest.approx(-math.log(1 - e["wait_share"] * (1 - b["latency_ms"] / e["latency_ms"])))
-    # the reproduction: the hogged run is slower by more than the floor alone allows (the old verdict: "slower")
+    # the reproduction: the hogged run is slower by more than the old fixed 5% floor allowed (its verdict: "slower";
+    # the single-run floor may now be wider by itself, from the runs' own spread or a saturated host)
+    assert math.log(ch["ratio"]) > Z995 * 0.05 * math.sqrt(2), (ch["ratio"], doc["noise_floor"])
     floor = doc["noise_floor"]
-    assert math.log(ch["ratio"]) > Z995 * floor["sigma_log"] * math.sqrt(2), (ch["ratio"], floor)
     # the fix: inconclusive, naming both loads and what to do
     assert ch["verdict"] == "inconclusive" and doc["verdict"] == "inconclusive"
     assert ch["note"].startswith("inconclusive: the machines' load differed (the training thread, A: waited "), \
