@@ -87,10 +87,13 @@ def peak_for(device_name: str | None, precision: str | None) -> tuple[float, str
 
 
 def precision_of(by_dtype: dict[str, Any], tf32: bool) -> str | None:
-    """The precision of the dtype holding most of the counted FLOPs."""
-    if not by_dtype:
+    """The precision of the dtype holding most of the counted FLOPs (None: no dtype with a count; a damaged record's
+    non-numeric counts are ignored)."""
+    counts = {k: float(v) for k, v in by_dtype.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
+        if isinstance(by_dtype, dict) else {}
+    if not counts:
         return None
-    dtype = max(by_dtype, key=lambda k: float(by_dtype[k]))
+    dtype = max(counts, key=counts.__getitem__)
     if dtype in ("bfloat16", "float16"):
         return "bf16" if dtype == "bfloat16" else "fp16"
     if dtype == "float32":
