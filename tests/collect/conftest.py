@@ -18,7 +18,9 @@ def region_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     ``STEPSCOPE_PURE_REGION`` set to match, for the processes a test starts."""
     cls = regions.PyRegion if request.param == "python" else regions.CRegion
     assert cls is not None
-    monkeypatch.setattr(regions, "region", cls)
+    # stepscope's API attributes load on first use: patch it first, so the value restored afterwards is the real
+    # default, not the one patched into regions a line later
     monkeypatch.setattr(stepscope, "region", cls)
+    monkeypatch.setattr(regions, "region", cls)
     monkeypatch.setenv(regions.ENV_PURE, "1" if request.param == "python" else "")
     return cls
