@@ -17,13 +17,12 @@ from benchmarks._hotpath import count_calls, measure, process_calls
 
 from stepscope.collect.core.buffers import STEP_COLS, Buffers
 
-STEP_PY_CALLS = 27
-"""Budget of stepscope Python calls per DataLoader + Linear + SGD step (25.0 at the time of writing: each hook's
+STEP_PY_CALLS = 23
+"""Budget of stepscope Python calls per DataLoader + Linear + SGD step (21.2 at the time of writing: each hook's
 one body and the shared definitions it calls: Session.add_fetch and mark_step, nesting's enter and own_time three
-times each, batch_size, the new StepState, the optimizer hooks' caller frame twice; 8.0 while the bodies were
-hand-inlined copies, 39 before issue 20)."""
-STEP_C_CALLS = 33
-"""Budget of C calls made by stepscope code per step (31.0 at the time of writing; 12.0 with the inlined copies,
+times each, batch_size, the new StepState; 8.0 while the bodies were hand-inlined copies, 39 before issue 20)."""
+STEP_C_CALLS = 29
+"""Budget of C calls made by stepscope code per step (27.2 at the time of writing; 12.0 with the inlined copies,
 56 before issue 20)."""
 PROCESS_PY_CALLS = 28
 """Budget of Python calls per step of the whole process, hooked minus bare, for each issue-20 script (22.0-26.2 at
