@@ -49,6 +49,8 @@ def test_a_run_that_lost_records_is_partial_everywhere(store: Path, tmp_path: Pa
     assert [(row["status"], row["partial"], row["records_lost"]) for row in rows] == [("completed", True, lost)]
     assert label in _cli(store, "ls").stdout  # before: "completed" and nothing else
     assert f"partial ({lost} record" in _cli(store, "show", "latest").stdout
+    shown = json.loads(_cli(store, "show", "latest", "--json").stdout)
+    assert (shown["partial"], shown["records_lost"]) == (True, lost)  # before: neither field in show --json
 
     opened = open_store(store)
     [run_id] = opened.index.run_ids()
@@ -66,6 +68,8 @@ def test_a_run_that_lost_nothing_is_not_partial_and_a_damaged_line_makes_it_part
     [row] = json.loads(_cli(store, "ls", "--json").stdout)
     assert (row["status"], row["partial"], row["records_lost"]) == ("completed", False, 0)
     assert "partial" not in _cli(store, "ls").stdout and "partial" not in _cli(store, "show").stdout
+    shown = json.loads(_cli(store, "show", "--json").stdout)
+    assert (shown["partial"], shown["records_lost"]) == (False, 0)
     [path] = _rank_files(store)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[1] = b'{"kind": "steps", "cols": 5}\n'  # a damaged record: the reader skips it

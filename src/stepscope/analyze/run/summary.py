@@ -103,7 +103,8 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["run"]["status"] = self.run.status.value
-        return {"schema": SUMMARY_SCHEMA, **_clean(d)}
+        lost = records_lost(n for r in self.ranks for n in r.notes)  # as ls --json says it
+        return {"schema": SUMMARY_SCHEMA, **_clean(d), "partial": lost > 0, "records_lost": lost}
 
 
 def _clean(obj: Any) -> Any:
