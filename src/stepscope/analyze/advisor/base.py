@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from stepscope.analyze.advisor.changes import Change
 from stepscope.analyze.advisor.commfacts import CommFacts
 from stepscope.analyze.advisor.tracefacts import TraceFacts
 from stepscope.analyze.run.summary import RankSummary, RunSummary
@@ -57,6 +58,9 @@ class Finding:
     """What the evidence comes from: 'steps', 'samples', 'trace', 'ranks' or 'metadata'."""
     measured_from: str = ""
     """The measurement behind the evidence, in words (:func:`evidence_source`): shown with the evidence."""
+    change: Change | None = None
+    """The suggestion as a setting stepscope can apply without editing the code (``advise --verify``, ``tune``);
+    None: the remedy needs a code change and is never applied automatically."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -81,7 +85,7 @@ class Rule(Protocol):
 
 def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str], *, per_step_s: float | None,
             total_s: float | None = None, basis: str, source: str, suggestion: str | None = None,
-            title: str | None = None, measured_from: str | None = None) -> Finding:
+            title: str | None = None, measured_from: str | None = None, change: Change | None = None) -> Finding:
     """A Finding from a rule's class attributes (``suggestion`` / ``title`` override them where the evidence
     calls for other advice); the total defaults to per-step × measured steps. Both are capped by what the run
     measured (:func:`cap_saving`). ``measured_from`` defaults to the words for ``source``."""
@@ -94,7 +98,8 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
     return Finding(rule_id=rule.id, title=title or rule.title, explanation=rule.explanation, threshold=rule.threshold,
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source,
-                   measured_from=measured_from if measured_from is not None else evidence_source(inp, source))
+                   measured_from=measured_from if measured_from is not None else evidence_source(inp, source),
+                   change=change)
 
 
 def evidence_source(inp: AdvisorInput, source: str) -> str:

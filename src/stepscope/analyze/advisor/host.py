@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, evidence_source, finding
+from stepscope.analyze.advisor.changes import Change
 from stepscope.analyze.run.summary import RankSummary
 
 INPUT_BOUND_SHARE = 0.10
@@ -47,7 +48,8 @@ class InputBound:
             ev["dataloader_num_workers"] = ", ".join(str(w) for w in workers)
         return finding(self, inp, ev, per_step_s=wait.mean_ns / 1e9 if wait.mean_ns is not None else None,
                        source="steps",
-                       basis="all data wait hidden behind compute (upper bound)")
+                       basis="all data wait hidden behind compute (upper bound)",
+                       change=_workers_change(inp, worst, workers))
 
 
 class CpuOversubscription:
@@ -104,9 +106,30 @@ class CpuOversubscription:
                          "of each" if workers else "") + ".")
         return finding(self, inp, ev, per_step_s=None, source="metadata", suggestion=suggestion,
                        basis="not estimated: depends on how the threads contend",
+                       change=Change("threads", "intra", rec_threads, f"torch.set_num_threads({rec_threads})"),
                        measured_from=evidence_source(inp, "metadata") + (
                            "; the training processes' CPU " + evidence_source(inp, "samples") if own is not None
                            else ""))
+
+
+MAX_SUGGESTED_WORKERS = 4
+"""More workers than this rarely pay on one rank; tune searches further."""
+
+
+def _workers_change(inp: AdvisorInput, r: RankSummary, workers: list[int]) -> Change | None:
+    """More DataLoader workers as a change the torch hooks apply at construction: from 0 to the cores each
+    process can have (at most :data:`MAX_SUGGESTED_WORKERS`), else double the most used, within the cores.
+    None where no torch DataLoader was recorded (tf.data, a hand-written loop: a code change)."""
+    if not workers:
+        return None
+    cores = inp.summary.run.host.cpu_cores_logical or 1
+    procs = max(1, sum(1 for x in inp.summary.ranks if x.host == r.host))
+    per_proc = max(1, cores // procs)
+    now = max(workers)
+    n = max(1, min(MAX_SUGGESTED_WORKERS, per_proc)) if now == 0 else min(2 * now, per_proc)
+    if n <= now:
+        return None
+    return Change("loader", "num_workers", n, f"DataLoader num_workers={n}")
 
 
 def _own_cores(ranks: list[RankSummary]) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from stepscope.analyze.advisor.base import AdvisorInput, Finding, finding
+from stepscope.analyze.advisor.changes import Change
 
 HEADROOM_USED_SHARE = 0.50
 
@@ -39,5 +40,23 @@ class MemoryHeadroom:
                                                     "used_share": peak / cap}
                 return finding(self, inp, ev, per_step_s=None, source="steps",
                                measured_from="from the run's peak GPU memory against the device's capacity",
-                               basis="not estimated: the gain of a larger batch depends on the model")
+                               basis="not estimated: the gain of a larger batch depends on the model",
+                               change=_batch_change(inp))
         return None
+
+
+BATCH_PARAMS = ("batch_size", "batch-size", "bs")
+
+
+def _batch_change(inp: AdvisorInput) -> Change | None:
+    """Twice the batch as a parameter of the command line, where the run names one (``--param batch_size=N``);
+    None otherwise (the batch size is in the code)."""
+    params = inp.summary.run.params
+    key = next((k for k in BATCH_PARAMS if k in params), None)
+    if key is None:
+        return None
+    try:
+        n = int(params[key])
+    except ValueError:
+        return None
+    return Change("param", key, 2 * n, f"{key}={2 * n}") if n > 0 else None
