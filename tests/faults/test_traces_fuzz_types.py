@@ -157,7 +157,8 @@ def _outcome(path: Path, reader: str, block: int | None) -> EventTable | str:
 def _same(a: EventTable | str, b: EventTable | str) -> bool:
     if isinstance(a, str) or isinstance(b, str):
         return a == b
-    return (a.names, a.cats, a.shapes, a.colls, a.meta) == (b.names, b.cats, b.shapes, b.colls, b.meta) and all(
+    return (a.names, a.cats, a.shapes, a.colls, a.optypes, a.meta) == (b.names, b.cats, b.shapes, b.colls, b.optypes,
+                                                                       b.meta) and all(
         a.cols[k].tobytes() == b.cols[k].tobytes() for k in b.cols)
 
 

@@ -35,7 +35,8 @@ FIXTURES = sorted(p for p in TRACES.glob("*/*.json*"))
 
 
 def assert_same(c: EventTable, py: EventTable) -> None:
-    assert (c.names, c.cats, c.shapes, c.colls, c.meta) == (py.names, py.cats, py.shapes, py.colls, py.meta)
+    assert (c.names, c.cats, c.shapes, c.colls, c.optypes, c.meta) == (py.names, py.cats, py.shapes, py.colls,
+                                                                       py.optypes, py.meta)
     assert list(c.cols) == list(py.cols)
     for key, col in py.cols.items():
         assert c.cols[key].dtype == col.dtype, key

@@ -32,7 +32,8 @@ def _assert_same(a: EventTable, b: EventTable) -> None:
     assert sorted(a.cols) == sorted(b.cols)
     for k in a.cols:
         assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), k
-    assert (a.names, a.cats, a.shapes, a.colls, a.meta) == (b.names, b.cats, b.shapes, b.colls, b.meta)
+    assert (a.names, a.cats, a.shapes, a.colls, a.optypes, a.meta) == (b.names, b.cats, b.shapes, b.colls, b.optypes,
+                                                                       b.meta)
     assert sorted(a.flows) == sorted(b.flows)
     for k in a.flows:
         assert np.array_equal(a.flows[k], b.flows[k]), k

@@ -175,24 +175,28 @@ class EventTable(ColumnTable):
         "block_threads": Column("int64", "threads", "kernel launch: block size (product of dims)", -1),
         "shape": Column("int32", "", "code into shapes (operator input dims as JSON)", -1),
         "coll": Column("int32", "", "code into colls (communication kernels' collective args)", -1),
+        "optype": Column("int32", "", "code into optypes (operator Input type and Concrete Inputs as JSON)", -1),
     }
-    __slots__ = ("cats", "colls", "flows", "meta", "names", "shapes")
+    __slots__ = ("cats", "colls", "flows", "meta", "names", "optypes", "shapes")
 
     def __init__(self, cols: Mapping[str, Array], *, names: tuple[str, ...], cats: tuple[str, ...],
                  shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None,
-                 colls: tuple[CollectiveArgs, ...] = ()) -> None:
+                 colls: tuple[CollectiveArgs, ...] = (), optypes: tuple[str, ...] = ()) -> None:
         super().__init__(cols)
         self.names = names
         self.cats = cats
         self.shapes = shapes
         self.colls = colls
+        self.optypes = optypes
+        """``[Input type, Concrete Inputs]`` of operators as compact JSON (either null where not recorded)."""
         self.meta = meta
         self.flows: dict[str, Array] = dict(flows or {})
         tables: tuple[tuple[str, tuple[Any, ...]], ...] = (("name", names), ("cat", cats), ("shape", shapes),
-                                                           ("coll", colls))
+                                                           ("coll", colls), ("optype", optypes))
         for col, table in tables:
             codes = self.cols[col]
-            if len(codes) and (codes.max() >= len(table) or codes.min() < (-1 if col in ("shape", "coll") else 0)):
+            lowest = -1 if col in ("shape", "coll", "optype") else 0
+            if len(codes) and (codes.max() >= len(table) or codes.min() < lowest):
                 raise ValueError(f"EventTable.{col}: code outside its dictionary of {len(table)} strings")
 
     @classmethod
@@ -202,12 +206,13 @@ class EventTable(ColumnTable):
 
     def _copy_extra(self, new: Any) -> None:
         new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
-        new.colls = self.colls
+        new.colls, new.optypes = self.colls, self.optypes
 
     def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
         """kind -> its EventKind name (lower case), name/cat/shape -> their strings, coll -> collective name."""
         return {"kind": ("kind", EVENT_KIND_NAMES), "name": ("name", self.names), "cat": ("cat", self.cats),
-                "shape": ("shape", self.shapes), "coll": ("collective", tuple(c.name for c in self.colls))}
+                "shape": ("shape", self.shapes), "coll": ("collective", tuple(c.name for c in self.colls)),
+                "optype": ("optype", self.optypes)}
 
     @property
     def end_ns(self) -> Array:

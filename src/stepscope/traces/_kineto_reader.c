@@ -218,15 +218,15 @@ static void intern_free(Intern *t) {
 
 enum {
     C_TS, C_DUR, C_CAT, C_NAME, C_PID, C_TID, C_CORR, C_EXT, C_STREAM, C_DEVICE, C_BYTES, C_FLAGS,
-    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG,
+    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG, C_OPT,
     F_ID, F_START, F_TS, F_PID, F_TID, N_COLS
 };
 static const char *const COL_NAMES[N_COLS] = {
     "ts", "dur", "cat", "name", "pid", "tid", "correlation", "external_id", "stream", "device", "bytes", "flags",
-    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong",
+    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong", "optype",
     "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid"};
-enum { T_NAME, T_CAT, T_DIMS, T_COLL, N_TABLES };
-static const char *const TABLE_NAMES[N_TABLES] = {"name", "cat", "dims", "coll"};
+enum { T_NAME, T_CAT, T_DIMS, T_COLL, T_OPT, N_TABLES };
+static const char *const TABLE_NAMES[N_TABLES] = {"name", "cat", "dims", "coll", "optype"};
 
 /* ---------------------------------------------------------------- one event's fields */
 
@@ -257,6 +257,7 @@ typedef struct {
     int dims_depth; /* levels of lists in Input Dims: past DIMS_MAX_LEVELS its text is "null", as orjson.dumps fails */
     int has_coll;
     Span coll[NUM_COLL];
+    Span opt[2]; /* raw JSON of "Input type" and "Concrete Inputs" (s NULL where absent) */
     uint16_t wrong; /* W_* bits: a value of the wrong type (an array or object) read as not measured */
 } Ev;
 
@@ -847,7 +848,8 @@ static int key_is(const Span *k, const char *name) {
 
 enum {
     K_PH, K_TS, K_DUR, K_CAT, K_NAME, K_PID, K_TID, K_ARGS, K_ID,
-    A_CORR, A_EXT, A_STREAM, A_DEVICE, A_BYTES, A_BPSM, A_WPSM, A_OCC, A_GRID, A_BLOCK, A_DIMS, A_COLL0
+    A_CORR, A_EXT, A_STREAM, A_DEVICE, A_BYTES, A_BPSM, A_WPSM, A_OCC, A_GRID, A_BLOCK, A_DIMS, A_ITYPE, A_CONCRETE,
+    A_COLL0
 };
 
 static int seen_once(Ev *ev, int key) {
@@ -882,7 +884,8 @@ static int parse_args(Cur *c, Ev *ev) {
         case 4: key = key_is(&k, "grid") ? A_GRID : -1; break;
         case 5: key = key_is(&k, "bytes") ? A_BYTES : key_is(&k, "block") ? A_BLOCK : -1; break;
         case 6: key = key_is(&k, "stream") ? A_STREAM : key_is(&k, "device") ? A_DEVICE : -1; break;
-        case 10: key = key_is(&k, "Input Dims") ? A_DIMS : -1; break;
+        case 10: key = key_is(&k, "Input Dims") ? A_DIMS : key_is(&k, "Input type") ? A_ITYPE : -1; break;
+        case 15: key = key_is(&k, "Concrete Inputs") ? A_CONCRETE : -1; break;
         case 11: key = key_is(&k, "correlation") ? A_CORR : key_is(&k, "External id") ? A_EXT : -1; break;
         case 12: key = key_is(&k, "warps per SM") ? A_WPSM : -1; break;
         case 13: key = key_is(&k, "blocks per SM") ? A_BPSM : -1; break;
@@ -936,6 +939,16 @@ static int parse_args(Cur *c, Ev *ev) {
             break;
         }
         case -1: CHECK(skip_value(c, 3)); break;
+        case A_ITYPE:
+        case A_CONCRETE: { /* raw JSON, parsed by orjson per distinct pair (stepscope.traces.compiled) */
+            WS(c);
+            const char *start = c->p;
+            CHECK(skip_value(c, 3));
+            Span *s = &ev->opt[key - A_ITYPE];
+            s->s = start;
+            s->n = (size_t)(c->p - start);
+            break;
+        }
         default: { /* a collective arg: its raw JSON, parsed by orjson per distinct key */
             WS(c);
             const char *start = c->p;
@@ -1027,7 +1040,7 @@ static int commit(Builder *b, Ev *ev) {
         b->dropped++;
         return ST_OK;
     }
-    int32_t cat, name, dims = -1, coll = -1;
+    int32_t cat, name, dims = -1, coll = -1, opt = -1;
     CHECK(intern_span(b, T_CAT, &ev->cat, ev->has_cat, &cat));
     CHECK(intern_span(b, T_NAME, &ev->name, ev->has_name, &name));
     if (ev->has_dims) {
@@ -1047,6 +1060,19 @@ static int commit(Builder *b, Ev *ev) {
         int64_t r = intern(&b->tables[T_COLL], k->p, k->n);
         if (r < 0) return ST_ERR;
         coll = (int32_t)r;
+    }
+    if (ev->opt[0].s || ev->opt[1].s) { /* [Input type, Concrete Inputs], null where absent */
+        Buf *k = &b->scratch;
+        k->n = 0;
+        if (buf_put(k, "[", 1)) return ST_ERR;
+        for (int i = 0; i < 2; i++) {
+            if (i && buf_put(k, ",", 1)) return ST_ERR;
+            if (ev->opt[i].s ? buf_put(k, ev->opt[i].s, ev->opt[i].n) : buf_put(k, "null", 4)) return ST_ERR;
+        }
+        if (buf_put(k, "]", 1)) return ST_ERR;
+        int64_t r = intern(&b->tables[T_OPT], k->p, k->n);
+        if (r < 0) return ST_ERR;
+        opt = (int32_t)r;
     }
     PUSH(C_TS, int64_t, us_to_ns(ev->ts));
     PUSH(C_DUR, int64_t, (int64_t)rint(ev->dur * 1000.0));
@@ -1068,6 +1094,7 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_DIMS, int32_t, dims);
     PUSH(C_COLL, int32_t, coll);
     PUSH(C_WRONG, uint16_t, ev->wrong);
+    PUSH(C_OPT, int32_t, opt);
     b->count++;
     return ST_OK;
 }
@@ -1272,7 +1299,7 @@ static PyObject *builder_strings(Builder *self, PyObject *name) {
     for (uint32_t code = 0; code < t->count; code++) {
         size_t n;
         const char *s = intern_str(t, code, &n);
-        PyObject *v = i == T_COLL ? PyBytes_FromStringAndSize(s, (Py_ssize_t)n)
+        PyObject *v = i == T_COLL || i == T_OPT ? PyBytes_FromStringAndSize(s, (Py_ssize_t)n)
                                   : PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, NULL);
         if (!v) {
             Py_DECREF(out);
@@ -1390,7 +1417,7 @@ PyMODINIT_FUNC PyInit__kineto_reader(void) {
     if (!TooDeep || PyModule_AddObject(m, "TooDeep", TooDeep) < 0) return NULL;
     /* 3: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32), a "wrong"
      * column of type bits, and counts() gives the strings cut */
-    if (PyModule_AddIntConstant(m, "LAYOUT", 3) < 0) return NULL;
+    if (PyModule_AddIntConstant(m, "LAYOUT", 4) < 0) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) return NULL;
     return m;

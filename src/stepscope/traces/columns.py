@@ -62,7 +62,8 @@ class _DictArgs:
 
 _ATTR = {"correlation": "correlation", "External id": "external_id", "stream": "stream", "device": "device",
          "bytes": "bytes", "blocks per SM": "blocks_per_sm", "warps per SM": "warps_per_sm",
-         "est. achieved occupancy %": "occupancy", "grid": "grid", "block": "block", "Input Dims": "input_dims"}
+         "est. achieved occupancy %": "occupancy", "grid": "grid", "block": "block", "Input Dims": "input_dims",
+         "Input type": "input_type", "Concrete Inputs": "concrete_inputs"}
 _COLL_ATTRS = attrgetter("coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "group_ranks", "group_name",
                          "src_rank", "dst_rank")
 
@@ -200,6 +201,7 @@ class ChunkColumns:
         self.cat_codes: dict[str, int] = {}
         self.shape_codes: dict[str, int] = {}
         self.coll_codes: dict[tuple[Any, ...], int] = {}
+        self.optype_codes: dict[str, int] = {}
         self.parts: dict[str, list[Array]] = defaultdict(list)
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
         self.dropped = 0
@@ -301,6 +303,7 @@ class ChunkColumns:
         }
         cols.update(self._gpu_columns(kind, args, n, cols["tid"], acc))
         cols["shape"] = self._shape_column(kind, args, n, acc)
+        cols["optype"] = self._optype_column(kind, args, n, acc)
         for k, v in cols.items():
             self.parts[k].append(v)
 
@@ -364,6 +367,17 @@ class ChunkColumns:
             out[np.asarray([i for i, _ in have])] = self._codes(self.shape_codes, texts)
         return out
 
+    def _optype_column(self, kind: Array, args: Sequence[Any], n: int, acc: _Access) -> Array:
+        """Operators' ``[Input type, Concrete Inputs]`` as compact JSON (:func:`optype_text`), -1 where neither."""
+        out = np.full(n, -1, np.int32)
+        oi = np.flatnonzero(kind == EventKind.CPU_OP).tolist()
+        sel = [args[i] for i in oi]
+        pairs = zip(oi, acc.col(sel, "Input type", None), acc.col(sel, "Concrete Inputs", None), strict=True)
+        have = [(i, t) for i, a, b in pairs if (a is not None or b is not None) and (t := optype_text(a, b))]
+        if have:
+            out[np.asarray([i for i, _ in have])] = self._codes(self.optype_codes, [t for _, t in have])
+        return out
+
     def _add_flows(self, fields: list[tuple[Any, ...]]) -> None:
         """Flow events' fields, one sequence each: ph, ts, pid, tid, id."""
         ph, ts, pid, tid, ids = fields
@@ -401,7 +415,18 @@ class ChunkColumns:
         _fill_correlation_from_flows(cols, flows)
         return EventTable(cols, names=tuple(map(str, self.name_codes)), cats=tuple(map(str, self.cat_codes)),
                           shapes=tuple(self.shape_codes), meta=meta, flows=flows,
-                          colls=tuple(map(collective_args, self.coll_codes)))
+                          colls=tuple(map(collective_args, self.coll_codes)), optypes=tuple(self.optype_codes))
+
+
+def optype_text(types: Any, concrete: Any) -> str | None:
+    """``[Input type, Concrete Inputs]`` as compact JSON; None where both are absent or a value cannot be written
+    (an integer beyond 64 bits: damage, as for Input Dims)."""
+    if types is None and concrete is None:
+        return None
+    try:
+        return orjson.dumps([types, concrete]).decode()
+    except TypeError:
+        return None
 
 
 def _joined(parts: list[Array]) -> Array:

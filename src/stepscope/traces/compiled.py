@@ -25,12 +25,13 @@ import numpy.typing as npt
 import orjson
 
 from stepscope.model.events import EventKind, category_kind
-from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns
+from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns, optype_text
 from stepscope.traces.jsonstream import TOO_DEEP, ByteReader, JsonShapeError, TraceEventSplitter
 
-LAYOUT = 3
+LAYOUT = 4
 """The column layout this module reads (the extension's ``LAYOUT``; 3: the table's types, the ``wrong`` bits and
-the count of cut strings). A build of older C source reads as not built, never as wrong columns."""
+the count of cut strings; 4: operators' Input type and Concrete Inputs). A build of older C source reads as not
+built, never as wrong columns."""
 
 try:
     from stepscope.traces import _kineto_reader
@@ -139,6 +140,7 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     out.wrong_types = _wrong_types(col("wrong", np.uint16), kind)
     cols.update(_gpu_columns(builder, kind, cols["tid"], out))
     cols["shape"] = _shape_column(builder, kind, out)
+    cols["optype"] = _optype_column(builder, kind, out)
     for k, v in cols.items():
         out.parts[k].append(v)
     return out
@@ -206,6 +208,28 @@ def _shape_column(builder: _kineto_reader.Builder, kind: Array, out: ChunkColumn
         table = out.shape_codes
         shape[si] = _first_seen_map(shape[si], lambda c: table.setdefault(texts[c], len(table)))
     return shape
+
+
+def _optype_column(builder: _kineto_reader.Builder, kind: Array, out: ChunkColumns) -> Array:
+    """As ``ChunkColumns._optype_column``: each distinct raw ``[Input type, Concrete Inputs]`` read by orjson and
+    written as :func:`~stepscope.traces.columns.optype_text` does (-1 where that gives none)."""
+    opt = np.frombuffer(memoryview(builder.take("optype")), dtype=np.int32)
+    opt[kind != EventKind.CPU_OP] = -1
+    oi = np.flatnonzero(opt >= 0)
+    if oi.size:
+        raw: list[bytes] = builder.strings("optype")
+        table = out.optype_codes
+
+        def code(c: int) -> int:
+            try:
+                types, concrete = orjson.loads(raw[c])
+            except orjson.JSONDecodeError:  # an integer beyond 64 bits: no text, as the Python path
+                return -1
+            text = optype_text(types, concrete)
+            return -1 if text is None else table.setdefault(text, len(table))
+
+        opt[oi] = _first_seen_map(opt[oi], code)
+    return opt
 
 
 def _first_seen_map(raw: Array, code_of: Any) -> Array:

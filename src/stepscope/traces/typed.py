@@ -46,6 +46,8 @@ if msgspec is not None:
         grid: Any = None
         block: Any = None
         input_dims: Any = msgspec.field(default=None, name="Input Dims")
+        input_type: Any = msgspec.field(default=None, name="Input type")
+        concrete_inputs: Any = msgspec.field(default=None, name="Concrete Inputs")
         coll_name: Any = msgspec.field(default=UNSET, name="Collective name")
         in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
         out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
