@@ -14,6 +14,8 @@ ENV_BOOT = "STEPSCOPE_BOOT_DIR"
 ENV_DISABLE = "STEPSCOPE_DISABLE"
 ENV_DATABENCH = "STEPSCOPE_DATABENCH"
 """Set by `stepscope data-bench` to its spec (collect/torch/databench.py); the bench is installed only then."""
+ENV_OVERRIDES = "STEPSCOPE_OVERRIDES"
+"""JSON of the DataLoader / thread settings `advise --verify` and `tune` apply (collect/torch/overrides.py)."""
 
 AUTO_SKIP = -1
 """``profile_skip`` value meaning: place the window after the automatic warm-up (see collect/torch/window.py)."""
