@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stepscope.collect.core import nesting
-from stepscope.collect.core.options import ENV_DATABENCH
+from stepscope.collect.core.options import ENV_DATABENCH, ENV_OVERRIDES
 from stepscope.collect.core.session import Session
 from stepscope.collect.core.undo import UNDO
 
@@ -45,6 +45,8 @@ def install_torch_hooks(session: Session) -> None:
         parts.append(("memory-snapshot", lambda: snapshot(session)))
     if o.mlflow:
         parts.append(("mlflow", lambda: _install_part("torch.mlflowrun", "install_mlflow_probe")(session)))
+    if os.environ.get(ENV_OVERRIDES):  # last: the loader hooks' self-check builds a DataLoader of its own
+        parts.append(("overrides", lambda: _install_overrides(session)))
     installed: list[str] = []
     refused: dict[str, str] = {}
     for name, install in parts:
@@ -66,6 +68,13 @@ def install_torch_hooks(session: Session) -> None:
         import torch
 
         note("torch", getattr(torch, "__version__", None), installed=installed, refused=refused)
+
+
+def _install_overrides(session: Session) -> tuple[str, None] | None:
+    from stepscope.collect.torch.overrides import install_overrides
+
+    name = install_overrides(session, UNDO)
+    return (name, None) if name else None
 
 
 def _install_part(module: str, function: str) -> Callable[..., object]:
