@@ -12,8 +12,8 @@ API (stable; the dashboard builds on it)
     A series with its own ``x`` is joined with the others on the union of x values and drawn continuous
     (only a ``None`` it holds itself is a gap). ``smooth``: ``None`` decides from the data (a rolling median
     when the values are spiky), ``0`` never, ``n > 1`` a centred rolling median of ``n`` points drawn as the
-    line with the raw values faint behind it; the y range follows the median, so spikes are clipped.
-    ``spread``: ± values shaded around the line (std). ``stacked``: stacked areas.
+    line with the raw values faint behind it. ``spread``: ± values shaded around the line (std).
+    ``stacked``: stacked areas.
     ``shades``: ``Band(x0, x1, label)`` shaded x intervals; ``rules``: ``Mark(x, label)`` dashed verticals.
 ``Axis(title, unit="", log=0, min=None, max=None, ticks_at_data=False, labels=None)``
     ``title`` in words (no unit: the chart adds the display unit it picks, "step time (ms)");
@@ -35,6 +35,11 @@ Units (``Axis.unit``): ``ns`` ``ms`` ``s`` (durations and times: ticks in ns/µs
 number, k/M/G ticks), ``date`` (x only: seconds since the epoch, ticks at whole minutes / hours / days /
 weeks / months in UTC, "2024-03-01" or "2024-03-01 12:00") or any other unit word (``samples/s``, ``W``),
 shown in the axis title.
+
+The y range is robust to noise: every point drawn in view (raw values and rolling medians alike) enters
+Tukey's far-out fences (Q1 − 3 IQR, Q3 + 3 IQR, the IQR at least 5% of the median; on log axes in log space);
+points beyond them are clipped, marked with a triangle at the edge and counted under the legend, whose "show
+all" restores the full extent. A linear axis starts at 0 (or below, for negative values).
 
 In the browser every drawn chart offers: round ticks in the chosen unit, axis titles in their own gutter
 (sized from the measured tick labels), a legend that hides / shows series, a tooltip with every series'

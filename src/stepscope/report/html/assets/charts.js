@@ -14,7 +14,7 @@
   var PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096", "#d69e2e", "#319795",
                  "#e53e3e", "#4c51bf", "#975a16", "#2c7a7b"];
   var FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif";
-  var TITLE_H = 14, TICK_LEN = 4, GAP = 4;
+  var TITLE_H = 14, TICK_LEN = 4, GAP = 4, FENCE = 3;
   var charts = ss.charts = ss.charts || {};
   var tip = null, measureCtx = null;
 
@@ -107,7 +107,7 @@
   }
   function tickLabel(v, sc, step) {
     var x = v / sc.div, d = step ? decimals(step) : (Math.abs(x) >= 10 || x === Math.round(x) ? 0 : Math.abs(x) >= 1 ? 1 : 2);
-    return (x === 0 ? "0" : x.toFixed(d)) + sc.suffix;
+    return x === 0 ? "0" : x.toFixed(d) + sc.suffix;  /* "0", never "0k" */
   }
   function axisTitle(text, unit, sc) {
     if (!sc.title || !unit) return text || "";
@@ -192,14 +192,16 @@
     if (spec.stacked) {
       /* the top layer first, filled to zero, each lower layer painted over it: a stack without bands */
       for (var k = ser.length - 1; k >= 0; k--) {
-        useries.push({label: ser[k].label, stroke: colors[k], fill: alpha(colors[k], 0.78), width: 1, points: {show: false}});
+        useries.push({label: ser[k].label, stroke: colors[k], fill: alpha(colors[k], 0.78), width: 1, points: {show: false},
+                      ssCount: k === ser.length - 1});
         udata.push(stacked[k]);
       }
     } else {
       main.forEach(function (m) {
         var s = ser[m.k];
         if (s.smooth > 1) {
-          useries.push({label: s.label + " (raw)", stroke: alpha(colors[m.k], 0.28), width: 1, points: {show: false}, ssRaw: true});
+          useries.push({label: s.label + " (raw)", stroke: alpha(colors[m.k], 0.28), width: 1, points: {show: false}, ssRaw: true,
+                        ssCount: true});
           udata.push(m.raw);
         }
         if (s.spread) {
@@ -217,42 +219,57 @@
         var one = m.data.filter(finite).length === 1 || s.points;
         useries.push({label: s.label, stroke: colors[m.k], width: s.smooth > 1 ? 2 : 1.6, dash: s.dash ? [6, 4] : undefined,
                       fill: s.area ? alpha(colors[m.k], 0.18) : undefined,
-                      points: {show: one, size: 6, fill: colors[m.k]}, ssMain: m.k});
+                      points: {show: one, size: 6, fill: colors[m.k]}, ssMain: m.k, ssCount: !(s.smooth > 1)});
         udata.push(m.data);
       });
     }
-    /* y range from the main lines in view: spikes of raw series behind a median are clipped, not scaled to */
-    function visibleRange(u) {
-      var x0 = st.xwin ? st.xwin[0] : -Infinity, x1 = st.xwin ? st.xwin[1] : Infinity;
-      var lo = Infinity, hi = -Infinity;
+    /* y range, robust to noise: every point drawn in view (raw values and the rolling median alike) enters
+       Tukey's far-out fences, Q1 - 3 IQR and Q3 + 3 IQR (the IQR at least 5% of the median); a point beyond them
+       is clipped and marked at the edge (drawEdges), and the axis ends at the fence. Robust while fewer than a
+       quarter of the points are outliers on one side; with IQR 0 at a zero median (a mostly idle disk) every
+       point is in range. "show all" (st.fullY) restores the full extent. */
+    function quantile(sorted, p) {
+      var h = (sorted.length - 1) * p, i = Math.floor(h);
+      return i + 1 < sorted.length ? sorted[i] + (h - i) * (sorted[i + 1] - sorted[i]) : sorted[i];
+    }
+    function visiblePoints(u, keep) {
+      var x0 = st.xwin ? st.xwin[0] : -Infinity, x1 = st.xwin ? st.xwin[1] : Infinity, out = [];
       for (var i = 1; i < udata.length; i++) {
-        var us = useries[i];
         if (u && u.series[i] && u.series[i].show === false) continue;
-        if (us.ssRaw) {
-          /* the raw values behind a median: their 90th percentile is in range (the ordinary scatter shows),
-             the spikes above it are clipped */
-          var seen = [];
-          for (var q = 0; q < xs.length; q++) if (xs[q] >= x0 && xs[q] <= x1 && finite(udata[i][q])) seen.push(udata[i][q]);
-          seen.sort(function (a, b) { return a - b; });
-          if (seen.length) hi = Math.max(hi, seen[Math.floor(0.9 * (seen.length - 1))]);
-          continue;
-        }
+        if (!keep(useries[i])) continue;
         var d = udata[i];
         for (var j = 0; j < xs.length; j++) {
-          if (xs[j] < x0 || xs[j] > x1 || !finite(d[j])) continue;
-          if (ya.log && d[j] <= 0) continue;
-          if (d[j] < lo) lo = d[j];
-          if (d[j] > hi) hi = d[j];
+          if (xs[j] < x0 || xs[j] > x1 || !finite(d[j]) || (ya.log && d[j] <= 0)) continue;
+          out.push(ya.log ? Math.log(d[j]) : d[j]);
         }
       }
-      return [lo, hi];
+      return out;
+    }
+    function visibleRange(u) {
+      var pts = visiblePoints(u, function (us) { return !us.ssAux; }).sort(function (a, b) { return a - b; });
+      var aux = visiblePoints(u, function (us) { return us.ssAux; });
+      if (!pts.length) pts = aux.sort(function (a, b) { return a - b; });
+      if (!pts.length) return {lo: Infinity, hi: -Infinity, f0: -Infinity, f1: Infinity};
+      var f0 = -Infinity, f1 = Infinity;
+      if (!st.fullY && pts.length >= 8) {
+        var q1 = quantile(pts, 0.25), q3 = quantile(pts, 0.75), med = quantile(pts, 0.5);
+        var spread = Math.max(q3 - q1, ya.log ? 0.05 : 0.05 * Math.abs(med));
+        if (spread > 0) { f0 = q1 - FENCE * spread; f1 = q3 + FENCE * spread; }
+      }
+      var lo = Infinity, hi = -Infinity;
+      pts.concat(aux).forEach(function (v) { if (v >= f0 && v <= f1) { if (v < lo) lo = v; if (v > hi) hi = v; } });
+      /* points beyond a fence: the axis ends at the fence, so the edge where they are marked stands apart */
+      if (pts[0] < f0) lo = f0;
+      if (pts[pts.length - 1] > f1) hi = f1;
+      var back = ya.log ? Math.exp : function (v) { return v; };
+      return {lo: back(lo), hi: back(hi), clipLo: pts[0] < f0, clipHi: pts[pts.length - 1] > f1};
     }
     function yRange(u) {
-      var r = visibleRange(u), lo = r[0], hi = r[1];
+      var r = visibleRange(u), lo = r.lo, hi = r.hi;
       if (!isFinite(lo)) { lo = ya.log ? 1 : 0; hi = ya.log ? 10 : 1; }
-      if (ya.log) { return [finite(ya.min) ? ya.min : lo / 1.4, finite(ya.max) ? ya.max : hi * 1.4]; }
+      if (ya.log) { return [finite(ya.min) ? ya.min : lo / (r.clipLo ? 1 : 1.4), finite(ya.max) ? ya.max : hi * (r.clipHi ? 1 : 1.4)]; }
       lo = finite(ya.min) ? ya.min : Math.min(0, lo);
-      hi = finite(ya.max) ? ya.max : hi + (hi - lo) * 0.06;
+      hi = finite(ya.max) ? ya.max : hi + (r.clipHi ? 0 : (hi - lo) * 0.06);
       if (!(hi > lo)) hi = lo + (lo === 0 ? 1 : Math.abs(lo) * 0.1);
       return [lo, hi];
     }
@@ -268,7 +285,7 @@
       st.xwin = r;
       return r;
     }
-    var st = {ticks: [[], []], scales: [null, null], xwin: null};
+    var st = {ticks: [[], []], scales: [null, null], xwin: null, fullY: false};
     function axisTicks(u, axisIdx, lo, hi) {
       var ax = axisIdx === 0 ? xa : ya, horizontal = axisIdx === 0;
       var sc = scaleFor(ax.unit, Math.max(Math.abs(lo), Math.abs(hi)));
@@ -332,11 +349,18 @@
       cursor: {drag: {x: true, y: false, setScale: true}, points: {size: 6}},
       hooks: {
         drawClear: [function (u) { drawShades(u, spec.shades || []); }],
-        draw: [function (u) { drawRules(u, spec.rules || []); placeAxes(u); }],
+        draw: [function (u) { drawRules(u, spec.rules || []); drawEdges(u); placeAxes(u); }],
         setCursor: [function (u) { showTip(u); }],
         setScale: [function (u, key) { if (key === "x") updateReset(u); }]
       }
     };
+    var clipped = document.createElement("button");
+    clipped.type = "button"; clipped.className = "ss-clipped"; clipped.hidden = true;
+    clipped.title = "points beyond the robust y range are marked at the edge (hover the chart for their values)";
+    clipped.addEventListener("click", function () {
+      st.fullY = !st.fullY;
+      u.setScale("x", {min: u.scales.x.min, max: u.scales.x.max});  /* y re-ranges over the same window */
+    });
     var holder = document.createElement("div"); holder.className = "ss-chart";
     var layer = document.createElement("div"); layer.className = "ss-axis-layer";
     fig.appendChild(holder);
@@ -375,6 +399,31 @@
                        ctx.fillText(m.label, px + 2 * uPlot.pxRatio, top + h - 4 * uPlot.pxRatio); }
         ctx.restore();
       });
+    }
+    /* points beyond the y range: a small triangle at the edge they left by, in their series' colour */
+    function drawEdges(u2) {
+      var ctx = u2.ctx, top = u2.bbox.top, bottom = u2.bbox.top + u2.bbox.height, r = 3 * uPlot.pxRatio;
+      var ymin = u2.scales.y.min, ymax = u2.scales.y.max, x0 = u2.scales.x.min, x1 = u2.scales.x.max, above = 0, below = 0;
+      for (var i = 1; i < udata.length; i++) {
+        if (!useries[i].ssCount || u2.series[i].show === false) continue;
+        var d = udata[i];
+        ctx.save(); ctx.fillStyle = "#c53030";
+        for (var j = 0; j < xs.length; j++) {
+          var v = d[j];
+          if (!finite(v) || xs[j] < x0 || xs[j] > x1 || (v <= ymax && v >= ymin)) continue;
+          var px = u2.valToPos(xs[j], "x", true), up = v > ymax, py = up ? top : bottom;
+          if (up) above++; else below++;
+          ctx.beginPath(); ctx.moveTo(px - r, up ? py + 2 * r : py - 2 * r); ctx.lineTo(px + r, up ? py + 2 * r : py - 2 * r);
+          ctx.lineTo(px, py); ctx.closePath(); ctx.fill();
+        }
+        ctx.restore();
+      }
+      var parts = [];
+      if (above) parts.push("▲ " + above + " point" + (above > 1 ? "s" : "") + " above");
+      if (below) parts.push("▼ " + below + " point" + (below > 1 ? "s" : "") + " below");
+      if (st.fullY) clipped.textContent = "full y range shown · clip outliers";
+      else clipped.textContent = parts.join(", ") + " the y range, marked at the edge · show all";
+      clipped.hidden = !st.fullY && !parts.length;
     }
     function placeAxes(u2) {
       layer.textContent = "";
@@ -438,6 +487,7 @@
       return {label: s.label + (s.smooth > 1 && !spec.stacked ? " (rolling median of " + s.smooth + "; faint: raw, spikes clipped)" : ""),
               color: colors[k], dash: s.dash, idx: items};
     }), u);
+    fig.appendChild(clipped);
     charts[fig.id || ("chart-" + Object.keys(charts).length)] = u;
     return u;
   }
