@@ -18,25 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepscope.analyze.run.steps import StepStats
+from stepscope.analyze.trace.gpu_peaks import flops_table
 from stepscope.model.tables import RankData, RunData
 
-PEAK_TABLE: tuple[tuple[str, dict[str, float]], ...] = (
-    # (regex on the device name, {precision: dense peak FLOP/s of one device}); first match wins.
-    (r"H100.*PCIe", {"bf16": 756e12, "fp16": 756e12, "tf32": 378e12, "fp32": 51.2e12}),
-    (r"H100.*NVL", {"bf16": 835e12, "fp16": 835e12, "tf32": 417.5e12, "fp32": 60e12}),
-    (r"H100|H800|GH200", {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12}),
-    (r"H200", {"bf16": 989.4e12, "fp16": 989.4e12, "tf32": 494.7e12, "fp32": 66.9e12}),
-    (r"A100|A800", {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12}),
-    (r"V100.*PCIe", {"fp16": 112e12, "fp32": 14e12}),
-    (r"V100", {"fp16": 125e12, "fp32": 15.7e12}),
-    (r"L40S", {"bf16": 362.05e12, "fp16": 362.05e12, "tf32": 183e12, "fp32": 91.6e12}),
-    (r"\bL4\b", {"bf16": 121e12, "fp16": 121e12, "tf32": 60e12, "fp32": 30.3e12}),
-    (r"\bA10\b", {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12}),
-    (r"MI300X", {"bf16": 1307.4e12, "fp16": 1307.4e12, "tf32": 653.7e12, "fp32": 163.4e12}),
-    (r"MI250X", {"bf16": 383e12, "fp16": 383e12, "fp32": 95.7e12}),
-    (r"MI250", {"bf16": 362.1e12, "fp16": 362.1e12, "fp32": 90.5e12}),
-)
-"""Vendor data-sheet dense peaks (no sparsity). Precisions a device lacks fall back to fp32."""
+PEAK_TABLE: tuple[tuple[str, dict[str, float]], ...] = flops_table()
+"""(regex on the device name, {precision: dense peak FLOP/s of one device}), first match wins: the rows of
+:data:`stepscope.analyze.trace.gpu_peaks.GPUS` (vendor data sheets, sources there). Precisions a device lacks fall
+back to fp32."""
 
 
 @dataclass(frozen=True, slots=True)
