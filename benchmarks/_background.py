@@ -104,7 +104,8 @@ def flush_calls(rows: int) -> Calls:
     nan = float("nan")
     b = Buffers(1_764_000_000_000_000_000)
     for i in range(rows):
-        b.add_step((i, 10**13 + i, 10**13 + i + 500, 64.0, nan, nan, 1234567, 2345678, 345678, nan, 0, 0))
+        b.add_step((i, 10**13 + i, 10**13 + i + 500, 64.0, nan, nan, 1234567, 2345678, 345678, nan, 0, 0, 2345678,
+                    2456789))
     b.add_sample({"t_ns": 1, "rss_bytes": 1.0, "cpu_process_pct": 50.0})
     with tempfile.TemporaryDirectory() as d:
         writer = RecordWriter(Path(d) / "rank.jsonl")

@@ -63,7 +63,7 @@ def test_flushed_step_records_hold_the_rows() -> None:
     nan = float("nan")
     off = 1_764_000_000_000_000_000
     rows = [(i, 10**13 + 7 * i, 10**13 + 7 * i + 5, 64.0, nan, 1000 + i if i % 2 else nan, 2000 + i, 3000 + i,
-             400 + i, nan, 1, i % 2) for i in range(50)]
+             400 + i, nan, 1, i % 2, 900 + i, nan if i == 0 else 950 + i) for i in range(50)]
     b = Buffers(off)
     for r in rows:
         b.add_step(r)
@@ -83,6 +83,8 @@ def test_flushed_step_records_hold_the_rows() -> None:
     assert cols["samples"] == [64.0] * 50 and cols["tokens"] == [None] * 50
     assert cols["device_ns"] == cols["mem_allocated_peak_bytes"] == cols["mem_reserved_peak_bytes"] == [None] * 50
     assert cols["phase"] == [i % 2 for i in range(50)] and cols["epoch"] == [1] * 50
+    assert cols["thread_cpu_ns"] == [900 + i for i in range(50)]
+    assert cols["process_cpu_ns"] == [None] + [950 + i for i in range(1, 50)]
     assert not any(isinstance(v, float) and math.isnan(v) for c in cols.values() for v in c)
 
 

@@ -177,7 +177,10 @@ class StepTable(ColumnTable):
     A step ends when the step-marking source says so (the marking optimizer's step() returning, or the
     next ``stepscope.step()``); it starts where the previous one ended (step 0: at the first batch
     fetch or first forward). Phase columns are CPU wall-clock time inside the phase during the step,
-    unless the stream's ``timing`` says ``cuda_events``. NaN means not measured.
+    unless the stream's ``timing`` says ``cuda_events``. ``thread_cpu_ns`` / ``process_cpu_ns`` are CPU time
+    (user + system) between the same boundaries: of the stepping thread, and of every thread of the process
+    (DataLoader worker processes excluded); NaN in runs recorded before they existed, and for a step that did
+    not start at a step boundary (the first one where no fetch or hook started it). NaN means not measured.
     """
 
     SCHEMA: ClassVar[dict[str, Column]] = {
@@ -196,6 +199,10 @@ class StepTable(ColumnTable):
         "mem_reserved_peak_bytes": Column("float64", "bytes", "peak CUDA memory reserved", _nan()),
         "epoch": Column("int64", "", "epoch number, -1 when unknown", -1),
         "phase": Column("int8", "", "Phase: 0 train, 1 validation", 0),
+        "thread_cpu_ns": Column("float64", "ns", "CPU time of the thread that marked the step, during the step",
+                                _nan()),
+        "process_cpu_ns": Column("float64", "ns", "CPU time of the whole process (all its threads, not its child "
+                                 "processes), during the step", _nan()),
     }
 
     @property

@@ -83,6 +83,10 @@ class StepStats:
     validation_samples_per_s: float | None
     wall_ns: float
     """Summed wall time of the measured steps."""
+    thread_cpu_time: Distribution | None = None
+    """ns: CPU time of the stepping thread per measured step (docs/metrics.md, "CPU time"); None when not measured"""
+    process_cpu_time: Distribution | None = None
+    """ns: CPU time of every thread of the process per measured step; None when not measured"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -204,4 +208,5 @@ def step_stats(steps: StepTable, *, warmup: int | None = None,
         validation_steps=len(val),
         validation_samples_per_s=_throughput(val["samples"], float(vdur.sum())),
         wall_ns=wall,
+        thread_cpu_time=distribution(m["thread_cpu_ns"]), process_cpu_time=distribution(m["process_cpu_ns"]),
     )

@@ -277,6 +277,9 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
         put("mfu", summary.flops.mfu)
     if summary.ranks:
         r0 = summary.ranks[0]
+        for key, cpu in (("step_cpu_time_median_s", r0.steps.thread_cpu_time),
+                         ("process_cpu_time_median_s", r0.steps.process_cpu_time)):
+            put(key, cpu.p50 if cpu is not None else None, 1e-9)  # the CPU clocks beside step time (check --metric)
         for p in (*r0.steps.phases, r0.steps.other):
             put(f"phase.{p.phase}_share", p.share)
         for reg in r0.regions:

@@ -10,11 +10,11 @@ from typing import Any
 
 STEP_COLS = ("index", "start_ns", "end_ns", "samples", "tokens", "data_wait_ns", "forward_ns", "backward_ns",
              "optimizer_ns", "comm_ns", "device_ns", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
-             "epoch", "phase")
-StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int]
+             "epoch", "phase", "thread_cpu_ns", "process_cpu_ns")
+StepRow = tuple[int, int, int, float, float, float, float, float, float, float, int, int, float, float]
 """A step as the hot path appends it: (index, perf start ns, perf end ns, samples, tokens, data_wait_ns,
-forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase); the device and memory columns are filled
-from ``step_device`` records at read time and are None here."""
+forward_ns, backward_ns, optimizer_ns, comm_ns, epoch, phase, thread_cpu_ns, process_cpu_ns); the device and
+memory columns are filled from ``step_device`` records at read time and are None here."""
 REGION_COLS = ("path", "step", "start_ns", "duration_ns", "depth")
 METRIC_COLS = ("name", "step", "t_ns", "value")
 COMM_COLS = ("op", "step", "start_ns", "duration_ns", "bytes", "peer", "group_size", "seq", "tag")
@@ -76,7 +76,7 @@ class Buffers:
             samples, other = self.samples, self.other
             self._reset()
         off = self.wall_offset_ns
-        steps = _step_cols(_columns(_take(self.step_rows), 12), off)
+        steps = _step_cols(_columns(_take(self.step_rows), 14), off)
         regions = _region_cols(_take(self.region_rows), off)
         out: list[dict[str, Any]] = []
         for kind, cols in (("steps", steps), ("regions", regions), ("metrics", metrics), ("comm", comm)):
@@ -110,9 +110,10 @@ def _region_cols(rows: list[tuple[str, int, int, int, int]], off: int) -> dict[s
 
 
 def _step_cols(cols: list[tuple[Any, ...]], off: int) -> dict[str, Sequence[Any]]:
-    index, start, end, samples, tokens, wait, fwd, bwd, opt, comm, epoch, phase = cols
+    index, start, end, samples, tokens, wait, fwd, bwd, opt, comm, epoch, phase, cpu, pcpu = cols
     none = (None,) * len(index)
     return {"index": index, "start_ns": [t + off for t in start], "end_ns": [t + off for t in end],
             "samples": samples, "tokens": tokens, "data_wait_ns": wait, "forward_ns": fwd, "backward_ns": bwd,
             "optimizer_ns": opt, "comm_ns": comm, "device_ns": none, "mem_allocated_peak_bytes": none,
-            "mem_reserved_peak_bytes": none, "epoch": epoch, "phase": phase}
+            "mem_reserved_peak_bytes": none, "epoch": epoch, "phase": phase, "thread_cpu_ns": cpu,
+            "process_cpu_ns": pcpu}

@@ -11,24 +11,30 @@ if TYPE_CHECKING:
 
 
 class StepState:
-    """Accumulators of the step in progress (perf-counter ns)."""
+    """Accumulators of the step in progress (perf-counter ns). ``cpu0`` / ``pcpu0``: the stepping thread's and the
+    process's CPU time (ns) where the step started, -1 when it started elsewhere than at a step boundary (its CPU
+    time is then not measured)."""
 
     __slots__ = (
         "backward",
         "comm",
+        "cpu0",
         "data_wait",
         "epoch",
         "fetched",
         "forward",
         "optimizer",
+        "pcpu0",
         "samples",
         "start",
         "tokens",
     )
 
-    def __init__(self, start: int | None, epoch: int) -> None:
+    def __init__(self, start: int | None, epoch: int, cpu0: int = -1, pcpu0: int = -1) -> None:
         self.start = start
         self.epoch = epoch
+        self.cpu0 = cpu0
+        self.pcpu0 = pcpu0
         self.data_wait: Any = 0
         self.forward = 0
         self.backward = 0

@@ -16,6 +16,8 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from time import process_time_ns as _process_ns
+from time import thread_time_ns as _thread_ns
 from typing import TYPE_CHECKING, Any
 
 from stepscope.collect.core.buffers import Buffers
@@ -388,8 +390,10 @@ class Session(SessionCore):
     # -- steps ----------------------------------------------------------------------------------------
     def touch(self, t: int) -> None:
         """First sign of training work: step 0 starts here."""
-        if self.step.start is None:
-            self.step.start = t
+        st = self.step
+        if st.start is None:
+            st.start = t
+            st.cpu0, st.pcpu0 = _thread_ns(), _process_ns()  # once a run: step 0's CPU time starts here too
 
     def set_step_source(self, source: str) -> None:
         if self.step_source != source:
@@ -402,8 +406,10 @@ class Session(SessionCore):
         ``phase`` is a ``model.tables.Phase`` (TRAIN: 0, the default).
 
         The one definition of a step's end, called by every hook and API that ends a step: one tuple appended
-        (no dict, no lock, no clock call; times stay perf-counter ns until the flush converts them) and one
-        new StepState."""
+        (no dict, no lock, no wall-clock call; times stay perf-counter ns until the flush converts them) and one
+        new StepState. The CPU clocks are read here, two C calls: the stepping thread's CPU time
+        (``time.thread_time_ns``) and the process's (every thread's, ``time.process_time_ns``), each as the
+        difference from where the step started (NaN when it started elsewhere than at a step boundary)."""
         if source != self.step_source:
             if self.step_source is not None:
                 return
@@ -417,18 +423,20 @@ class Session(SessionCore):
             st.samples if st.fetched or st.samples else _NAN)  # samples: from a batch or the forward input
         tokens = o.tokens_per_step if o.tokens_per_step is not None else (st.tokens or _NAN)
         train = phase == 0
+        cpu, pcpu = _thread_ns(), _process_ns()
         self.step_row((
             self.step_index if train else self.val_index, start, t, samples, tokens,
             st.data_wait if st.fetched else _NAN, st.forward or _NAN, st.backward or _NAN, st.optimizer or _NAN,
-            st.comm or _NAN, st.epoch, 0 if train else 1))
+            st.comm or _NAN, st.epoch, 0 if train else 1, cpu - st.cpu0 if st.cpu0 >= 0 else _NAN,
+            pcpu - st.pcpu0 if st.pcpu0 >= 0 else _NAN))
         if not train:
             self.val_index += 1
-            self.step = StepState(t, self.epoch)  # a validation step: no per-step collector runs
+            self.step = StepState(t, self.epoch, cpu, pcpu)  # a validation step: no per-step collector runs
             return
         self.step_index += 1
         if st.epoch >= 0:
             self.epoch = st.epoch  # the training loader's epoch; a validation loader never sets it
-        self.step = StepState(t, self.epoch)
+        self.step = StepState(t, self.epoch, cpu, pcpu)
         retired = None
         for cb in self.extras:
             try:
@@ -447,6 +455,7 @@ class Session(SessionCore):
         st = self.step
         if st.start is None:
             st.start = t0
+            st.cpu0, st.pcpu0 = _thread_ns(), _process_ns()  # step 0 starts at its first fetch (once a run)
         st.data_wait += t1 - t0
         if not st.fetched:
             st.fetched = True
