@@ -168,6 +168,7 @@ class EventTable(ColumnTable):
         "correlation": Column("int64", "", "runtime <-> GPU correlation id", -1),
         "external_id": Column("int64", "", "operator <-> runtime/GPU external id", -1),
         "bytes": Column("int64", "bytes", "bytes moved by a memcpy / memset", -1),
+        "bandwidth_gbps": Column("float64", "GB/s", "memcpy / memset: the trace's memory bandwidth (GB/s)", _nan()),
         "blocks_per_sm": Column("float32", "blocks", "kernel launch: blocks per SM", _nan()),
         "warps_per_sm": Column("float32", "warps", "kernel launch: warps per SM", _nan()),
         "occupancy_pct": Column("float32", "%", "kernel launch: est. achieved occupancy", _nan()),

@@ -218,12 +218,12 @@ static void intern_free(Intern *t) {
 
 enum {
     C_TS, C_DUR, C_CAT, C_NAME, C_PID, C_TID, C_CORR, C_EXT, C_STREAM, C_DEVICE, C_BYTES, C_FLAGS,
-    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG, C_OPT,
+    C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG, C_OPT, C_BW,
     F_ID, F_START, F_TS, F_PID, F_TID, N_COLS
 };
 static const char *const COL_NAMES[N_COLS] = {
     "ts", "dur", "cat", "name", "pid", "tid", "correlation", "external_id", "stream", "device", "bytes", "flags",
-    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong", "optype",
+    "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong", "optype", "bandwidth",
     "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid"};
 enum { T_NAME, T_CAT, T_DIMS, T_COLL, T_OPT, N_TABLES };
 static const char *const TABLE_NAMES[N_TABLES] = {"name", "cat", "dims", "coll", "optype"};
@@ -252,6 +252,7 @@ typedef struct {
     int64_t corr, ext, stream, device, bytes;
     uint8_t flags; /* 1 device, 2 stream, 4 correlation: each a JSON integer */
     double bpsm, wpsm, occ;
+    double bw; /* "memory bandwidth (GB/s)" of a memcpy / memset */
     int64_t grid, block;
     int has_dims;
     int dims_depth; /* levels of lists in Input Dims: past DIMS_MAX_LEVELS its text is "null", as orjson.dumps fails */
@@ -263,7 +264,7 @@ typedef struct {
 
 /* The bits of the "wrong" column, one per figure (stepscope.traces.compiled counts those of the rows that read it). */
 enum { W_PID = 1, W_TID = 2, W_CORR = 4, W_EXT = 8, W_STREAM = 16, W_DEVICE = 32, W_BYTES = 64, W_BPSM = 128,
-       W_WPSM = 256, W_OCC = 512 };
+       W_WPSM = 256, W_OCC = 512, W_BW = 1024 };
 
 typedef struct {
     PyObject_HEAD
@@ -849,7 +850,7 @@ static int key_is(const Span *k, const char *name) {
 enum {
     K_PH, K_TS, K_DUR, K_CAT, K_NAME, K_PID, K_TID, K_ARGS, K_ID,
     A_CORR, A_EXT, A_STREAM, A_DEVICE, A_BYTES, A_BPSM, A_WPSM, A_OCC, A_GRID, A_BLOCK, A_DIMS, A_ITYPE, A_CONCRETE,
-    A_COLL0
+    A_BW, A_COLL0
 };
 
 static int seen_once(Ev *ev, int key) {
@@ -889,6 +890,7 @@ static int parse_args(Cur *c, Ev *ev) {
         case 11: key = key_is(&k, "correlation") ? A_CORR : key_is(&k, "External id") ? A_EXT : -1; break;
         case 12: key = key_is(&k, "warps per SM") ? A_WPSM : -1; break;
         case 13: key = key_is(&k, "blocks per SM") ? A_BPSM : -1; break;
+        case 23: key = key_is(&k, "memory bandwidth (GB/s)") ? A_BW : -1; break;
         case 25: key = key_is(&k, "est. achieved occupancy %") ? A_OCC : -1; break;
         default: break;
         }
@@ -920,6 +922,7 @@ static int parse_args(Cur *c, Ev *ev) {
         case A_BPSM: CHECK(float_field(c, ev, &ev->bpsm, 3, W_BPSM)); break;
         case A_WPSM: CHECK(float_field(c, ev, &ev->wpsm, 3, W_WPSM)); break;
         case A_OCC: CHECK(float_field(c, ev, &ev->occ, 3, W_OCC)); break;
+        case A_BW: CHECK(float_field(c, ev, &ev->bw, 3, W_BW)); break;
         case A_GRID: CHECK(product_field(c, ev, &ev->grid)); break;
         case A_BLOCK: CHECK(product_field(c, ev, &ev->block)); break;
         case A_DIMS: {
@@ -1095,6 +1098,7 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_COLL, int32_t, coll);
     PUSH(C_WRONG, uint16_t, ev->wrong);
     PUSH(C_OPT, int32_t, opt);
+    PUSH(C_BW, double, isfinite(ev->bw) ? ev->bw : NAN);
     b->count++;
     return ST_OK;
 }
@@ -1103,7 +1107,7 @@ static int commit(Builder *b, Ev *ev) {
 static int parse_event(Cur *c) {
     Ev ev;
     memset(&ev, 0, sizeof ev);
-    ev.ts = ev.dur = ev.bpsm = ev.wpsm = ev.occ = NAN;
+    ev.ts = ev.dur = ev.bpsm = ev.wpsm = ev.occ = ev.bw = NAN;
     ev.pid = ev.tid = ev.id = ev.corr = ev.ext = ev.stream = ev.device = ev.bytes = ev.grid = ev.block = -1;
     c->p++;
     WS(c);

@@ -62,7 +62,7 @@ class _DictArgs:
 
 _ATTR = {"correlation": "correlation", "External id": "external_id", "stream": "stream", "device": "device",
          "bytes": "bytes", "blocks per SM": "blocks_per_sm", "warps per SM": "warps_per_sm",
-         "est. achieved occupancy %": "occupancy", "grid": "grid", "block": "block", "Input Dims": "input_dims",
+         "est. achieved occupancy %": "occupancy", "memory bandwidth (GB/s)": "bandwidth", "grid": "grid", "block": "block", "Input Dims": "input_dims",
          "Input type": "input_type", "Concrete Inputs": "concrete_inputs"}
 _COLL_ATTRS = attrgetter("coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "group_ranks", "group_name",
                          "src_rank", "dst_rank")
@@ -325,6 +325,7 @@ class ChunkColumns:
                "block_threads": np.full(n, -1, np.int64), "coll": np.full(n, -1, np.int32)}
         for key in ("blocks_per_sm", "warps_per_sm", "occupancy_pct"):
             out[key] = np.full(n, np.nan, np.float32)
+        out["bandwidth_gbps"] = np.full(n, np.nan, np.float64)
         gi = np.flatnonzero(_IS_ON_STREAM[kind])
         if not gi.size:
             return out
@@ -335,6 +336,8 @@ class ChunkColumns:
             out["stream"][no_stream] = tid[no_stream]
         out["device"][gi] = self._int_arg(acc, ga, "device")
         out["bytes"][gi] = self._int_arg(acc, ga, "bytes")
+        bw = self._counted(_floats_counted(acc.col(ga, "memory bandwidth (GB/s)", float("nan"))))
+        out["bandwidth_gbps"][gi] = np.where(np.isfinite(bw), bw, np.nan)
         ki = np.flatnonzero(kind == EventKind.KERNEL)
         if ki.size:
             ka = [args[i] for i in ki.tolist()]

@@ -146,9 +146,9 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     return out
 
 
-_W_EVERY, _W_ON_STREAM, _W_KERNEL = 1 | 2 | 4 | 8, 16 | 32 | 64, 128 | 256 | 512
+_W_EVERY, _W_ON_STREAM, _W_KERNEL = 1 | 2 | 4 | 8, 16 | 32 | 64 | 1024, 128 | 256 | 512
 """The C reader's wrong-type bits by the rows the Python reader reads them on: pid, tid, correlation and External id
-on every event; stream, device and bytes on stream; the three launch figures on kernels."""
+on every event; stream, device, bytes and bandwidth on stream; the three launch figures on kernels."""
 
 
 def _wrong_types(bits: Array, kind: Array) -> int:
@@ -181,6 +181,8 @@ def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, out: 
     cols["device"][off_stream] = -1
     cols["bytes"] = raw("bytes")
     cols["bytes"][off_stream] = -1
+    bw = cols["bandwidth_gbps"] = raw("bandwidth", np.float64)  # C wrote NaN where absent or not finite
+    bw[off_stream] = np.nan
     for key, arg in (("grid_blocks", "grid"), ("block_threads", "block")):
         cols[key] = raw(arg)
         cols[key][not_kernel] = -1

@@ -43,6 +43,7 @@ if msgspec is not None:
         blocks_per_sm: float = msgspec.field(default=NAN, name="blocks per SM")
         warps_per_sm: float = msgspec.field(default=NAN, name="warps per SM")
         occupancy: float = msgspec.field(default=NAN, name="est. achieved occupancy %")
+        bandwidth: float = msgspec.field(default=NAN, name="memory bandwidth (GB/s)")
         grid: Any = None
         block: Any = None
         input_dims: Any = msgspec.field(default=None, name="Input Dims")
