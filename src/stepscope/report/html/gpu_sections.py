@@ -15,12 +15,15 @@ from typing import Any
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.steps import CATEGORIES
+from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Bars, bar_chart
 from stepscope.report.html.escape import esc
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
 from stepscope.report.html.tables import Col, table
+from stepscope.report.html.timeline import CSS as TIMELINE_CSS
+from stepscope.report.html.timeline import rank_budget, timeline_html
 
 TOP_KERNEL_BARS = 15
 BAR_LABEL_LIMIT = 46
@@ -45,7 +48,7 @@ RANK_JS = """
 """
 RANK_CSS = (".ss-rankbar{margin:6px 0 10px;font-size:13px}.ss-rankbar select{margin-left:6px;padding:2px 6px}"
             ".ss-rank-block[hidden]{display:none}"
-            "#kernels table.ss-table td.text{word-break:normal;overflow-wrap:normal}")
+            "#kernels table.ss-table td.text{word-break:normal;overflow-wrap:normal}" + TIMELINE_CSS)
 
 
 def pct(v: float | None) -> str:
@@ -74,7 +77,11 @@ def per_rank(group: str, blocks: Mapping[int, str]) -> str:
                                                  for i, r in enumerate(ranks))
 
 
-def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], advice: Advice) -> str:
+def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], advice: Advice,
+                tables: Mapping[int, EventTable] | None = None,
+                critical: Mapping[int, Sequence[int]] | None = None) -> str:
+    """``tables``: each rank's events, for its timeline (none drawn without); ``critical``: each rank's
+    critical-path event indices (rows of its table), outlined on the timeline."""
     parts = [notice(p, "warn") for p in problems]
     if not analyses:
         no_steps = any("no training step was seen" in n for n in advice.notes)
@@ -86,7 +93,10 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
     if len(analyses) > 1:
         parts.append(heading("Ranks compared"))
         parts.append(ranks_table(analyses))
-    parts.append(per_rank("gpu", {r: rank_html(a) for r, a in analyses.items()}))
+    budget = rank_budget(len(analyses))
+    lines = {r: timeline_html(tables[r], budget=budget, critical=(critical or {}).get(r))
+             for r in analyses if tables and r in tables}
+    parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, "")) for r, a in analyses.items()}))
     return "".join(parts)
 
 
@@ -103,13 +113,14 @@ def ranks_table(analyses: Mapping[int, TraceAnalysis]) -> str:
     return table(cols, rows, table_id="gpu-ranks")
 
 
-def rank_html(a: TraceAnalysis) -> str:
+def rank_html(a: TraceAnalysis, timeline: str = "") -> str:
     r = a.rank
     n_steps = len(a.steps.steps)
     parts = [heading(f"Rank {r}: {n_steps} profiled step(s), {a.events:,} trace events, "
                      f"{a.gpu_events:,} GPU work items")]
     parts += [notice(w, "warn") for w in a.warnings]
     parts.append(tiles(headline_tiles(a)))
+    parts.append(timeline)
     if a.temporal is not None:
         parts.append(heading("Temporal breakdown"))
         parts.append(grid(temporal_table(a), temporal_chart(a)))

@@ -44,6 +44,8 @@ def render_page(title: str, sections: Sequence[Section], *, subtitle: str = "", 
     )
     badge_html = f' <span class="ss-badge {esc(badge_class or badge)}">{esc(badge)}</span>' if badge else ""
     js = chart_script() + "\n" + asset("stepscope.js") + "\n" + extra_js
+    if 'class="ss-timeline"' in body:  # the timeline's script only where a page draws one
+        js += "\n" + asset("timeline.js")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

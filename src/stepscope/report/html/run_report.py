@@ -60,7 +60,7 @@ def render_run_report(ra: RunAnalysis) -> str:
         *([flame] if (flame := flamegraph_section(data)) is not None else []),
         Section("system", "System", system_section(data, summary)),
         Section("memory", "Memory", memory_section(summary, traces or {})),
-        Section("kernels", "GPU and operators", kernels_section(advice, ra.trace_analyses, trace_problems),
+        Section("kernels", "GPU and operators", kernels_section(advice, ra.trace_analyses, trace_problems, traces),
                 note="From each rank's profiled window (torch.profiler trace), the figures of stepscope trace analyze; "
                      "times are totals over the window unless noted."),
         Section("model", "Model", model_section(summary)),

@@ -108,9 +108,11 @@ def memory_section(s: RunSummary, traces: Mapping[int, EventTable]) -> str:
     return out
 
 
-def kernels_section(advice: Advice, analyses: Mapping[int, TraceAnalysis], problems: Sequence[str]) -> str:
-    """The GPU and operator section (gpu_sections.py): every trace-engine figure per rank, or why there is none."""
-    return gpu_section(analyses, problems, advice)
+def kernels_section(advice: Advice, analyses: Mapping[int, TraceAnalysis], problems: Sequence[str],
+                    tables: Mapping[int, EventTable] | None = None) -> str:
+    """The GPU and operator section (gpu_sections.py): every trace-engine figure per rank (with each rank's
+    timeline when its events are given), or why there is none."""
+    return gpu_section(analyses, problems, advice, tables)
 
 
 def model_section(s: RunSummary) -> str:
