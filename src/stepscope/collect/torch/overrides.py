@@ -1,6 +1,6 @@
 """Settings applied without editing the user's code: DataLoader arguments at construction, torch thread counts
 once at torch import, from the JSON environment variable ``STEPSCOPE_OVERRIDES`` that ``advise --verify`` and
-``tune`` set (analyze/advisor/changes.py writes it): ``{"loader": {"num_workers": 4}, "threads": {"intra": 2}}``.
+``tune`` set (model/changes.py writes it): ``{"loader": {"num_workers": 4}, "threads": {"intra": 2}}``.
 
 Construction time only: the steps' hot path is untouched. What was applied, and what could not be (no DataLoader
 constructed, a value torch refuses), is written as ``override`` records when the stream closes, so the run says
