@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,16 @@ def guess_world_size(command: list[str]) -> int:
     return mpi or 1
 
 
+RELEVANT_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS",
+                "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES")
+"""Environment variables that change a training's speed, recorded with the run (with every ``NCCL_*``) so that
+`advise --verify` re-runs the command as it ran."""
+
+
+def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in sorted(env.items()) if k in RELEVANT_ENV or k.startswith("NCCL_")}
+
+
 INDEX_NOTICE_S = 2.0
 """When the index stays locked longer than this while the run starts, the launcher says so (one line)."""
 
@@ -124,7 +134,7 @@ def create_run(store: Store, command: list[str], *, name: str | None, params: di
               software=software, world_size=guess_world_size(command), params=params, tags=tags,
               options=asdict(options), group=group,
               extra={"launcher_pid": os.getpid(), "launcher_host": hostname(),
-                     "launcher_start": process_start_ticks()})
+                     "launcher_start": process_start_ticks(), "env": relevant_env(os.environ)})
     write_manifest(run_dir, run)
     if index_now:
         store.index.upsert_run(run, str(run_dir))
