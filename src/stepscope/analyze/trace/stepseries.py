@@ -1,0 +1,95 @@
+"""Step functions built from +/- change events per group (a stream, a copy kind), shared by the queue-length
+and bandwidth series: one vectorised sort and cumulative sum for all groups at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[Any]
+
+SERIES_POINTS = 2_000
+"""Most points of one series written to JSON (a chart has fewer pixels); the arrays keep every change."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """Change events sorted by (group, time, delta): at equal times decrements come first, so an item that ends
+    (or starts running) at t leaves before one that arrives at t is counted. ``value``: the running sum after
+    each event; ``active``: the running count of open items (0 where the sum must be exactly 0)."""
+
+    group: Array
+    ts_ns: Array
+    value: Array
+
+
+def changes(group: Array, ts_ns: Array, delta: Array, *, count: Array | None = None) -> Changes:
+    """Running sums of ``delta`` per group in time order. Every group's deltas must sum to zero (each item adds
+    and removes its own amount), so one cumulative sum over the group-sorted events serves every group.
+    ``count``: +1/-1 per event; where the open count is 0 the value is set to exactly 0 (float sums leave
+    residues such as 1e-13 GB/s after every copy has ended)."""
+    order = np.lexsort((delta, ts_ns, group))
+    value = np.cumsum(delta[order])
+    if count is not None:
+        value[np.cumsum(count[order]) == 0] = 0
+    return Changes(group=group[order], ts_ns=ts_ns[order], value=value)
+
+
+def collapsed(ch: Changes, sel: Array) -> tuple[Array, Array]:
+    """The step function of the events ``sel`` (one group, in order): one point per distinct time, holding the
+    value after every change at that time."""
+    ts, v = ch.ts_ns[sel], ch.value[sel]
+    if not ts.size:
+        return ts, v
+    last = np.ones(ts.size, dtype=bool)
+    last[:-1] = ts[1:] != ts[:-1]
+    return ts[last], v[last]
+
+
+def group_slices(group: Array) -> list[tuple[Any, slice]]:
+    """(group value, slice) of each run of equal values in a sorted group column."""
+    if not group.size:
+        return []
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], group.size]
+    return [(group[s].item(), slice(int(s), int(e))) for s, e in zip(starts.tolist(), ends.tolist())]
+
+
+def describe(values: Array) -> dict[str, float]:
+    """pandas ``describe`` of a sample (count, mean, sample std, min, quartiles, max), as HTA summarises."""
+    v = values.astype(np.float64)
+    n = v.size
+    q = np.percentile(v, [25, 50, 75]) if n else np.full(3, np.nan)
+    return {"count": float(n), "mean": float(v.mean()) if n else float("nan"),
+            "std": float(v.std(ddof=1)) if n > 1 else float("nan"),
+            "min": float(v.min()) if n else float("nan"), "p25": float(q[0]), "p50": float(q[1]),
+            "p75": float(q[2]), "max": float(v.max()) if n else float("nan")}
+
+
+def time_weighted_mean(ts: Array, v: Array) -> float | None:
+    """Mean of a step function over [first point, last point]; None when that span is empty."""
+    if ts.size < 2 or ts[-1] <= ts[0]:
+        return None
+    return float((v[:-1] * np.diff(ts)).sum() / (ts[-1] - ts[0]))
+
+
+def decimated(ts: Array, v: Array, points: int = SERIES_POINTS) -> tuple[list[int], list[float]]:
+    """At most ``points`` points of a step function for JSON and charts: per bucket of consecutive points the
+    first and the largest (a peak is never lost to decimation)."""
+    if ts.size <= points:
+        return ts.tolist(), v.astype(np.float64).tolist()
+    buckets = points // 2
+    edges = np.linspace(0, ts.size, buckets + 1).astype(np.int64)
+    keep = set(edges[:-1].tolist())
+    peaks = [int(s + np.argmax(v[s:e])) for s, e in zip(edges[:-1].tolist(), edges[1:].tolist()) if e > s]
+    keep.update(peaks)
+    keep.add(ts.size - 1)
+    sel = np.fromiter(sorted(keep), dtype=np.int64)
+    return ts[sel].tolist(), v[sel].astype(np.float64).tolist()
+
+
+__all__ = ["SERIES_POINTS", "Changes", "changes", "collapsed", "decimated", "describe", "group_slices",
+           "time_weighted_mean"]
