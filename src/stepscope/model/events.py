@@ -91,6 +91,10 @@ class DeviceInfo:
     warp_size: int | None
     total_memory_bytes: int | None
     compute_capability: str | None
+    memory_clock_khz: int | None = None
+    """``memoryClockRate`` where the trace records it (with the bus width: the peak memory bandwidth)."""
+    memory_bus_bits: int | None = None
+    """``memoryBusWidth`` where the trace records it."""
 
 
 @dataclass(frozen=True, slots=True)

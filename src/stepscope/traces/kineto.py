@@ -212,6 +212,7 @@ def _device(d: dict[str, Any]) -> DeviceInfo:
         max_threads_per_sm=_int_or_none(d.get("maxThreadsPerMultiprocessor")),
         warp_size=_int_or_none(d.get("warpSize")), total_memory_bytes=_int_or_none(d.get("totalGlobalMem")),
         compute_capability=f"{value_text(major)}.{value_text(minor)}" if major is not None else None,
+        memory_clock_khz=_int_or_none(d.get("memoryClockRate")), memory_bus_bits=_int_or_none(d.get("memoryBusWidth")),
     )
 
 

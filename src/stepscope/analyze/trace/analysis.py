@@ -16,6 +16,7 @@ from stepscope.analyze.trace.launches import LaunchStats, launch_stats
 from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
 from stepscope.analyze.trace.optimizer import OptimizerStats, optimizer_stats
 from stepscope.analyze.trace.precision import GemmPrecision, gemm_precision
+from stepscope.analyze.trace.roofline import Roofline, op_roofline
 from stepscope.analyze.trace.sets import member
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
@@ -58,6 +59,8 @@ class TraceAnalysis:
     optimizer: OptimizerStats
     communication: CommKernels
     warnings: tuple[str, ...]
+    roofline: Roofline | None = None
+    """Operators by unique arguments on the device's roofline (None: no GPU work)."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -69,7 +72,7 @@ class TraceAnalysis:
                 "copies": [c.to_dict() for c in self.copies], "operators": [o.to_dict() for o in self.operators],
                 "modules": [m.to_dict() for m in self.modules], "steps": self.steps.to_dict(),
                 "device": d(self.device), "gemm": self.gemm.to_dict(), "optimizer": self.optimizer.to_dict(),
-                "communication": self.communication.to_dict(),
+                "communication": self.communication.to_dict(), "roofline": d(self.roofline),
                 "warnings": list(self.warnings)}
 
 
@@ -80,6 +83,7 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
     steps = step_summary(table, gpu)
     host = host_times(table, gpu)  # held only while the operator table and module tree need it
     operators, modules = operator_table(table, host, rules), module_tree(table, host)
+    roofline = op_roofline(table, host) if len(gpu) else None
     del host
     return TraceAnalysis(
         path=table.meta.path, rank=table.meta.rank, world_size=table.meta.world_size, events=len(table),
@@ -89,7 +93,7 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
         operators=operators, modules=modules, steps=steps,
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
-        warnings=tuple(trace_warnings(table, gpu, steps)),
+        warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
     )
 
 

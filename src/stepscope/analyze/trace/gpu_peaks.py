@@ -12,8 +12,7 @@ the table's.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
 H100 = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
@@ -35,7 +34,8 @@ class GpuPeaks:
     with (the matrix FP32 peak where the device has one, AMD; else the vector peak). vector_fp32_tflops: the
     FP32 peak of the vector units (elementwise and normalisation work). memory_tbps: peak memory bandwidth
     (TB/s, 1e12 bytes/s). min_memory_gb: the row applies only to devices with at least this much memory
-    (GB, 1e9 bytes), where the memory tells the variant. source: the data sheet."""
+    (GB, 1e9 bytes), where the memory tells the variant. source: the data sheet. devices_per_card: devices
+    PyTorch sees on one card (an MI250's two GCDs): a device's peaks are the card's divided by it."""
 
     label: str
     pattern: str
@@ -44,7 +44,7 @@ class GpuPeaks:
     memory_tbps: float
     source: str
     min_memory_gb: float = 0.0
-    note: str = field(default="")
+    devices_per_card: int = 1
 
 
 _HOPPER = {"fp64": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "fp32": 66.9}
@@ -71,11 +71,11 @@ GPUS: tuple[GpuPeaks, ...] = (
     GpuPeaks("MI300X", r"MI300X", {"fp64": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9,
                                    "fp32": 163.4}, 163.4, 5.3, MI300X),
     GpuPeaks("MI250X", r"MI250X", {"fp64": 95.7, "bf16": 383.0, "fp16": 383.0, "fp32": 95.7}, 47.9, 3.2768, MI250X,
-             note="the whole card (two GCDs); PyTorch sees each GCD as one device with half of it"),
+             devices_per_card=2),
     GpuPeaks("MI250", r"MI250", {"fp64": 90.5, "bf16": 362.1, "fp16": 362.1, "fp32": 90.5}, 45.3, 3.2768, MI250,
-             note="the whole card (two GCDs); PyTorch sees each GCD as one device with half of it"),
+             devices_per_card=2),
 )
-"""Vendor data-sheet figures (dense). The A100 rows share compute and differ in memory bandwidth."""
+"""Vendor data-sheet figures (dense, per card). The A100 rows share compute and differ in memory bandwidth."""
 
 
 def lookup(name: str | None, memory_bytes: int | None = None) -> GpuPeaks | None:
@@ -92,13 +92,12 @@ def lookup(name: str | None, memory_bytes: int | None = None) -> GpuPeaks | None
     return None
 
 
-def bandwidth_from_properties(props: dict[str, Any]) -> float | None:
-    """Peak memory bandwidth in TB/s from ``memoryClockRate`` (kHz) and ``memoryBusWidth`` (bits) where the
-    trace's deviceProperties record both (2 transfers a clock); None otherwise."""
-    clock, width = props.get("memoryClockRate"), props.get("memoryBusWidth")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (clock, width)):
+def bandwidth_tbps(memory_clock_khz: int | None, memory_bus_bits: int | None) -> float | None:
+    """Peak memory bandwidth in TB/s from deviceProperties' ``memoryClockRate`` (kHz) and ``memoryBusWidth``
+    (bits), two transfers a clock; None unless both are recorded and positive."""
+    if not memory_clock_khz or not memory_bus_bits or memory_clock_khz < 0 or memory_bus_bits < 0:
         return None
-    return 2.0 * float(clock) * 1e3 * float(width) / 8.0 / 1e12  # type: ignore[arg-type]
+    return 2.0 * memory_clock_khz * 1e3 * memory_bus_bits / 8.0 / 1e12
 
 
 def flops_table() -> tuple[tuple[str, dict[str, float]], ...]:

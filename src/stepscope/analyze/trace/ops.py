@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analyze.trace.gpuview import GpuView
+from stepscope.analyze.trace.gpuview import GpuView, KernelType
 from stepscope.analyze.trace.intervals import unique_sorted
 from stepscope.analyze.trace.nesting import parents
 from stepscope.analyze.trace.sets import member, unique_inverse
@@ -22,13 +22,16 @@ MODULE_PREFIX = "nn.Module: "
 
 @dataclass(frozen=True, slots=True)
 class HostTimes:
-    """Per host event (operators, annotations, Python functions): parent, self CPU, GPU self/total."""
+    """Per host event (operators, annotations, Python functions): parent, self CPU, GPU self/total.
+    kernel_self_ns: the part of device_self_ns in compute kernels (not communication kernels, memory copies or
+    memsets): the roofline's time."""
 
     rows: Array
     parent: Array
     cpu_self_ns: Array
     device_self_ns: Array
     device_total_ns: Array
+    kernel_self_ns: Array
 
 
 def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
@@ -65,6 +68,9 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     dev_self = np.zeros(rows.size, dtype=np.int64)
     hit = owner >= 0
     np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
+    kernel_self = np.zeros(rows.size, dtype=np.int64)
+    hit &= (gpu.kind == EventKind.KERNEL) & (gpu.ktype != KernelType.COMMUNICATION)
+    np.add.at(kernel_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
     del owner, hit
     dev_total = subtree_sums(dev_self, par)
     cpu_self = table["dur_ns"][rows]
@@ -75,7 +81,7 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     cpu_self -= child
     del child
     np.maximum(cpu_self, 0, out=cpu_self)
-    return HostTimes(rows, par, cpu_self, dev_self, dev_total)
+    return HostTimes(rows, par, cpu_self, dev_self, dev_total, kernel_self)
 
 
 CHUNK_EVENTS = 1 << 14
