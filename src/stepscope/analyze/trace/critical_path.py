@@ -1,0 +1,261 @@
+"""Critical path of one rank: the longest chain of dependent host and GPU work (HTA's definition).
+
+The graph is :mod:`stepscope.analyze.trace.critical_path_graph`'s. Its longest path is found chain by chain:
+along a chain (a host thread, a GPU stream) the distance to node k is the best of "start a path at j (or
+arrive at j by a cross edge) and walk the chain from j to k", a running maximum of ``incoming[j] - prefix[j]``
+plus ``prefix[k]``. Cross edges (launches, syncs) feed ``incoming``; rounds repeat until no distance grows
+(one round per hop between chains on the longest path, a handful in practice), each round a few NumPy passes.
+
+The result breaks the path's time down by kind (HTA's ``bound_by``: cpu, gpu compute / communication, the
+gap between kernels on a stream, the launch delay; memory copies apart from compute) and by event name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analyze.trace.critical_path_graph import EdgeKind, PathGraph, build_graph
+from stepscope.model.events import EventKind, EventTable
+from stepscope.traces.components import ComponentRules
+
+Array = npt.NDArray[Any]
+TOP = 10
+
+KINDS = ("cpu", "gpu_compute", "gpu_memory", "gpu_communication", "kernel_gap", "launch_delay")
+"""Breakdown keys. HTA's ``bound_by`` names: cpu_bound, gpu_compute_bound (= gpu_compute + gpu_memory),
+gpu_communication_bound, gpu_kernel_kernel_overhead, gpu_kernel_launch_overhead."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathItem:
+    """Time on the path attributed to events of one name and kind (``KINDS``)."""
+
+    name: str
+    kind: str
+    time_ns: int
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "time_ns": self.time_ns, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class PathCollective:
+    """A communication kernel on the path: its group and instance number (order within the group on this
+    rank, as every rank of the group calls its collectives in the same order), start and time on the path."""
+
+    group: str
+    name: str
+    instance: int
+    start_ns: int
+    time_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalPath:
+    """The critical path of one rank's trace (whole trace as the window, as HTA's empty annotation).
+
+    length_ns: the path's weight (sum of its edges). span_ns: from its first node to its last.
+    breakdown_ns: time per kind (``KINDS``). top: names with the most time on the path.
+    event_rows: table rows of the events on the path, in path order (a report's timeline highlights them).
+    edge_*: the path's edges in order: kind (``EdgeKind`` name), weight and attributed row (-1: none).
+    collectives: communication kernels on the path; collective_starts: start of every collective instance of
+    this rank per group (for :func:`stepscope.analyze.trace.critical_path_ranks.cross_rank_path`).
+    """
+
+    length_ns: int
+    span_ns: int
+    breakdown_ns: dict[str, int]
+    top: tuple[PathItem, ...]
+    event_rows: Array
+    edge_kind: Array
+    edge_weight: Array
+    edge_row: Array
+    graph_nodes: int
+    graph_edges: int
+    rounds: int
+    notes: tuple[str, ...]
+    collectives: tuple[PathCollective, ...] = ()
+    collective_starts: dict[str, Array] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"length_ns": self.length_ns, "span_ns": self.span_ns, "breakdown_ns": dict(self.breakdown_ns),
+                "top": [t.to_dict() for t in self.top], "events": int(self.event_rows.size),
+                "event_rows": self.event_rows.tolist(), "graph_nodes": self.graph_nodes,
+                "graph_edges": self.graph_edges, "notes": list(self.notes),
+                "collectives": [{"group": c.group, "name": c.name, "instance": c.instance, "start_ns": c.start_ns,
+                                 "time_ns": c.time_ns} for c in self.collectives]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Longest:
+    dist: Array
+    best: Array
+    """Per node: the chain position where its best walk along the chain begins."""
+    incoming: Array
+    rounds: int
+
+
+def longest(g: PathGraph) -> _Longest:
+    """Longest distance to every node (a path may start anywhere; all weights >= 0)."""
+    n = g.node_row.size
+    w = np.where(g.linked, g.w_in, 0)
+    start = ~g.linked
+    seg = np.cumsum(start) - 1
+    prefix = np.cumsum(w)
+    prefix -= prefix[np.flatnonzero(start)][seg]  # prefix within the chain segment, 0 at its first node
+    bound = 2 * (int(prefix.max(initial=0)) + int(g.cross_w.sum()) + 1)
+    offset = seg * bound  # keeps one segment's running maximum from leaking into the next
+    if seg.size and int(seg[-1]) * bound >= 2**62:
+        raise OverflowError("trace too long for the critical-path search")
+    incoming = np.zeros(n, dtype=np.int64)
+    pos = np.arange(n)
+    rounds = 0
+    while True:
+        rounds += 1
+        val = incoming - prefix + offset
+        run = np.maximum.accumulate(val) if n else val
+        new = np.r_[True, val[1:] > run[:-1]] if n else start
+        best = np.maximum.accumulate(np.where(new, pos, 0)) if n else pos
+        dist = run - offset + prefix
+        if not g.cross_src.size:
+            break
+        cand = dist[g.cross_src] + g.cross_w
+        nxt = np.zeros(n, dtype=np.int64)
+        np.maximum.at(nxt, g.cross_dst, cand)
+        if np.array_equal(nxt, incoming):
+            break
+        incoming = nxt
+    return _Longest(dist=dist, best=best, incoming=incoming, rounds=rounds)
+
+
+def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]:
+    """The path backwards: chain ranges [j, k] and, between them, the cross edge taken (index)."""
+    k = int(np.argmax(lp.dist))
+    ranges: list[tuple[int, int]] = []
+    cross: list[int] = []
+    for _ in range(g.node_row.size + 1):  # a bound: each node is left at most once
+        j = int(lp.best[k])
+        ranges.append((j, k))
+        if lp.incoming[j] <= 0:
+            break
+        lo, hi = np.searchsorted(g.cross_dst, [j, j + 1])
+        hit = np.flatnonzero(lp.dist[g.cross_src[lo:hi]] + g.cross_w[lo:hi] == lp.incoming[j])
+        e = int(lo + hit[0])
+        cross.append(e)
+        k = int(g.cross_src[e])
+    return ranges[::-1], cross[::-1]
+
+
+def critical_path(table: EventTable, *, rules: ComponentRules | None = None) -> CriticalPath | None:
+    """The critical path of one rank's trace; None when the trace has no host operators or runtime calls."""
+    g = build_graph(table)
+    if not g.node_row.size:
+        return None
+    lp = longest(g)
+    ranges, cross = _walk(g, lp)
+    nodes, kinds, weights, rows = [], [], [], []
+    for i, (j, k) in enumerate(ranges):
+        if i:
+            e = cross[i - 1]
+            kinds.append(np.asarray([g.cross_kind[e]], np.int8))
+            weights.append(np.asarray([g.cross_w[e]], np.int64))
+            rows.append(np.asarray([-1], np.int64))
+        nodes.append(np.arange(j, k + 1))
+        kinds.append(g.kind_in[j + 1:k + 1])
+        weights.append(g.w_in[j + 1:k + 1])
+        rows.append(g.attr_in[j + 1:k + 1])
+    node = np.concatenate(nodes)
+    ek, ew, er = np.concatenate(kinds), np.concatenate(weights), np.concatenate(rows)
+    # a launch edge is the item's (HTA attributes it to no event: its time is launch delay either way)
+    bucket = _buckets(table, ek, er, rules or ComponentRules.defaults())
+    breakdown = {name: int(ew[bucket == i].sum()) for i, name in enumerate(KINDS)}
+    path_rows = g.node_row[node]
+    _, first = np.unique(path_rows, return_index=True)
+    event_rows = path_rows[np.sort(first)]
+    return CriticalPath(
+        length_ns=int(lp.dist[node[-1]]), span_ns=int(g.node_ts[node[-1]] - g.node_ts[node[0]]),
+        breakdown_ns=breakdown, top=_top(table, ek, ew, er, bucket), event_rows=event_rows,
+        edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=int(g.node_row.size), graph_edges=g.edges,
+        rounds=lp.rounds, notes=g.notes, collectives=_path_collectives(table, ew, er, bucket),
+        collective_starts=collective_starts(table, rules))
+
+
+def _buckets(table: EventTable, ek: Array, er: Array, rules: ComponentRules) -> Array:
+    """Index into ``KINDS`` of each path edge (-1: weightless dependency or sync)."""
+    out = np.full(ek.size, -1, dtype=np.int8)
+    out[ek == EdgeKind.CPU] = 0
+    out[ek == EdgeKind.KERNEL_GAP] = 4
+    out[ek == EdgeKind.LAUNCH] = 5
+    k = np.flatnonzero(ek == EdgeKind.KERNEL)
+    if k.size:
+        comm = _comm_rows(table, rules)[er[k]]
+        memory = table["kind"][er[k]] != EventKind.KERNEL
+        out[k] = np.where(comm, 3, np.where(memory, 2, 1))
+    return out
+
+
+def _comm_rows(table: EventTable, rules: ComponentRules) -> Array:
+    """Per row: a communication kernel (the component rules' communication, or collective args)."""
+    codes, comps = rules.codes(table.names)
+    is_comm = codes == comps.index("communication") if "communication" in comps else np.zeros(codes.size, bool)
+    out: Array = (is_comm[table["name"]] if len(table) else np.zeros(0, bool)) | (table["coll"] >= 0)
+    out &= table["kind"] == EventKind.KERNEL
+    return out
+
+
+def _top(table: EventTable, ek: Array, ew: Array, er: Array, bucket: Array) -> tuple[PathItem, ...]:
+    have = (er >= 0) & (bucket >= 0)
+    if not have.any():
+        return ()
+    names = table["name"][er[have]].astype(np.int64)
+    key = names * len(KINDS) + bucket[have]
+    uniq, inv = np.unique(key, return_inverse=True)
+    time = np.bincount(inv, weights=ew[have]).astype(np.int64)
+    count = np.bincount(inv)
+    order = np.argsort(-time, kind="stable")[:TOP]
+    return tuple(PathItem(name=table.names[int(uniq[i]) // len(KINDS)], kind=KINDS[int(uniq[i]) % len(KINDS)],
+                          time_ns=int(time[i]), count=int(count[i])) for i in order if time[i] > 0)
+
+
+def _group_of(table: EventTable, rows: Array) -> list[str]:
+    """Process group and collective of each communication kernel (its name where the trace has no args)."""
+    out = []
+    for r, c in zip(rows.tolist(), table["coll"][rows].tolist()):
+        if c >= 0:
+            a = table.colls[c]
+            out.append(f"{a.group_name or a.group_ranks or ''}|{a.name}")
+        else:
+            out.append(f"|{table.names[int(table['name'][r])]}")
+    return out
+
+
+def collective_starts(table: EventTable, rules: ComponentRules | None = None) -> dict[str, Array]:
+    """Start (ns) of each communication kernel, per group key, in call order."""
+    rows = np.flatnonzero(_comm_rows(table, rules or ComponentRules.defaults()))
+    if not rows.size:
+        return {}
+    groups = np.asarray(_group_of(table, rows), dtype=object)
+    return {str(k): table["ts_ns"][rows[groups == k]] for k in dict.fromkeys(groups.tolist())}
+
+
+def _path_collectives(table: EventTable, ew: Array, er: Array, bucket: Array) -> tuple[PathCollective, ...]:
+    on = np.flatnonzero(bucket == 3)
+    if not on.size:
+        return ()
+    rows = er[on]
+    ts = table["ts_ns"]
+    comm = np.flatnonzero(_comm_rows(table, ComponentRules.defaults()))
+    groups_all = np.asarray(_group_of(table, comm), dtype=object)
+    out = []
+    for r, t in zip(rows.tolist(), ew[on].tolist()):
+        at = int(np.searchsorted(comm, r))
+        key = str(groups_all[at])
+        instance = int((groups_all[:at] == key).sum())
+        group, _, name = key.partition("|")
+        out.append(PathCollective(group=group, name=name, instance=instance, start_ns=int(ts[r]), time_ns=int(t)))
+    return tuple(out)

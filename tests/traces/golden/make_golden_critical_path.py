@@ -1,0 +1,107 @@
+"""Produce HTA's critical path of each fixture trace as golden files (run by hand, never by the tests).
+
+How the goldens were made::
+
+    python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis==0.5.0
+    /tmp/hta-venv/bin/python tests/traces/golden/make_golden_critical_path.py
+
+(HTA 0.5.0, pandas 3.1.1, NumPy 2.4.6, networkx 3.6.1.) Choices, the same as ``make_golden.py``'s and
+documented in docs/traces.md:
+
+- ``HTA_DISABLE_NS_ROUNDING=1`` and ``include_last_profiler_step=True``: every recorded event, ns resolution.
+- ``critical_path_analysis(t, rank, annotation="", instance_id=None)``: the whole trace as the window (the
+  empty annotation matches every name, so HTA's window is the first start to the last end), as stepscope's
+  default; one file per trace.
+
+Writes ``<folder>__<file stem>__critical_path.json`` next to this script: the path's length (sum of its edge
+weights, µs), the breakdown by HTA's ``bound_by`` (µs), the time on the path per attributed event name, and
+the path's nodes in order (start or end of which event: its name, start and stream/thread) with the type and
+weight of the edge that leaves each. An analysis HTA fails to compute is stored as ``{"error": ...}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HTA_DISABLE_NS_ROUNDING", "1")
+
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "data" / "traces"
+OUT = Path(__file__).resolve().parent
+
+
+def golden_for(path: Path) -> dict[str, Any]:
+    from hta.analyzers.critical_path_analysis import bound_by
+    from hta.trace_analysis import TraceAnalysis
+
+    ta = TraceAnalysis(trace_files={0: str(path)}, include_last_profiler_step=True)
+    t0 = time.process_time()
+    got = ta.critical_path_analysis(rank=0, annotation="", instance_id=None)
+    cpu_s = time.process_time() - t0
+    if got is None:
+        return {"error": "HTA returned None (no annotation matched)"}
+    graph, ok = got
+    if not ok:
+        return {"error": "HTA's longest-path search failed (the graph has a cycle)"}
+    df = graph.trace_df
+    sym = ta.t.symbol_table.get_sym_table()
+    nodes = graph.critical_path_nodes
+    breakdown: dict[str, float] = defaultdict(float)
+    by_event: dict[str, float] = defaultdict(float)
+    steps = []
+    for u, v in itertools.pairwise(nodes):
+        e = graph.edges[u, v]["object"]
+        w = float(graph.edges[u, v]["weight"])
+        ev = graph.get_event_attribution_for_edge(e)
+        name = sym[int(df.name.loc[ev])] if ev is not None and ev >= 0 else ""
+        row = {"type": str(e.type.value), "s_name": name,
+               "stream": int(df.stream.loc[ev]) if ev is not None and ev >= 0 else -1}
+        kind = bound_by(row)
+        if kind:
+            breakdown[kind] += w
+        if ev is not None and ev >= 0:
+            by_event[name] += w
+        steps.append({"type": str(e.type.value).removeprefix("critical_path_"), "weight_us": w})
+    path = []
+    base = float(ta.t.min_ts)  # HTA shifts every timestamp by the trace's first; the goldens keep the trace's clock
+    for n in nodes:
+        node = graph.node_list[n]
+        ev = int(node.ev_idx)
+        path.append({"event": sym[int(df.name.loc[ev])], "ts_us": float(df.ts.loc[ev]) + base,
+                     "dur_us": float(df.dur.loc[ev]), "stream": int(df.stream.loc[ev]), "tid": int(df.tid.loc[ev]),
+                     "is_start": bool(node.is_start)})
+    return {"length_us": sum(s["weight_us"] for s in steps),
+            "breakdown_us": dict(sorted(breakdown.items())),
+            "by_event_us": dict(sorted(by_event.items(), key=lambda kv: -kv[1])[:20]),
+            "nodes": path, "edges": steps, "graph_nodes": len(graph.node_list),
+            "graph_edges": graph.number_of_edges(), "hta_cpu_s": round(cpu_s, 2)}
+
+
+def _safe(path: Path) -> dict[str, Any]:
+    try:
+        out = golden_for(path)
+    except Exception as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300], "tb": traceback.format_exc()[-600:]}
+    out["file"] = f"{path.parent.name}/{path.name}"
+    return out
+
+
+def main() -> int:
+    files = sorted(FIXTURES.glob("*/*.json*")) if len(sys.argv) < 2 else [Path(p).resolve() for p in sys.argv[1:]]
+    for path in files:
+        res = _safe(path)
+        name = f"{path.parent.name}__{path.name.split('.')[0]}__critical_path.json"
+        (OUT / name).write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+        print(name, "error: " + res["error"] if "error" in res else f"ok {res['length_us']:.1f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
