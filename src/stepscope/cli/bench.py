@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
+from stepscope.cli.diff import add_metric_arg
 from stepscope.cli.run import add_collection_args, command_from, options_from
 from stepscope.errors import UserError
 from stepscope.report.progress import progress
@@ -44,6 +45,7 @@ class BenchCommand:
         parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         parser.add_argument("--exit-code", action="store_true",
                             help="with --ab: exit 1 when B is slower, 2 when the pairs cannot tell, 0 otherwise")
+        add_metric_arg(parser)
         add_collection_args(parser)
         add_store_args(parser)
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run")
@@ -91,7 +93,11 @@ def run_repeats(args: argparse.Namespace) -> int:
             run_ids.append(result.run_id)
             out.print(f"bench: run {len(run_ids)}/{args.repeat} → {result.run_id}")
     points = [p for p in load_points(store) if p.run_id in run_ids]
-    rows = [(m, p) for m in tracked_metrics(points) if (p := pooled(points, m, key=group)) is not None]
+    from stepscope.analyze.diff.metric import CPU_METRICS, METRICS
+
+    shown = tracked_metrics(points)
+    shown[1:1] = [METRICS[c].index_key for c in CPU_METRICS]  # the CPU clocks beside step time, where measured
+    rows = [(m, p) for m in shown if (p := pooled(points, m, key=group)) is not None]
     if args.json:
         print_json({"group": group, "runs": run_ids, "metrics": {m: p.to_dict() for m, p in rows}})
     else:
@@ -165,14 +171,16 @@ def run_ab(args: argparse.Namespace) -> int:
 def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.Namespace) -> int:
     """The paired diff of the A and B runs, printed (verdict first) or as JSON."""
     from stepscope.analyze.diff import DiffSettings, DiffSide, diff
+    from stepscope.cli.diff import checked_metric, verdict_exit
     from stepscope.report.diff_terminal import overview, verdict_panel
     from stepscope.report.terminal import console
 
     a = [store.load(r) for r in ids["A"]]
     b = [store.load(r) for r in ids["B"]]
+    metric = checked_metric(getattr(args, "metric", "step_time"), [*a, *b])
     result = diff(DiffSide(f"{group}:A", data=a[0], repeats=tuple(a[1:])),
-                  DiffSide(f"{group}:B", data=b[0], repeats=tuple(b[1:])), settings=DiffSettings(paired=True))
-    from stepscope.cli.diff import verdict_exit
+                  DiffSide(f"{group}:B", data=b[0], repeats=tuple(b[1:])),
+                  settings=DiffSettings(paired=True, metric=metric))
 
     code = verdict_exit(result) if args.exit_code else 0
     if args.json:
@@ -182,8 +190,9 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     from rich.text import Text
 
     out = console()
+    metric_flag = "" if metric == "step_time" else f" --metric {metric}"
     drift = result.drift.message() if result.drift is not None else None
     out.print(Group(verdict_panel(result), overview(result.overview),
                     *([Text(drift, style="yellow")] if drift else []),
-                    Text(f"all tables: stepscope diff {group}:A {group}:B", style="bold")))
+                    Text(f"all tables: stepscope diff {group}:A {group}:B{metric_flag}", style="bold")))
     return code

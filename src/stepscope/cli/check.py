@@ -22,6 +22,9 @@ GATE_METRICS = ("step_time_median_s",)
 """Metrics that can fail the gate by default: step time decides; throughput and regions are reported with their own
 verdicts and fail the gate only when named with --metric."""
 REPORTED_METRICS = ("samples_per_s", "tokens_per_s")
+CPU_REPORTED = ("step_cpu_time_median_s",)
+"""The training thread's CPU time per step, shown beside step time (with its own verdict) where the runs measured
+it; it fails the gate only when named (``--metric step_cpu_time``)."""
 
 
 def parse_fraction(text: str) -> float:
@@ -49,8 +52,9 @@ class CheckCommand:
         parser.add_argument("--run", metavar="REF", help="candidate run or benchmark (default: runs at HEAD)")
         parser.add_argument("--max-regression", default="5%", metavar="PCT", help="tolerated slowdown (default: 5%%)")
         parser.add_argument("--metric", "-m", action="append", metavar="NAME",
-                            help="metric to gate (repeatable; default: step time; throughput and main regions are "
-                                 "reported without failing the gate)")
+                            help="metric to gate (repeatable; default: step time; throughput, the training thread's "
+                                 "CPU time and main regions are reported without failing the gate); step_cpu_time / "
+                                 "process_cpu_time gate on CPU time per step, which a busy runner barely moves")
         parser.add_argument("--min-repeats", type=int, default=3, metavar="N",
                             help="fewest runs per side for a verdict (default: 3)")
         parser.add_argument("--window", type=int, default=3, metavar="N",
@@ -97,6 +101,8 @@ def check(run: str | None = None, *, store: StoreLike = None, max_regression: st
     points = load_points(opened, name=name, branch=branch, since_s=parse_since(since))
     cand_key, cand = candidate_runs(opened, points, run)
     base_key, base = baseline_runs(points, baseline, cand_key, window=window)
+    for m in metrics:
+        cpu_metric(m, base)  # the baseline's runs must carry a CPU clock gated on, as the candidate's
     options = GateOptions(tuple(metrics), min_repeats, window, creep_window)
     outcome = gate(opened, points, cand_key, cand, base_key, base, options, threshold)
     if json:
@@ -255,8 +261,24 @@ def gate_metrics(named: Sequence[str], cand: list[RunPoint]) -> tuple[list[str],
 
     available = {k for p in cand for k, v in p.metrics.items() if v}
     if named:
-        chosen = [resolve_metric(m, available) for m in named]
+        chosen = [cpu_metric(m, cand) or resolve_metric(m, available) for m in named]
         return chosen, chosen
     shown = [m for m in tracked_metrics(cand) if m in GATE_METRICS + REPORTED_METRICS
              or (m.startswith("region.") and m in available)]
+    shown += [m for m in CPU_REPORTED if m in available and all(p.metrics.get(m) for p in cand)]
     return [m for m in shown if m in GATE_METRICS], shown
+
+
+def cpu_metric(name: str, runs: Sequence[RunPoint]) -> str | None:
+    """The index metric of a CPU clock named by ``--metric`` (step_cpu_time, process_cpu_time or their index names);
+    None for other names. A UserError (exit 2, "not measured") when some of ``runs`` lack it: runs recorded before
+    stepscope measured per-step CPU time have no figure, and a gate on fewer runs than asked would not say so."""
+    from stepscope.analyze.diff.metric import METRICS, not_measured_message
+
+    m = next((x for x in METRICS.values() if x.column is not None and name in (x.name, x.index_key)), None)
+    if m is None:
+        return None
+    missing = [p.run_id for p in runs if p.status == "completed" and not p.metrics.get(m.index_key)]
+    if missing:
+        raise UserError(not_measured_message(m, missing), exit_code=2)
+    return m.index_key

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | None = None, json: bool = False,
          paired: bool = False, html: str | Path | None = None, threshold: float = 2.0, confidence: float = 0.95,
          warmup: int | None = None, all_rows: bool = False, width: int | None = None,
-         exit_code: bool = False) -> int:
+         exit_code: bool = False, metric: str = "step_time") -> int:
     """Compare ``experiment`` with ``baseline`` (runs, run lists, benchmarks, run directories or trace folders)
-    and print the comparison; ``threshold`` in %. The store is opened only if a side names one of its runs.
+    and print the comparison; ``threshold`` in %; ``metric``: the clock the verdict is decided on (step_time,
+    step_cpu_time, process_cpu_time). The store is opened only if a side names one of its runs.
     Returns 0, or with ``exit_code`` the verdict's code (``verdict_exit``)."""
     from stepscope.analyze.diff import DiffSettings
     from stepscope.analyze.diff import diff as diff_sides
@@ -34,7 +35,8 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
     base = load_side(lazy, baseline, warmup=warmup)
     exp = load_side(lazy, experiment, warmup=warmup)
     paired = paired or _ab_pair(baseline, experiment)
-    settings = DiffSettings(confidence=confidence, threshold=threshold / 100, paired=paired)
+    settings = DiffSettings(confidence=confidence, threshold=threshold / 100, paired=paired,
+                            metric=checked_metric(metric, [*base.runs, *exp.runs]))
     floor = store_noise_floor(lazy, [*base.runs, *exp.runs]) if base.runs and exp.runs else None
     result = diff_sides(base, exp, settings=settings, noise_floor=floor)
     if html:
@@ -56,6 +58,29 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
     if html:
         out.print(f"HTML diff written to {html}")
     return code
+
+
+def checked_metric(name: str, runs: list[RunData]) -> str:
+    """``name`` when it is a clock every compared run measured; a one-line UserError (exit 2) otherwise: a run
+    recorded before the CPU clocks has no CPU figure to decide on ("not measured", never a zero)."""
+    from stepscope.analyze.diff.metric import METRICS, not_measured_message, unmeasured
+
+    if name not in METRICS:
+        raise UserError(f"--metric {name}: expected one of {', '.join(METRICS)}")
+    missing = unmeasured(METRICS[name], runs)
+    if missing:
+        raise UserError(not_measured_message(METRICS[name], missing))
+    return name
+
+
+def add_metric_arg(parser: argparse.ArgumentParser) -> None:
+    """--metric of `diff` and `bench --ab`: the clock the verdict is decided on."""
+    from stepscope.analyze.diff.metric import METRICS
+
+    parser.add_argument("--metric", choices=list(METRICS), default="step_time",
+                        help="decide the verdict on wall-clock step time (default), the training thread's CPU time "
+                             "per step (step_cpu_time: finds CPU-side changes on a busy host; blind to GPU waits, "
+                             "I/O and other threads' work) or the process's (process_cpu_time)")
 
 
 def verdict_exit(result: Any) -> int:
@@ -123,12 +148,14 @@ class DiffCommand:
                             help="exit 1 when slower, 2 when the data cannot tell (inconclusive), 0 otherwise")
         parser.add_argument("--width", type=width, help="terminal width for the tables")
         parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
+        add_metric_arg(parser)
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         return diff(args.baseline, args.experiment, store=args.store, db=args.db, json=args.json,
                     paired=args.paired, html=args.html, threshold=args.threshold, confidence=args.confidence,
-                    warmup=args.warmup_steps, all_rows=args.all, width=args.width, exit_code=args.exit_code)
+                    warmup=args.warmup_steps, all_rows=args.all, width=args.width, exit_code=args.exit_code,
+                    metric=args.metric)
 
 
 class _StoreArgs:

@@ -111,7 +111,8 @@ def header(d: RunDiff) -> RenderableType:
 
 def _finding_line(fd: Finding) -> Text:
     t = Text("• ")
-    label = {"step_time": "", "throughput": "", "setup": ""}.get(fd.kind, f"{fd.kind} ")
+    label = {"step_time": "", "step_cpu_time": "", "process_cpu_time": "", "throughput": "",
+             "setup": ""}.get(fd.kind, f"{fd.kind} ")
     t.append(f"{label}{fd.name}: ", style="bold")
     if fd.kind == "setup":
         t.append(f"{fd.baseline_text or f.DASH} → {fd.experiment_text or f.DASH}")
@@ -150,7 +151,7 @@ def verdict_panel(d: RunDiff) -> RenderableType:
         t = Text(f"experiment vs baseline: {word}", style=VERDICT_STYLE[ch.verdict])
         ev = evidence(ch)
         if ev:
-            t.append(f"  (step time {ev})", style="dim")
+            t.append(f"  ({d.metric.label.partition(' (')[0]} {ev})", style="dim")
         lines.append(t)
         if ch.method == "noise_floor" and d.noise_floor is not None:
             lines.append(Text(f"one run a side: a change must exceed the between-run noise floor, here "

@@ -12,6 +12,7 @@ from stepscope.analyze.diff.breakdown import BreakdownRow, breakdown_diff
 from stepscope.analyze.diff.contention import LOAD_FACTOR, Contention, LoadShift, load_shift, side_contention
 from stepscope.analyze.diff.drift import PairDrift, pair_drift
 from stepscope.analyze.diff.floor import measured_floor
+from stepscope.analyze.diff.metric import StepMetric, step_metric
 from stepscope.analyze.diff.overview import ContextItem, OverviewRow, context_diff, run_overview
 from stepscope.analyze.diff.runlevel import RunValues, run_values
 from stepscope.analyze.diff.series import MetricRow, TrendPair, logged_diff, step_trends, system_diff
@@ -53,7 +54,8 @@ class RankRow:
 class Finding:
     """One line of "what changed", in the order reports show them (the change named first).
 
-    ``kind``: "step_time", "throughput", "setup" (a set-up difference: device, world size, command, model,
+    ``kind``: "step_time", "step_cpu_time" / "process_cpu_time" (the clock the verdict was asked on), "throughput",
+    "setup" (a set-up difference: device, world size, command, model,
     parameter; ``baseline_text``/``experiment_text`` hold it), "phase", "region", "module", "component",
     "kernel", "operator". ``unit``: unit of ``baseline``/``experiment``/``delta`` ("ns" per step for
     phases and regions, "ns per profiled step" for window parts). ``verdict``: None where no per-step test
@@ -83,7 +85,8 @@ class RunDiff:
     a side (after inflation for noisy runs and widening for a load difference; None when every side has repeats
     or none was given). ``load``: each side's CPU contention (run-queue wait of the training thread) and the
     step-time shift their difference predicts (None when not a run on each side).
-    The headline verdict is the step-time row's verdict (``verdict``): the same test, never a second one.
+    The headline verdict (``verdict``) is the verdict of the row of ``settings.metric`` (the step-time row unless
+    a CPU clock was asked for): the same test, never a second one.
     """
 
     baseline: SideInfo
@@ -110,9 +113,15 @@ class RunDiff:
     cancel (drift.py); None when the sides are not pairs."""
 
     @property
+    def metric(self) -> StepMetric:
+        """The clock the headline is decided on (``settings.metric``; step time by default)."""
+        return step_metric(self.settings.metric)
+
+    @property
     def headline(self) -> Change | None:
-        """The change that decides the headline: the step-time row's."""
-        row = next((r for r in self.overview if r.key == "step_time_median_ns"), None)
+        """The change that decides the headline: the row of ``settings.metric`` (the step-time row by default)."""
+        key = self.metric.row_key
+        row = next((r for r in self.overview if r.key == key), None)
         return row.change if row is not None else None
 
     @property
@@ -137,7 +146,7 @@ class RunDiff:
         d["load"] = self.load.to_dict() if self.load else None
         d["drift"] = self.drift.to_dict() if self.drift else None
         return {"schema": DIFF_SCHEMA, **d, "verdict": self.verdict.value if self.verdict else None,
-                "settings": self.settings.to_dict()}
+                "metric": self.metric.name, "settings": self.settings.to_dict()}
 
 
 def _clean(obj: Any) -> Any:
@@ -209,14 +218,15 @@ def _setup_findings(overview: list[OverviewRow], context: list[ContextItem]) -> 
 
 
 def _findings(overview: list[OverviewRow], breakdown: list[BreakdownRow], traces: TraceDiff | None,
-              world: str, context: list[ContextItem]) -> list[Finding]:
+              world: str, context: list[ContextItem], metric: StepMetric) -> list[Finding]:
     out = []
     for row in overview:
-        if row.key in ("step_time_median_ns",) or (world != "same" and row.key == "samples_per_s"):
+        kind = "step_time" if row.key == "step_time_median_ns" else metric.name if row.key == metric.row_key else \
+            "throughput" if world != "same" and row.key == "samples_per_s" else None
+        if kind is not None:
             ch = row.change
-            out.append(Finding("step_time" if row.key.startswith("step") else "throughput", row.label, row.unit,
-                               _num(row.baseline), _num(row.experiment), row.delta, row.delta_pct,
-                               ch.verdict if ch else None))
+            out.append(Finding(kind, row.label, row.unit, _num(row.baseline), _num(row.experiment), row.delta,
+                               row.delta_pct, ch.verdict if ch else None))
     out += _setup_findings(overview, context)
     quiet = (Verdict.NO_SIGNIFICANT_CHANGE, Verdict.INCONCLUSIVE)
     sig = [r for r in breakdown if r.change is None or r.change.verdict not in quiet]
@@ -305,7 +315,8 @@ def diff(base: DiffSide, exp: DiffSide, *, settings: DiffSettings | None = None,
                         "all ranks, and throughput per rank divides them by the world size")
     return RunDiff(
         baseline=_info(base), experiment=_info(exp), settings=s, world=world,
-        findings=tuple(_findings(overview, breakdown, tdiff, world, context)), context=tuple(context),
+        findings=tuple(_findings(overview, breakdown, tdiff, world, context, step_metric(s.metric))),
+        context=tuple(context),
         overview=tuple(overview), ranks=tuple(ranks), breakdown=tuple(breakdown),
         trends=tuple(trends), system=tuple(system), logged=tuple(logged), traces=tdiff, trace_note=tnote,
         messages=tuple(messages), runs=(tuple(d.run.id for d in base.runs), tuple(d.run.id for d in exp.runs)),

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.diff.metric import CPU_METRICS, METRICS
 from stepscope.analyze.diff.runlevel import RunValues
 from stepscope.analyze.diff.significance import Change, DiffSettings, compare_runs
 from stepscope.analyze.run.summary import RunSummary
@@ -121,6 +122,7 @@ def run_overview(base_runs: list[RunValues], exp_runs: list[RunValues], base_dat
         rows.append(_tested("step_time_median_ns", "step time (median)", "ns", "rank 0",
                             compare_runs(_vals(base_runs, "step_ns"), _vals(exp_runs, "step_ns"), settings=settings,
                                          floor=floor, widen_log=widen_log)))
+        rows += cpu_rows(base_runs, exp_runs, settings, floor)
         if any(v is not None for v in _vals(base_runs, "device_ns")) and \
                 any(v is not None for v in _vals(exp_runs, "device_ns")):
             rows.append(_tested("device_step_time_median_ns", "GPU step time (median, CUDA events)", "ns", "rank 0",
@@ -158,6 +160,23 @@ def run_overview(base_runs: list[RunValues], exp_runs: list[RunValues], base_dat
     ]
     always = {"device", "world_size", "runs", "measured_steps", "step_time_median_ns"}
     return [r for r in rows if r.key in always or r.baseline is not None or r.experiment is not None]
+
+
+def cpu_rows(base_runs: list[RunValues], exp_runs: list[RunValues], settings: DiffSettings,
+             floor: NoiseFloor | None) -> list[OverviewRow]:
+    """The CPU clocks beside step time (metric.py), each tested run-level like it; a row whose clock only one side
+    measured (a run recorded before the CPU clocks) has no verdict. Not widened for load drift: drift.py predicts
+    the wall-clock cost of waiting for a core, which CPU time does not contain. One run a side uses the step-time
+    floor (a CPU clock spreads less between runs, so that floor is on the safe side)."""
+    rows = []
+    for m in (METRICS[name] for name in CPU_METRICS):
+        b, e = _vals(base_runs, m.attr), _vals(exp_runs, m.attr)
+        has_b, has_e = any(v is not None for v in b), any(v is not None for v in e)
+        if has_b and has_e:
+            rows.append(_tested(m.row_key, m.label, "ns", "rank 0", compare_runs(b, e, settings=settings, floor=floor)))
+        elif has_b or has_e:
+            rows.append(row(m.row_key, m.label, "ns", "rank 0", b[0] if has_b else None, e[0] if has_e else None))
+    return rows
 
 
 def _model_line(summary: RunSummary) -> str | None:

@@ -1,9 +1,10 @@
 """One value per run: what the run-level verdicts test (see significance.py).
 
-For each run of a side: rank 0's median step time (warm-up and traced steps excluded), GPU step time by CUDA
-events, the run's throughputs and data-wait share (the summary's headline figures), the mean time per measured
-step of each phase and region (rank 0), each rank's median step time, the run's measurement quality and the CPU
-contention it met (run-queue wait of the training thread over the measured steps).
+For each run of a side: rank 0's median step time (warm-up and traced steps excluded), its median CPU time per
+step (stepping thread, whole process; metric.py), GPU step time by CUDA events, the run's throughputs and
+data-wait share (the summary's headline figures), the mean time per measured step of each phase and region
+(rank 0), each rank's median step time, the run's measurement quality and the CPU contention it met (run-queue
+wait of the training thread over the measured steps).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class RunValues:
     """CPU contention over the measured steps (see contention.py)."""
     cpu_freq_mhz: float | None = None
     """Median CPU frequency the sampler recorded on rank 0 (None: not sampled)."""
+    thread_cpu_ns: float | None = None
+    """Median CPU time per measured step of the stepping thread, rank 0 (None: not measured; metric.py)."""
+    process_cpu_ns: float | None = None
+    """Median CPU time per measured step of the whole process, rank 0 (None: not measured)."""
 
 
 def _warmup(data: RunData, warmup: int | None) -> int | None:
@@ -73,7 +78,17 @@ def run_values(data: RunData, *, warmup: int | None = None) -> RunValues:
                      samples_per_s=h.samples_per_s, tokens_per_s=h.tokens_per_s, data_wait_share=h.data_wait_share,
                      parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0),
                      code=code_of(data), contention=run_contention(data, warmup=s0.warmup if s0 else 0),
-                     cpu_freq_mhz=_median_freq(data))
+                     cpu_freq_mhz=_median_freq(data), thread_cpu_ns=_median(s0, "thread_cpu_ns"),
+                     process_cpu_ns=_median(s0, "process_cpu_ns"))
+
+
+def _median(sample: StepSample | None, column: str) -> float | None:
+    """Median of a per-step CPU column over the measured steps; None when no step has it."""
+    if sample is None:
+        return None
+    a = np.asarray(getattr(sample, column), dtype="float64")
+    a = a[np.isfinite(a)]
+    return float(np.median(a)) if a.size else None
 
 
 def _median_freq(data: RunData) -> float | None:

@@ -65,7 +65,9 @@ class StepSample:
     ``index``: step indices; ``duration_ns``: CPU wall-clock step time; ``phases``: phase name -> per-step
     ns (only phases measured on this rank; ``other`` = step time not in a measured phase, clipped at 0);
     ``samples``/``tokens``: per step (NaN: not known); ``device_ns``: GPU step time by CUDA events (NaN
-    when not measured). ``warmup``: how many leading steps were excluded (traced steps of a profiled window
+    when not measured); ``thread_cpu_ns`` / ``process_cpu_ns``: CPU time of the stepping thread / of the whole
+    process per step (NaN: not measured, runs recorded before the CPU clocks). ``warmup``: how many leading steps
+    were excluded (traced steps of a profiled window
     are left out too); ``all_duration_ns``: every training step, warm-up and traced steps included (for
     trend plots).
     """
@@ -80,6 +82,8 @@ class StepSample:
     warmup: int
     all_duration_ns: np.ndarray
     all_index: np.ndarray
+    thread_cpu_ns: np.ndarray
+    process_cpu_ns: np.ndarray
 
     def __len__(self) -> int:
         return len(self.duration_ns)
@@ -108,7 +112,8 @@ def step_sample(rank: RankData, *, warmup: int | None = None) -> StepSample:
         phases["other"] = np.clip(dur - measured, 0, None)
     return StepSample(rank=rank.stream.rank, index=m["index"].copy(), duration_ns=dur, phases=phases,
                       samples=m["samples"].copy(), tokens=m["tokens"].copy(), device_ns=m["device_ns"].copy(),
-                      warmup=k, all_duration_ns=train.duration_ns.astype("float64"), all_index=train["index"].copy())
+                      warmup=k, all_duration_ns=train.duration_ns.astype("float64"), all_index=train["index"].copy(),
+                      thread_cpu_ns=m["thread_cpu_ns"].copy(), process_cpu_ns=m["process_cpu_ns"].copy())
 
 
 def region_per_step(rank: RankData, sample: StepSample) -> dict[str, np.ndarray]:

@@ -88,6 +88,9 @@ class DiffSettings:
     """The sides' runs are interleaved A/B pairs (run i of each side made back to back): paired test."""
     floor_confidence: float = 0.99
     """One run a side: a change is called only when the noise floor explains it less than 1 - this often."""
+    metric: str = "step_time"
+    """The clock the headline verdict is decided on: "step_time" (wall), "step_cpu_time" (the stepping thread's
+    CPU time) or "process_cpu_time" (metric.py)."""
 
     @property
     def alpha(self) -> float:
@@ -96,7 +99,8 @@ class DiffSettings:
     def describe(self) -> str:
         test = "paired t on log ratios of interleaved A/B pairs" if self.paired else \
             "Welch t on log per-run values (ratio of geometric means)"
-        return (f"run-level: {test}, {self.confidence:.0%} interval excluding 1 and |change| >= "
+        on = "" if self.metric == "step_time" else f"on {self.metric}, "
+        return (f"run-level: {on}{test}, {self.confidence:.0%} interval excluding 1 and |change| >= "
                 f"{self.threshold:.0%}; one run a side: inconclusive unless beyond the between-run noise floor "
                 f"at {self.floor_confidence:.0%}; warm-up steps excluded")
 

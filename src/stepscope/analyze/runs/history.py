@@ -21,8 +21,8 @@ from stepscope.analyze.stats import run_interval
 
 NO_COMMIT = "(no commit)"
 
-LOWER_IS_BETTER_PREFIXES = ("step_time", "data_wait", "peak_", "energy", "duration", "region.", "phase.", "idle",
-                            "comm", "memcpy", "trace.")
+LOWER_IS_BETTER_PREFIXES = ("step_time", "step_cpu_time", "process_cpu_time", "data_wait", "peak_", "energy",
+                            "duration", "region.", "phase.", "idle", "comm", "memcpy", "trace.")
 """Metric names starting with these are costs (lower is better); others (samples_per_s, tokens_per_s,
 metric.accuracy, ...) are benefits. ``metric.loss`` style user metrics containing "loss" or "error" are costs."""
 
