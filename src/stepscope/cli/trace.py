@@ -21,14 +21,13 @@ from stepscope.analyze.trace.rankdist import (
     operator_distributions,
     traceset_distributions,
 )
-from stepscope.cli.views.traces import shortened
 from stepscope.errors import UserError
 from stepscope.executor import executor_for
 from stepscope.executor.dask import CONNECT_TIMEOUT_S
 from stepscope.executor.traceset import analyze_traceset
 from stepscope.report import ranks_terminal
 from stepscope.report import trace_terminal as view
-from stepscope.report.terminal import console as report_console
+from stepscope.report.console import console as report_console
 from stepscope.traces.components import ComponentRules
 from stepscope.traces.kineto import RANK_IN_NAME
 
@@ -165,6 +164,8 @@ class TraceCommand:
             _emit_json({str(a.rank): [s.to_dict() for s in rows(a)[:args.top]] for a in result.ranks})
             return 0
         if as_distributions(len(result.ranks)):
+            from stepscope.cli.views.traces import shortened  # (it loads the run-store application layer)
+
             console.print(ranks_terminal.distribution_table(
                 f"{len(result.ranks)} ranks: GPU time by {args.by} across ranks (top {args.top} by total)",
                 shortened(kernel_distributions(result, by=args.by, top=args.top))))
@@ -180,6 +181,8 @@ class TraceCommand:
             _emit_json({str(rank): [o.to_dict() for o in ops[:args.top]] for rank, ops in ranked.items()})
             return 0
         if as_distributions(len(result.ranks)):
+            from stepscope.cli.views.traces import shortened
+
             console.print(ranks_terminal.distribution_table(
                 f"{len(result.ranks)} ranks: operators' {args.sort.replace('_', ' ')} across ranks "
                 f"(top {args.top} by total)", shortened(operator_distributions(result, sort=args.sort, top=args.top))))

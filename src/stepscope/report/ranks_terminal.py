@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from stepscope.analyze.ranks.commsplit import CommSplit
-from stepscope.analyze.ranks.ranks import PopMetrics, RankAnalysis
-from stepscope.analyze.ranks.roles import RoleAnalysis
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.rankdist import (
     RANK_ROWS_MAX,
@@ -17,6 +16,11 @@ from stepscope.analyze.trace.rankdist import (
 )
 from stepscope.report import format as f
 from stepscope.report.tables import FitTable
+
+if TYPE_CHECKING:  # types only: `stepscope trace` prints with this module and needs none of the run analyses
+    from stepscope.analyze.ranks.commsplit import CommSplit
+    from stepscope.analyze.ranks.ranks import PopMetrics, RankAnalysis
+    from stepscope.analyze.ranks.roles import RoleAnalysis
 
 
 def _table(title: str, *cols: str) -> FitTable:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
@@ -17,6 +17,7 @@ from stepscope.analyze.run.lost import partial_label, records_lost
 from stepscope.analyze.run.quality import Quality
 from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.report import format as f
+from stepscope.report.console import console as console  # the reports' one console, re-exported
 from stepscope.report.flops import flops_table
 from stepscope.report.labels import software_line
 from stepscope.report.tables import FitTable
@@ -282,12 +283,3 @@ def module_tree_view(modules: Iterable[ModuleNode]) -> RenderableType:
                   f.duration_ns(m.device_ns or None))
     return t
 
-
-def console(file: object = None, width: int | None = None) -> Console:
-    """A console for reports: the terminal's width, or 160 columns when output goes to a file or pipe."""
-    import sys
-
-    stream = file if file is not None else sys.stdout
-    if width is None and not (hasattr(stream, "isatty") and stream.isatty()):
-        width = 160
-    return Console(file=file, width=width, highlight=False, soft_wrap=False)  # type: ignore[arg-type]

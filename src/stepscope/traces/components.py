@@ -18,7 +18,6 @@ A project's ``stepscope.toml`` adds rules before the defaults (so they win)::
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +142,8 @@ class ComponentRules:
     @classmethod
     def from_toml(cls, path: str | Path) -> ComponentRules:
         """Defaults plus the ``[[components.rules]]`` of a ``stepscope.toml`` (which come first)."""
+        import tomllib  # only where a project has rules (start-up of `stepscope trace`)
+
         p = Path(path)
         try:
             doc = tomllib.loads(p.read_text(encoding="utf-8"))

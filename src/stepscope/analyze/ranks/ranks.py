@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.diff.contention import rank_contention
 from stepscope.analyze.ranks.commsplit import CommSplit, split_calls
 from stepscope.analyze.run.steps import warmup_steps
 from stepscope.analyze.stats import mann_whitney_u
@@ -219,6 +218,8 @@ def _rank_times(rank: RankData, v: dict[str, np.ndarray], comm_measured: bool,
 
     def mean(a: np.ndarray) -> float:
         return float(a.mean()) if n else float("nan")
+
+    from stepscope.analyze.diff.contention import rank_contention  # loads analyze.diff: not at start-up
 
     rs = split.rank(s.rank) if split is not None else None
     cpu_wait = rank_contention(rank, (int(v["start"].min()), int(v["end"].max()))).wait_share if n else None

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stepscope.analyze.ranks.ranks import PopMetrics, pop_metrics
 from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis
+from stepscope.analyze.trace.collectives import CollectiveSet, match_collectives
+
+if TYPE_CHECKING:  # the POP metrics load the run analyses: imported when a set of ranks is combined
+    from stepscope.analyze.ranks.ranks import PopMetrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,8 @@ class TraceSetAnalysis:
     warnings: tuple[str, ...]
     gpu_pop: PopMetrics | None = None
     notes: tuple[str, ...] = ()
+    collectives: CollectiveSet | None = None
+    """Collectives matched across the ranks: skew, transfer, bandwidths (None: no rank has collective kernels)."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -65,6 +70,7 @@ class TraceSetAnalysis:
                 "communication_ns": d(self.communication), "idle_ns": d(self.idle), "errors": list(self.errors),
                 "warnings": list(self.warnings), "notes": list(self.notes),
                 "gpu_pop": asdict(self.gpu_pop) if self.gpu_pop is not None else None,
+                "collectives": d(self.collectives),
                 "ranks": [r.to_dict() for r in self.ranks]}
 
 
@@ -113,11 +119,21 @@ def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = (),
         step_time=_spread([a.steps.stat(np.median) for a in ranks]),
         communication=_spread([float(a.temporal.communication_ns) if a.temporal else None for a in ranks]),
         idle=_spread([float(a.temporal.idle_ns) if a.temporal else None for a in ranks]),
-        errors=tuple(errors), warnings=tuple(warnings), gpu_pop=_gpu_pop(ranks), notes=tuple(notes))
+        errors=tuple(errors), warnings=tuple(warnings), gpu_pop=_gpu_pop(ranks), notes=tuple(notes),
+        collectives=_collectives(ranks))
+
+
+def _collectives(ranks: Sequence[TraceAnalysis]) -> CollectiveSet | None:
+    if not any(a.collectives for a in ranks):
+        return None
+    worlds = [a.world_size for a in ranks if a.world_size]
+    return match_collectives({a.rank: a.collectives for a in ranks}, world_size=max(worlds) if worlds else None)
 
 
 def _gpu_pop(ranks: Sequence[TraceAnalysis]) -> PopMetrics | None:
     timed = [a.temporal for a in ranks if a.temporal is not None]
     if len(timed) < 2:
         return None
+    from stepscope.analyze.ranks.ranks import pop_metrics
+
     return pop_metrics([float(t.compute_ns) for t in timed], [float(t.window_ns) for t in timed])

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from stepscope.analyze.ranks.ranks import RankAnalysis
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OP_SORT_KEYS
+
+if TYPE_CHECKING:  # a type only: the rank analyses load the run analyses
+    from stepscope.analyze.ranks.ranks import RankAnalysis
 
 RANK_ROWS_MAX = 64
 """Up to this many ranks, views list one row per rank; past it, distributions."""
