@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.trace.collectives import CollectiveCall, rank_collectives
 from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
 from stepscope.analyze.trace.device import DeviceSummary, device_summary
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
@@ -61,6 +62,8 @@ class TraceAnalysis:
     warnings: tuple[str, ...]
     roofline: Roofline | None = None
     """Operators by unique arguments on the device's roofline (None: no GPU work)."""
+    collectives: tuple[CollectiveCall, ...] = ()
+    """The rank's collective kernels, matched across ranks by :func:`~stepscope.analyze.trace.multirank.combine`."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -94,6 +97,7 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
+        collectives=rank_collectives(table, gpu),
     )
 
 
