@@ -14,9 +14,10 @@ documented in docs/traces.md:
   default; one file per trace.
 
 Writes ``<folder>__<file stem>__critical_path.json`` next to this script: the path's length (sum of its edge
-weights, µs), the breakdown by HTA's ``bound_by`` (µs), the time on the path per attributed event name, and
-the path's nodes in order (start or end of which event: its name, start and stream/thread) with the type and
-weight of the edge that leaves each. An analysis HTA fails to compute is stored as ``{"error": ...}``.
+weights, µs), the breakdown by HTA's ``bound_by`` (µs), the time on the path per attributed event name (top
+20), the edges per type (count, µs), the distinct events on the path per name, and the path's first and last
+ten nodes (start or end of which event: its name, start, duration and stream/thread). An analysis HTA fails
+to compute is stored as ``{"error": ...}``.
 """
 
 from __future__ import annotations
@@ -80,8 +81,26 @@ def golden_for(path: Path) -> dict[str, Any]:
     return {"length_us": sum(s["weight_us"] for s in steps),
             "breakdown_us": dict(sorted(breakdown.items())),
             "by_event_us": dict(sorted(by_event.items(), key=lambda kv: -kv[1])[:20]),
-            "nodes": path, "edges": steps, "graph_nodes": len(graph.node_list),
+            "path_nodes": len(path), "path_events_by_name": _counts(path), "first_nodes": path[:10],
+            "last_nodes": path[-10:], "edge_types_us": _by_type(steps), "graph_nodes": len(graph.node_list),
             "graph_edges": graph.number_of_edges(), "hta_cpu_s": round(cpu_s, 2)}
+
+
+def _counts(path: list[dict[str, Any]]) -> dict[str, int]:
+    """Distinct events on the path per name (an event's start and end count once)."""
+    seen = {(p["event"], p["ts_us"], p["tid"]) for p in path}
+    out: dict[str, int] = defaultdict(int)
+    for name, _, _ in seen:
+        out[name] += 1
+    return dict(sorted(out.items()))
+
+
+def _by_type(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = defaultdict(lambda: [0, 0.0])
+    for s in steps:
+        out[s["type"]][0] += 1
+        out[s["type"]][1] += s["weight_us"]
+    return dict(sorted(out.items()))
 
 
 def _safe(path: Path) -> dict[str, Any]:

@@ -1,0 +1,210 @@
+"""Critical path: hand-built traces whose path is worked out by hand, and HTA's own result on every fixture
+(goldens made by tests/traces/golden/make_golden_critical_path.py with HolisticTraceAnalysis 0.5.0).
+
+Tolerance against HTA: the path's length and each kind of its breakdown within 0.01% of the length. HTA keeps
+edge weights between -1 and 0 µs as they are (a child that ends a few ns after its parent in ns-resolution
+traces) where stepscope counts 0, so its path is a few µs shorter per 100 ms (v100_1rank: 31 µs of 479 ms).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
+from stepscope.analyze.trace.critical_path_graph import EdgeKind, host_rows
+from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
+from stepscope.analyze.trace.nesting import parents_walk
+from stepscope.model.events import EventKind, EventTable
+from stepscope.traces.kineto import read_trace
+from tests.traces.tracebuild import ev, fixture_files, kernel, launch, write
+
+GOLDEN = Path(__file__).resolve().parents[2] / "traces" / "golden"
+FILES = fixture_files()
+HTA_KINDS = {"cpu_bound": ("cpu",), "gpu_compute_bound": ("gpu_compute", "gpu_memory"),
+             "gpu_communication_bound": ("gpu_communication",), "gpu_kernel_kernel_overhead": ("kernel_gap",),
+             "gpu_kernel_launch_overhead": ("launch_delay",)}
+
+
+def _golden(path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads((GOLDEN / f"{path.parent.name}__{path.name.split('.')[0]}__critical_path.json")
+                                     .read_text())
+    return out
+
+
+def _path(tmp_path: Path, events: list[dict[str, Any]]) -> tuple[EventTable, CriticalPath]:
+    table = read_trace(write(tmp_path / "rank0.json", events, distributedInfo={"rank": 0}))
+    cp = critical_path(table)
+    assert cp is not None
+    return table, cp
+
+
+def _sync(name: str, ts: float, dur: float, corr: int, stream: int = 7) -> dict[str, Any]:
+    return ev("cuda_sync", name, ts, dur, pid=0, tid=stream, stream=stream, device=0, correlation=corr,
+              cuda_sync_kind=name)
+
+
+def sync_trace() -> list[dict[str, Any]]:
+    """µs. Thread: ``step`` [0, 100) launches K1 (cudaLaunchKernel [10, 15)) and waits for it in
+    cudaStreamSynchronize [20, 90); K1 runs [20, 80) on stream 7; the Stream Sync record ends at 89.
+
+    Host only, the path is 100 - 70 (the blocking call's wait weighs 0) = 30. Through the GPU:
+    step start -> launch start (10) -> K1 start (launch delay 10) -> K1 end (60) -> sync -> wait end ->
+    step end (10) = 90 µs: cpu 20, launch delay 10, GPU compute 60.
+    """
+    return [ev("cpu_op", "step", 0, 100), launch(10, 5, 1),
+            ev("cuda_runtime", "cudaStreamSynchronize", 20, 70, correlation=2),
+            kernel("gemm_kernel", 20, 60, 1), _sync("Stream Sync", 80, 9, 2)]
+
+
+def test_sync_edge_moves_the_path_onto_the_gpu(tmp_path: Path) -> None:
+    table, cp = _path(tmp_path, sync_trace())
+    assert cp.length_ns == 90_000
+    b = cp.breakdown_ns
+    assert (b["cpu"], b["launch_delay"], b["gpu_compute"], b["kernel_gap"]) == (20_000, 10_000, 60_000, 0)
+    names = [table.names[int(table["name"][r])] for r in cp.event_rows]
+    assert names == ["step", "cudaLaunchKernel", "gemm_kernel", "cudaStreamSynchronize"]
+    assert EdgeKind.SYNC in cp.edge_kind.tolist()
+
+
+def test_without_the_sync_record_the_wait_is_not_followed(tmp_path: Path) -> None:
+    """The same trace without the Stream Sync record: no GPU -> host edge; the longest path ends at K1's end
+    (10 + 10 + 60 = 80 µs) and the blocking wait is in no path."""
+    _, cp = _path(tmp_path, sync_trace()[:-1])
+    assert cp.length_ns == 80_000
+    assert cp.breakdown_ns["cpu"] == 10_000
+
+
+def two_stream_trace() -> list[dict[str, Any]]:
+    """µs. ``step`` [0, 200): launches K1 (stream 7, [20, 120)) at [10, 12), K2 (stream 8, [20, 50)) at
+    [14, 16), K3 (stream 8, [60, 170)) at [18, 20); cudaDeviceSynchronize [30, 190) (Context Sync record
+    [185, 189)) waits for every stream.
+
+    Queue of stream 8: +1 at 14, +1 at 18, -1 at 20 (K2 starts with K3 queued behind it: no launch edge,
+    and no earlier item: K2 starts a chain), -1 at 60 (K3 was launched onto a busy queue: the gap edge from
+    K2). Paths: via K1 10 + 10 + 100 + 10 = 130; via stream 8 K2 (30) + gap (10) + K3 (110) + sync + step's
+    end (10) = 160; host alone 200 - 160 = 40. Longest: 160 = GPU compute 140, kernel gap 10, cpu 10.
+    """
+    return [ev("cpu_op", "step", 0, 200), launch(10, 2, 1), launch(14, 2, 2), launch(18, 2, 3),
+            ev("cuda_runtime", "cudaDeviceSynchronize", 30, 160, correlation=4),
+            kernel("k1", 20, 100, 1, stream=7), kernel("k2", 20, 30, 2, stream=8), kernel("k3", 60, 110, 3, stream=8),
+            _sync("Context Sync", 185, 4, 4, stream=7)]
+
+
+def test_two_streams_the_busier_queue_wins(tmp_path: Path) -> None:
+    table, cp = _path(tmp_path, two_stream_trace())
+    assert cp.length_ns == 160_000
+    b = cp.breakdown_ns
+    assert (b["gpu_compute"], b["kernel_gap"], b["cpu"], b["launch_delay"]) == (140_000, 10_000, 10_000, 0)
+    names = [table.names[int(table["name"][r])] for r in cp.event_rows]
+    assert names == ["k2", "k3", "cudaDeviceSynchronize", "step"]
+    top = {(t.name, t.kind): t.time_ns for t in cp.top}
+    assert top[("k3", "gpu_compute")] == 110_000 and top[("k2", "gpu_compute")] == 30_000 + 10_000 - 10_000
+    assert top[("k2", "kernel_gap")] == 10_000  # a gap is attributed to the item before it (as HTA)
+
+
+def test_nested_operators_split_time_by_exclusive_time(tmp_path: Path) -> None:
+    """CPU only. Thread 1: A [0, 50) holding B [10, 20) and C [30, 45); then D [60, 70) after a 10 µs gap
+    (not work: dependency edge). Thread 2: E [0, 55). Path: thread 1, 50 + 10 = 60 > 55;
+    time on path: A 10 + 10 + 5 = 25, B 10, C 15, D 10."""
+    _, cp = _path(tmp_path, [ev("cpu_op", "A", 0, 50), ev("cpu_op", "B", 10, 10), ev("cpu_op", "C", 30, 15),
+                             ev("cpu_op", "D", 60, 10), ev("cpu_op", "E", 0, 55, tid=2)])
+    assert cp.length_ns == 60_000 and cp.breakdown_ns["cpu"] == 60_000
+    top = {t.name: t.time_ns for t in cp.top}
+    assert top == {"A": 25_000, "C": 15_000, "B": 10_000, "D": 10_000}
+    assert cp.span_ns == 70_000  # first node to last: the 10 µs gap is on the span, not in the length
+
+
+def _collective(launch_at: float, ts: float, dur: float, corr: int) -> list[dict[str, Any]]:
+    args = {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks": "[0, 1]",
+            "Group size": 2, "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float"}
+    return [launch(launch_at, 2, corr), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts, dur, corr, **args)]
+
+
+def two_rank_set(tmp_path: Path) -> dict[int, CriticalPath | None]:
+    """µs. Two all-reduces per rank on stream 7, then cudaDeviceSynchronize (Context Sync) and the step's end.
+
+    Rank 0: step [0, 700); all-reduce #0 launched at 95, runs [100, 400) (it waits for rank 1); #1 launched at
+    300, queued behind it, runs [400, 450); sync [310, 690). Path: 95 + 5 (launch) + 300 + 0 (gap) + 50 +
+    10 (sync end to step end) = 460 µs; host alone 700 - 380 = 320.
+    Rank 1: arrives at #0 at 350 (launched at 345), runs [350, 400); #1 [400, 440); sync [370, 685) in a step
+    [0, 695): path 345 + 5 + 50 + 40 + 10 = 450. Rank 0 is the slowest and waited 350 - 100 = 250 µs for
+    rank 1 in all-reduce #0; at #1 both arrived at 400.
+    """
+    plan = {0: (95.0, 100.0, 300.0, 310.0, 690.0, 700.0, 50.0), 1: (345.0, 350.0, 50.0, 370.0, 685.0, 695.0, 40.0)}
+    paths = {}
+    for rank, (l1, k1, d1, sync_at, sync_end, step_end, d2) in plan.items():
+        events = [ev("cpu_op", "step", 0, step_end), *_collective(l1, k1, d1, 1), *_collective(l1 + 15, 400, d2, 2),
+                  ev("cuda_runtime", "cudaDeviceSynchronize", sync_at, sync_end - sync_at, correlation=3),
+                  _sync("Context Sync", sync_end - 5, 4, 3)]
+        (tmp_path / str(rank)).mkdir()
+        paths[rank] = critical_path(read_trace(write(tmp_path / str(rank) / "rank.json", events,
+                                                     distributedInfo={"rank": rank, "world_size": 2})))
+    return paths
+
+
+def test_cross_rank_wait_names_the_late_rank(tmp_path: Path) -> None:
+    paths = two_rank_set(tmp_path)
+    p0, p1 = paths[0], paths[1]
+    assert p0 is not None and p1 is not None
+    assert (p0.length_ns, p1.length_ns) == (460_000, 450_000)
+    assert [(c.name, c.instance) for c in p0.collectives] == [("allreduce", 0), ("allreduce", 1)]
+    assert p0.breakdown_ns["gpu_communication"] == 350_000
+    cross = cross_rank_path(paths)
+    assert cross is not None and cross.slowest_rank == 0
+    assert [(w.rank, w.waited_for, w.instance, w.wait_ns) for w in cross.waits] == [(0, 1, 0, 250_000)]
+    assert cross.waits[0].text() == "rank 0 waited 0.250 ms for rank 1 in allreduce #0"
+
+
+def test_cross_rank_needs_two_paths() -> None:
+    assert cross_rank_path({0: None}) is None
+
+
+def _root_sums(table: EventTable) -> int:
+    """Busiest thread's summed root durations, roots found by the stack walk (the definition)."""
+    rows = host_rows(table)
+    ts, end = table["ts_ns"][rows], table["ts_ns"][rows] + table["dur_ns"][rows]
+    par = parents_walk(table["pid"][rows], table["tid"][rows], ts, end, table["kind"][rows] == EventKind.RUNTIME)
+    roots = par < 0
+    keys = table["pid"][rows][roots] * 2**20 + table["tid"][rows][roots]
+    sums: dict[int, int] = {}
+    for k, d in zip(keys.tolist(), (end - ts)[roots].tolist()):
+        sums[k] = sums.get(k, 0) + d
+    return max(sums.values())
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_matches_hta(path: Path) -> None:
+    gold = _golden(path)
+    table = read_trace(path)
+    cp = critical_path(table)
+    assert cp is not None
+    if "error" in gold:
+        # HTA fails without GPU work (its queue-length series is None); the path is then the busiest thread's
+        # top-level operators end to end
+        assert not (table["kind"] == EventKind.KERNEL).any()
+        assert cp.length_ns == _root_sums(table)
+        return
+    length = gold["length_us"] * 1e3
+    tol = 1e-4 * length
+    assert cp.length_ns == pytest.approx(length, abs=tol)
+    graph_launch = any("GraphLaunch" in n for n in table.names)
+    syncs = int((table["kind"] == EventKind.SYNC).sum())
+    if graph_launch:  # HTA keeps one kernel per launching call: a CUDA graph's other kernels are not in its graph
+        assert cp.graph_nodes > gold["graph_nodes"]
+        return
+    assert cp.graph_nodes + 2 * syncs == gold["graph_nodes"]  # HTA adds cuda_sync records as unlinked nodes
+    for hta_kind, ours in HTA_KINDS.items():
+        assert sum(cp.breakdown_ns[k] for k in ours) == pytest.approx(gold["breakdown_us"].get(hta_kind, 0) * 1e3,
+                                                                       abs=tol), hta_kind
+
+
+def test_event_rows_are_path_nodes_in_time_order(tmp_path: Path) -> None:
+    table, cp = _path(tmp_path, two_stream_trace())
+    ts = table["ts_ns"][cp.event_rows]
+    assert cp.event_rows.size == np.unique(cp.event_rows).size
+    assert ts[0] == 20_000 and int(cp.edge_weight.sum()) == cp.length_ns
