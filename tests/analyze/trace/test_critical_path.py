@@ -120,7 +120,7 @@ def test_nested_operators_split_time_by_exclusive_time(tmp_path: Path) -> None:
 
 
 def _collective(launch_at: float, ts: float, dur: float, corr: int) -> list[dict[str, Any]]:
-    args = {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks": "[0, 1]",
+    args: dict[str, Any] = {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks": "[0, 1]",
             "Group size": 2, "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "Float"}
     return [launch(launch_at, 2, corr), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ts, dur, corr, **args)]
 
