@@ -224,12 +224,8 @@ CSS = """.ss-findings{margin:.5em 0 1em 1.2em}.ss-findings li{margin:.2em 0}
 .ss-verdict{padding:0 .4em;border-radius:3px;font-size:.85em}.ss-verdict.slower{background:#fdd;color:#900}
 .ss-verdict.faster{background:#dfd;color:#060}.ss-verdict.no_significant_change{background:#eee;color:#555}
 .ss-verdict.inconclusive{background:#fefcbf;color:#744210}
-table.ss-table td.text{word-break:normal;overflow-wrap:normal}
-table.ss-table td.text:first-child{overflow-wrap:anywhere}
 #operators-table td.text:first-child,#kernels-table td.text:first-child,#components-table td.text:first-child{
-min-width:16em;max-width:30em;white-space:normal;overflow-wrap:anywhere;word-break:normal;
-font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-#operators-table td.text,#kernels-table td.text{min-width:7em;word-break:normal;overflow-wrap:anywhere}
+min-width:12em;max-width:26em;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
 #operators-table,#kernels-table{width:auto;min-width:100%}"""
 
 JS = """(function(){document.querySelectorAll('script.ss-fullnames').forEach(function(s){

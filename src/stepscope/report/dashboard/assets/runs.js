@@ -66,8 +66,8 @@
         var id = C.id[i], tr = D.el("tr", { "data-run": id }), commit = cell("commit", i);
         tr.appendChild(D.el("td", { "class": "text" })).appendChild(D.el("a", { href: D.runHref(id, C.report[i]) }, cell("name", i)));
         tr.appendChild(D.el("td", { "class": "text mono" }, id));
-        tr.appendChild(D.el("td", { "class": "text" }, cell("status", i)));
-        tr.appendChild(D.el("td", { "class": "text" }, D.date(C.start[i])));
+        tr.appendChild(D.el("td", { "class": "text", "data-status": cell("status", i) }, cell("status", i)));
+        tr.appendChild(D.el("td", { "class": "text ss-nowrap" }, D.date(C.start[i])));
         tr.appendChild(D.el("td", { "class": "text" }, cell("branch", i) || ""));
         tr.appendChild(D.el("td", { "class": "text mono" }, (commit ? commit.slice(0, 10) : "") + (C.dirty[i] ? "+dirty" : "")));
         tr.appendChild(D.el("td", { "class": "text" }, cell("subject", i) || ""));

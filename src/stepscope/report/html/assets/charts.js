@@ -543,6 +543,12 @@
     });
     box.innerHTML = html;
     fig.appendChild(box);
+    /* the names were shortened once, in Python (unique, full name on hover): their column is as wide as the
+       longest, leaving the bars at least 120 px, so CSS never cuts a name a second time */
+    var names = box.querySelectorAll(".ss-bar-name"), nameW = 0;
+    for (var n = 0; n < names.length; n++) nameW = Math.max(nameW, names[n].scrollWidth);
+    var room = (fig.clientWidth || 720) - 76 - 120;
+    box.style.setProperty("--ss-name-w", Math.max(120, Math.min(Math.ceil(nameW) + 2, room)) + "px");
     if (ser.length > 1) legend(fig, ser.map(function (s, k) { return {label: s.label, color: colors[k], idx: []}; }), null);
   }
 
