@@ -182,11 +182,12 @@ class EventTable(ColumnTable):
         "coll": Column("int32", "", "code into colls (communication kernels' collective args)", -1),
         "optype": Column("int32", "", "code into optypes (operator Input type and Concrete Inputs as JSON)", -1),
     }
-    __slots__ = ("cats", "colls", "flows", "meta", "names", "optypes", "shapes")
+    __slots__ = ("cats", "colls", "flows", "memory", "meta", "names", "optypes", "shapes")
 
     def __init__(self, cols: Mapping[str, Array], *, names: tuple[str, ...], cats: tuple[str, ...],
                  shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None,
-                 colls: tuple[CollectiveArgs, ...] = (), optypes: tuple[str, ...] = ()) -> None:
+                 colls: tuple[CollectiveArgs, ...] = (), optypes: tuple[str, ...] = (),
+                 memory: Mapping[str, Array] | None = None) -> None:
         super().__init__(cols)
         self.names = names
         self.cats = cats
@@ -196,6 +197,11 @@ class EventTable(ColumnTable):
         """``[Input type, Concrete Inputs]`` of operators as compact JSON (either null where not recorded)."""
         self.meta = meta
         self.flows: dict[str, Array] = dict(flows or {})
+        self.memory: dict[str, Array] = dict(memory or {})
+        """Allocation records (``[memory]`` instant events of ``profile_memory=True``), sorted by time:
+        ``ts_ns``, ``pid``, ``tid``, ``bytes`` (signed change), ``allocated`` and ``reserved`` (the allocator's
+        totals after it, -1 where not recorded), ``device`` (-1: CPU), ``device_type`` (0 CPU, 1 CUDA) and
+        ``addr``; empty when the trace has none."""
         tables: tuple[tuple[str, tuple[Any, ...]], ...] = (("name", names), ("cat", cats), ("shape", shapes),
                                                            ("coll", colls), ("optype", optypes))
         for col, table in tables:
@@ -211,7 +217,7 @@ class EventTable(ColumnTable):
 
     def _copy_extra(self, new: Any) -> None:
         new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
-        new.colls, new.optypes = self.colls, self.optypes
+        new.colls, new.optypes, new.memory = self.colls, self.optypes, self.memory
 
     def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
         """kind -> its EventKind name (lower case), name/cat/shape -> their strings, coll -> collective name."""

@@ -244,7 +244,7 @@ static const char *const COLL_KEYS[NUM_COLL] = {
 typedef struct {
     uint64_t seen;   /* known keys met (a second one is refused) */
     int sem;         /* a value of a type the columns cannot take exactly: fall back if the event is used */
-    int ph_kind;     /* 0 other, 1 X, 2 s, 3 f */
+    int ph_kind;     /* 0 other, 1 X, 2 s, 3 f, 4 instant (i or I) */
     double ts, dur;
     Span cat, name;
     int has_cat, has_name;
@@ -1027,6 +1027,19 @@ static int commit(Builder *b, Ev *ev) {
         if (decode_string(&ev->cat, &b->scratch, &d, &n)) return ST_ERR;
         flow = (n == 4 && memcmp(d, "ac2g", 4) == 0) || (n == 16 && memcmp(d, "async_cpu_to_gpu", 16) == 0);
         if (!flow) return ST_OK;
+    } else if (ev->ph_kind == 4) {
+        /* an allocation record ("[memory]" instant): the Python reader keeps these, so it reads the file */
+        const char *d;
+        size_t n;
+        if (ev->has_name) {
+            if (decode_string(&ev->name, &b->scratch, &d, &n)) return ST_ERR;
+            if (n == 8 && memcmp(d, "[memory]", 8) == 0) return ST_BAD;
+        }
+        if (ev->has_cat) {
+            if (decode_string(&ev->cat, &b->scratch, &d, &n)) return ST_ERR;
+            if (n == 8 && memcmp(d, "[memory]", 8) == 0) return ST_BAD;
+        }
+        return ST_OK;
     } else if (ev->ph_kind != 1) return ST_OK;
     if (ev->sem) return ST_BAD;
     if (flow) {
@@ -1144,7 +1157,9 @@ static int parse_event(Cur *c) {
                 Span s;
                 CHECK(scan_string(c, &s));
                 if (s.esc) return ST_BAD;
-                if (s.n == 1) ev.ph_kind = s.s[0] == 'X' ? 1 : s.s[0] == 's' ? 2 : s.s[0] == 'f' ? 3 : 0;
+                if (s.n == 1)
+                    ev.ph_kind = s.s[0] == 'X' ? 1 : s.s[0] == 's' ? 2 : s.s[0] == 'f' ? 3
+                               : (s.s[0] == 'i' || s.s[0] == 'I') ? 4 : 0;
             } else CHECK(skip_value(c, 2)); /* not a string: neither X nor a flow */
             break;
         }

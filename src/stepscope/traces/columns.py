@@ -62,7 +62,10 @@ class _DictArgs:
 
 _ATTR = {"correlation": "correlation", "External id": "external_id", "stream": "stream", "device": "device",
          "bytes": "bytes", "blocks per SM": "blocks_per_sm", "warps per SM": "warps_per_sm",
-         "est. achieved occupancy %": "occupancy", "memory bandwidth (GB/s)": "bandwidth", "grid": "grid", "block": "block", "Input Dims": "input_dims",
+         "est. achieved occupancy %": "occupancy", "memory bandwidth (GB/s)": "bandwidth", "grid": "grid",
+         "block": "block", "Input Dims": "input_dims", "Bytes Delta": "mem_delta", "Bytes": "mem_bytes",
+         "Total Allocated": "total_allocated", "Total Reserved": "total_reserved", "Device Id": "device_id",
+         "Device Type": "device_type", "Addr": "addr",
          "Input type": "input_type", "Concrete Inputs": "concrete_inputs"}
 _COLL_ATTRS = attrgetter("coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "group_ranks", "group_name",
                          "src_rank", "dst_rank")
@@ -91,6 +94,9 @@ _PH = attrgetter("ph")
 _CAT = attrgetter("cat")
 _FLOW_PHS = frozenset({"s", "f"})
 _FLOW_FIELDS = attrgetter("ph", "ts", "pid", "tid", "id")
+_MEM_FIELDS = attrgetter("ts", "pid", "tid", "args")
+MEMORY_EVENT = "[memory]"
+"""Name (PyTorch 2.x; category in older traces) of the allocation records of ``profile_memory=True``."""
 _TOP = tuple(map(attrgetter, ("ts", "dur", "cat", "name", "pid", "tid", "args")))
 _Access = type[_DictArgs] | type[_StructArgs]
 
@@ -204,6 +210,8 @@ class ChunkColumns:
         self.optype_codes: dict[str, int] = {}
         self.parts: dict[str, list[Array]] = defaultdict(list)
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
+        self.memory_parts: dict[str, list[Array]] = defaultdict(list)
+        """Allocation records (``[memory]`` instant events), columns of ``EventTable.memory``."""
         self.dropped = 0
         self.wrong_types = 0
         """Values read as not measured because of their type (``TraceMeta.wrong_type_values``)."""
@@ -228,6 +236,10 @@ class ChunkColumns:
                      if (r[0] == "s" or r[0] == "f") and r[3].__class__ is str and r[3] in _FLOW_CATS]
             if flows:
                 self._add_flows(list(zip(*flows)))
+            mem = [(r[1], r[5], r[6], r[7] if r[7].__class__ is dict else _EMPTY) for r in rows
+                   if (r[0] == "i" or r[0] == "I") and (r[4] == MEMORY_EVENT or r[3] == MEMORY_EVENT)]
+            if mem:
+                self._add_memory(list(zip(*mem)), _DictArgs)
         del rows
         if xs:
             self._add_complete(list(zip(*xs)), _DictArgs)
@@ -243,6 +255,10 @@ class ChunkColumns:
             flows = list(compress(rest, keep))
             if flows:
                 self._add_flows(list(zip(*map(_FLOW_FIELDS, flows))))
+            mem = [e for e in rest
+                   if (e.ph == "i" or e.ph == "I") and (e.name == MEMORY_EVENT or e.cat == MEMORY_EVENT)]
+            if mem:
+                self._add_memory(list(zip(*map(_MEM_FIELDS, mem))), _StructArgs)
         if xs:
             self._add_complete([(), *(list(map(get, xs)) for get in _TOP)], _StructArgs)
 
@@ -381,6 +397,27 @@ class ChunkColumns:
             out[np.asarray([i for i, _ in have])] = self._codes(self.optype_codes, [t for _, t in have])
         return out
 
+    def _add_memory(self, fields: list[tuple[Any, ...]], acc: _Access) -> None:
+        """Allocation records' fields, one sequence each: ts, pid, tid, args. A record without a finite time is
+        dropped (and counted); an absent figure is -1 (a delta: 0)."""
+        ts_v, pid_v, tid_v, args = fields
+        us = _floats(ts_v)
+        ok = np.abs(us) < _MAX_US
+        if not ok.all():
+            self.dropped += int((~ok).sum())
+        parts = self.memory_parts
+        parts["ts_ns"].append(us_to_ns(us[ok]))
+        parts["pid"].append(self._counted(_ints_counted(pid_v))[ok])
+        parts["tid"].append(self._counted(_ints_counted(tid_v))[ok])
+        delta = self._counted(_ints_counted(acc.col(args, "Bytes Delta", typed.MISSING), typed.MISSING))
+        size = self._counted(_ints_counted(acc.col(args, "Bytes", typed.MISSING), typed.MISSING))
+        delta = np.where(delta == typed.MISSING, size, delta)  # PyTorch 2.x writes "Bytes", 1.x "Bytes Delta"
+        parts["bytes"].append(np.where(delta == typed.MISSING, 0, delta)[ok])
+        for key, arg in (("allocated", "Total Allocated"), ("reserved", "Total Reserved"), ("device", "Device Id"),
+                         ("device_type", "Device Type"), ("addr", "Addr")):
+            vals = self._counted(_ints_counted(acc.col(args, arg, typed.MISSING), typed.MISSING))
+            parts[key].append(np.where(vals == typed.MISSING, -1, vals)[ok])
+
     def _add_flows(self, fields: list[tuple[Any, ...]]) -> None:
         """Flow events' fields, one sequence each: ph, ts, pid, tid, id."""
         ph, ts, pid, tid, ids = fields
@@ -416,9 +453,15 @@ class ChunkColumns:
         flows = {k: _joined(v) for k, v in self.flow_parts.items()}
         self.flow_parts = defaultdict(list)
         _fill_correlation_from_flows(cols, flows)
+        memory = {k: _joined(v) for k, v in self.memory_parts.items()}
+        self.memory_parts = defaultdict(list)
+        if memory:
+            order = np.argsort(memory["ts_ns"], kind="stable")
+            memory = {k: v[order] for k, v in memory.items()}
         return EventTable(cols, names=tuple(map(str, self.name_codes)), cats=tuple(map(str, self.cat_codes)),
                           shapes=tuple(self.shape_codes), meta=meta, flows=flows,
-                          colls=tuple(map(collective_args, self.coll_codes)), optypes=tuple(self.optype_codes))
+                          colls=tuple(map(collective_args, self.coll_codes)), memory=memory,
+                          optypes=tuple(self.optype_codes))
 
 
 def optype_text(types: Any, concrete: Any) -> str | None:

@@ -44,6 +44,13 @@ if msgspec is not None:
         warps_per_sm: float = msgspec.field(default=NAN, name="warps per SM")
         occupancy: float = msgspec.field(default=NAN, name="est. achieved occupancy %")
         bandwidth: float = msgspec.field(default=NAN, name="memory bandwidth (GB/s)")
+        mem_delta: int | str = msgspec.field(default=MISSING, name="Bytes Delta")
+        mem_bytes: int | str = msgspec.field(default=MISSING, name="Bytes")
+        total_allocated: int | str = msgspec.field(default=MISSING, name="Total Allocated")
+        total_reserved: int | str = msgspec.field(default=MISSING, name="Total Reserved")
+        device_id: int | str = msgspec.field(default=MISSING, name="Device Id")
+        device_type: int | str = msgspec.field(default=MISSING, name="Device Type")
+        addr: int | str = msgspec.field(default=MISSING, name="Addr")
         grid: Any = None
         block: Any = None
         input_dims: Any = msgspec.field(default=None, name="Input Dims")
