@@ -9,6 +9,7 @@ import numpy as np
 
 from stepscope.analyze.trace.collectives import CollectiveCall, rank_collectives
 from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
+from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
 from stepscope.analyze.trace.device import DeviceSummary, device_summary
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
@@ -64,6 +65,8 @@ class TraceAnalysis:
     """Operators by unique arguments on the device's roofline (None: no GPU work)."""
     collectives: tuple[CollectiveCall, ...] = ()
     """The rank's collective kernels, matched across ranks by :func:`~stepscope.analyze.trace.multirank.combine`."""
+    critical_path: CriticalPath | None = None
+    """HTA's critical path of the whole trace (None: no host operators or runtime calls)."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -76,7 +79,7 @@ class TraceAnalysis:
                 "modules": [m.to_dict() for m in self.modules], "steps": self.steps.to_dict(),
                 "device": d(self.device), "gemm": self.gemm.to_dict(), "optimizer": self.optimizer.to_dict(),
                 "communication": self.communication.to_dict(), "roofline": d(self.roofline),
-                "warnings": list(self.warnings)}
+                "critical_path": d(self.critical_path), "warnings": list(self.warnings)}
 
 
 def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> TraceAnalysis:
@@ -97,7 +100,7 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
-        collectives=rank_collectives(table, gpu),
+        collectives=rank_collectives(table, gpu), critical_path=critical_path(table, rules=rules, gpu=gpu),
     )
 
 
