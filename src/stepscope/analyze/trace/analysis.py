@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.trace.annotations import Annotations, gpu_annotations
+from stepscope.analyze.trace.bandwidth import Bandwidth, bandwidth
 from stepscope.analyze.trace.collectives import CollectiveCall, rank_collectives
 from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
@@ -15,10 +17,13 @@ from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
 from stepscope.analyze.trace.kernels import CopyStats, KernelBreakdown, kernel_breakdown, memory_copies
 from stepscope.analyze.trace.launches import LaunchStats, launch_stats
+from stepscope.analyze.trace.memory_timeline import MemoryTimeline, memory_timeline
 from stepscope.analyze.trace.ops import ModuleNode, OpStats, host_times, module_tree, operator_table
 from stepscope.analyze.trace.optimizer import OptimizerStats, optimizer_stats
 from stepscope.analyze.trace.precision import GemmPrecision, gemm_precision
+from stepscope.analyze.trace.queues import QueueLengths, queue_lengths
 from stepscope.analyze.trace.roofline import Roofline, op_roofline
+from stepscope.analyze.trace.sequences import MAX_LENGTH, MIN_LENGTH, TOP, KernelSequences, kernel_sequences
 from stepscope.analyze.trace.sets import member
 from stepscope.analyze.trace.steps import StepSummary, step_summary
 from stepscope.analyze.trace.temporal import (
@@ -67,6 +72,16 @@ class TraceAnalysis:
     """The rank's collective kernels, matched across ranks by :func:`~stepscope.analyze.trace.multirank.combine`."""
     critical_path: CriticalPath | None = None
     """HTA's critical path of the whole trace (None: no host operators or runtime calls)."""
+    queues: QueueLengths | None = None
+    """Launch-queue length per stream (None: no launched GPU work)."""
+    bandwidth: Bandwidth | None = None
+    """Copy bandwidth over time per copy kind (None: no copy with a bandwidth)."""
+    memory: MemoryTimeline | None = None
+    """Allocator totals over time per device (None: recorded without ``profile_memory=True``)."""
+    sequences: KernelSequences | None = None
+    """Most frequent GPU kernel sequences per stream (None: no GPU work)."""
+    annotations: Annotations | None = None
+    """Time by user annotation (None: no annotations)."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -79,11 +94,15 @@ class TraceAnalysis:
                 "modules": [m.to_dict() for m in self.modules], "steps": self.steps.to_dict(),
                 "device": d(self.device), "gemm": self.gemm.to_dict(), "optimizer": self.optimizer.to_dict(),
                 "communication": self.communication.to_dict(), "roofline": d(self.roofline),
-                "critical_path": d(self.critical_path), "warnings": list(self.warnings)}
+                "critical_path": d(self.critical_path), "warnings": list(self.warnings),
+                "queues": d(self.queues), "bandwidth": d(self.bandwidth), "memory": d(self.memory),
+                "sequences": d(self.sequences), "annotations": d(self.annotations)}
 
 
-def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> TraceAnalysis:
-    """Run every analysis on one rank's event table."""
+def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, sequence_min: int = MIN_LENGTH,
+                  sequence_max: int = MAX_LENGTH, sequence_top: int = TOP) -> TraceAnalysis:
+    """Run every analysis on one rank's event table (``sequence_*``: the kernel-sequence lengths and how many
+    sequences of each length to keep)."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
     steps = step_summary(table, gpu)
@@ -101,6 +120,9 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None) -> 
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
         collectives=rank_collectives(table, gpu), critical_path=critical_path(table, rules=rules, gpu=gpu),
+        queues=queue_lengths(table), bandwidth=bandwidth(table), memory=memory_timeline(table),
+        sequences=kernel_sequences(table, min_length=sequence_min, max_length=sequence_max, top=sequence_top),
+        annotations=gpu_annotations(table),
     )
 
 
