@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.critical_path_graph import EdgeKind, PathGraph, build_graph
+from stepscope.analyze.trace.gpuview import GpuView, KernelType
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 
@@ -151,8 +152,11 @@ def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]
     return ranges[::-1], cross[::-1]
 
 
-def critical_path(table: EventTable, *, rules: ComponentRules | None = None) -> CriticalPath | None:
-    """The critical path of one rank's trace; None when the trace has no host operators or runtime calls."""
+def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
+                  gpu: GpuView | None = None) -> CriticalPath | None:
+    """The critical path of one rank's trace; None when the trace has no host operators or runtime calls.
+
+    gpu: the table's GPU view where already built (its components say which kernels communicate)."""
     g = build_graph(table)
     if not g.node_row.size:
         return None
@@ -172,7 +176,8 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None) -> 
     node = np.concatenate(nodes)
     ek, ew, er = np.concatenate(kinds), np.concatenate(weights), np.concatenate(rows)
     # a launch edge is the item's (HTA attributes it to no event: its time is launch delay either way)
-    bucket = _buckets(table, ek, er, rules or ComponentRules.defaults())
+    comm = comm_rows(table, rules or ComponentRules.defaults(), gpu)
+    bucket = _buckets(table, ek, er, comm)
     breakdown = {name: int(ew[bucket == i].sum()) for i, name in enumerate(KINDS)}
     path_rows = g.node_row[node]
     _, first = np.unique(path_rows, return_index=True)
@@ -181,11 +186,11 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None) -> 
         length_ns=int(lp.dist[node[-1]]), span_ns=int(g.node_ts[node[-1]] - g.node_ts[node[0]]),
         breakdown_ns=breakdown, top=_top(table, ek, ew, er, bucket), event_rows=event_rows,
         edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=int(g.node_row.size), graph_edges=g.edges,
-        rounds=lp.rounds, notes=g.notes, collectives=_path_collectives(table, ew, er, bucket),
-        collective_starts=collective_starts(table, rules))
+        rounds=lp.rounds, notes=g.notes, collectives=_path_collectives(table, ew, er, bucket, comm),
+        collective_starts=collective_starts(table, comm))
 
 
-def _buckets(table: EventTable, ek: Array, er: Array, rules: ComponentRules) -> Array:
+def _buckets(table: EventTable, ek: Array, er: Array, comm: Array) -> Array:
     """Index into ``KINDS`` of each path edge (-1: weightless dependency or sync)."""
     out = np.full(ek.size, -1, dtype=np.int8)
     out[ek == EdgeKind.CPU] = 0
@@ -193,18 +198,24 @@ def _buckets(table: EventTable, ek: Array, er: Array, rules: ComponentRules) -> 
     out[ek == EdgeKind.LAUNCH] = 5
     k = np.flatnonzero(ek == EdgeKind.KERNEL)
     if k.size:
-        comm = _comm_rows(table, rules)[er[k]]
         memory = table["kind"][er[k]] != EventKind.KERNEL
-        out[k] = np.where(comm, 3, np.where(memory, 2, 1))
+        out[k] = np.where(comm[er[k]], 3, np.where(memory, 2, 1))
     return out
 
 
-def _comm_rows(table: EventTable, rules: ComponentRules) -> Array:
+def comm_rows(table: EventTable, rules: ComponentRules, gpu: GpuView | None = None) -> Array:
     """Per row: a communication kernel (the component rules' communication, or collective args)."""
-    codes, comps = rules.codes(table.names)
-    is_comm = codes == comps.index("communication") if "communication" in comps else np.zeros(codes.size, bool)
-    out: Array = (is_comm[table["name"]] if len(table) else np.zeros(0, bool)) | (table["coll"] >= 0)
-    out &= table["kind"] == EventKind.KERNEL
+    kernel = table["kind"] == EventKind.KERNEL
+    out: Array = kernel & (table["coll"] >= 0)
+    if gpu is not None:
+        out[gpu.rows[gpu.ktype == KernelType.COMMUNICATION]] = True
+        return out
+    names = np.unique(table["name"][kernel])  # only kernels' names are classified (the rules are regexes)
+    comps = rules.component_names()
+    if names.size and "communication" in comps:
+        is_comm = np.zeros(len(table.names), dtype=bool)
+        is_comm[names] = [rules.classify(table.names[int(n)]) == "communication" for n in names]
+        out |= kernel & is_comm[table["name"]]
     return out
 
 
@@ -234,22 +245,23 @@ def _group_of(table: EventTable, rows: Array) -> list[str]:
     return out
 
 
-def collective_starts(table: EventTable, rules: ComponentRules | None = None) -> dict[str, Array]:
-    """Start (ns) of each communication kernel, per group key, in call order."""
-    rows = np.flatnonzero(_comm_rows(table, rules or ComponentRules.defaults()))
+def collective_starts(table: EventTable, comm: Array) -> dict[str, Array]:
+    """Start (ns) of each communication kernel (``comm``: per row), per group key, in call order."""
+    rows = np.flatnonzero(comm)
     if not rows.size:
         return {}
     groups = np.asarray(_group_of(table, rows), dtype=object)
     return {str(k): table["ts_ns"][rows[groups == k]] for k in dict.fromkeys(groups.tolist())}
 
 
-def _path_collectives(table: EventTable, ew: Array, er: Array, bucket: Array) -> tuple[PathCollective, ...]:
+def _path_collectives(table: EventTable, ew: Array, er: Array, bucket: Array,
+                      comm_mask: Array) -> tuple[PathCollective, ...]:
     on = np.flatnonzero(bucket == 3)
     if not on.size:
         return ()
     rows = er[on]
     ts = table["ts_ns"]
-    comm = np.flatnonzero(_comm_rows(table, ComponentRules.defaults()))
+    comm = np.flatnonzero(comm_mask)
     groups_all = np.asarray(_group_of(table, comm), dtype=object)
     out = []
     for r, t in zip(rows.tolist(), ew[on].tolist()):
