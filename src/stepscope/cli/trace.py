@@ -96,6 +96,9 @@ class TraceCommand:
                 p.add_argument("--by", choices=("component", "kernel"), default="component")
             if action == "ops":
                 p.add_argument("--sort", choices=OP_SORT_KEYS, default="device_total")
+            if action == "analyze":
+                p.add_argument("--all", action="store_true", help="every row of the roofline and collectives "
+                               "tables (default: the 20 largest)")
         c = sub.add_parser("comm-matrix", help="rank x rank bytes and time of the communication kernels")
         c.add_argument("paths", nargs="+", help="per-rank trace files (.json, .json.gz) or folders of them")
         c.add_argument("--json", action="store_true", help="print JSON (schema stepscope.comm_matrix/1)")
@@ -151,10 +154,17 @@ class TraceCommand:
         if as_distributions(len(result.ranks)):
             console.print(ranks_terminal.traceset_distribution_view(result, traceset_distributions(result)))
             return 0
+        from stepscope.report.roofline_terminal import ROOFLINE_TOP, collectives_view, roofline_view
+
+        top = None if args.all else ROOFLINE_TOP
         for a in result.ranks:
             console.print(view.summary_view(a))
+            if a.roofline is not None and a.roofline.ops:
+                console.print(roofline_view(a.roofline, rank=a.rank, top=top))
         console.print(view.traceset_view(result))
         console.print(ranks_terminal.traceset_extras(result))
+        if result.collectives is not None:
+            console.print(collectives_view(result.collectives, top=top))
         return 0
 
     def _kernels(self, result: TraceSetAnalysis, args: argparse.Namespace, console: Console) -> int:

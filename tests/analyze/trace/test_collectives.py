@@ -76,6 +76,7 @@ def test_misaligned_clocks_give_no_skew(tmp_path: Path) -> None:
     assert s is not None and s.clocks_aligned is False and s.last_rank is None
     assert all(i.skew_ns is None and i.busbw_gbps is None for i in s.instances) and len(s.instances) == 4
     assert any("clocks not aligned" in n for n in s.notes)
+    assert [(r.rank, r.instances, r.wait_ns) for r in s.per_rank] == [(0, 4, None), (1, 4, None), (2, 4, None)]
 
 
 def test_collective_names() -> None:

@@ -129,12 +129,13 @@ class CollectiveInstance:
 @dataclass(frozen=True, slots=True)
 class RankArrivals:
     """One rank over the matched instances: how many it took part in, how often it arrived last (skew above
-    the clock tolerance), and the time its kernels waited for the last arrival (sum and median, ns)."""
+    the clock tolerance), and the time its kernels waited for the last arrival (sum and median, ns; None where
+    no skew is measured)."""
 
     rank: int
     instances: int
     last: int
-    wait_ns: int
+    wait_ns: int | None
     wait_median_ns: float | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,7 +276,8 @@ def _per_rank(insts: Sequence[CollectiveInstance], ranks: Sequence[int]) -> tupl
             waits[r].append(top - s)
         if i.skew_ns > CLOCK_TOLERANCE_NS and i.last_rank is not None:
             last[i.last_rank] += 1
-    return tuple(RankArrivals(r, count[r], last[r], sum(waits[r]), _median(waits[r])) for r in ranks)
+    return tuple(RankArrivals(r, count[r], last[r], sum(waits[r]) if waits[r] else None, _median(waits[r]))
+                 for r in ranks)
 
 
 def _by_size(insts: Sequence[CollectiveInstance]) -> tuple[SizeBucket, ...]:
