@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from stepscope.analyze.trace.analysis import analyze_trace
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
 from stepscope.analyze.trace.critical_path_graph import EdgeKind, host_rows
 from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
+from stepscope.analyze.trace.multirank import combine
 from stepscope.analyze.trace.nesting import parents_walk
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.kineto import read_trace
@@ -208,3 +210,16 @@ def test_event_rows_are_path_nodes_in_time_order(tmp_path: Path) -> None:
     ts = table["ts_ns"][cp.event_rows]
     assert cp.event_rows.size == np.unique(cp.event_rows).size
     assert ts[0] == 20_000 and int(cp.edge_weight.sum()) == cp.length_ns
+
+
+def test_trace_set_names_the_wait(tmp_path: Path) -> None:
+    """The same two ranks through the trace-set machinery (analyze_trace per rank, combine): the set's JSON
+    carries the cross-rank path."""
+    two_rank_set(tmp_path)
+    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json")) for r in (0, 1)]
+    s = combine(analyses)
+    assert s.critical_path is not None
+    d = s.to_dict()["critical_path"]
+    assert d["slowest_rank"] == 0 and d["lengths_ns"] == {"0": 460_000, "1": 450_000}
+    assert [w["text"] for w in d["waits"]] == ["rank 0 waited 0.250 ms for rank 1 in allreduce #0"]
+    assert s.to_dict()["ranks"][0]["critical_path"]["length_ns"] == 460_000

@@ -14,6 +14,7 @@ import numpy as np
 
 from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis
 from stepscope.analyze.trace.collectives import CollectiveSet, match_collectives
+from stepscope.analyze.trace.critical_path_ranks import CrossRankPath, cross_rank_path
 
 if TYPE_CHECKING:  # the POP metrics load the run analyses: imported when a set of ranks is combined
     from stepscope.analyze.ranks.ranks import PopMetrics
@@ -62,6 +63,8 @@ class TraceSetAnalysis:
     notes: tuple[str, ...] = ()
     collectives: CollectiveSet | None = None
     """Collectives matched across the ranks: skew, transfer, bandwidths (None: no rank has collective kernels)."""
+    critical_path: CrossRankPath | None = None
+    """The longest rank's critical path through collectives: whom it waited for (None below two paths)."""
 
     def to_dict(self) -> dict[str, Any]:
         def d(v: Any) -> Any:
@@ -70,7 +73,7 @@ class TraceSetAnalysis:
                 "communication_ns": d(self.communication), "idle_ns": d(self.idle), "errors": list(self.errors),
                 "warnings": list(self.warnings), "notes": list(self.notes),
                 "gpu_pop": asdict(self.gpu_pop) if self.gpu_pop is not None else None,
-                "collectives": d(self.collectives),
+                "collectives": d(self.collectives), "critical_path": d(self.critical_path),
                 "ranks": [r.to_dict() for r in self.ranks]}
 
 
@@ -120,7 +123,8 @@ def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = (),
         communication=_spread([float(a.temporal.communication_ns) if a.temporal else None for a in ranks]),
         idle=_spread([float(a.temporal.idle_ns) if a.temporal else None for a in ranks]),
         errors=tuple(errors), warnings=tuple(warnings), gpu_pop=_gpu_pop(ranks), notes=tuple(notes),
-        collectives=_collectives(ranks))
+        collectives=_collectives(ranks),
+        critical_path=cross_rank_path({a.rank: a.critical_path for a in ranks}))
 
 
 def _collectives(ranks: Sequence[TraceAnalysis]) -> CollectiveSet | None:
