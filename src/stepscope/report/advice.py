@@ -8,6 +8,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from stepscope.analyze.advisor import Advice, Finding
+from stepscope.analyze.advisor.changes import NEEDS_CODE_CHANGE
+from stepscope.analyze.advisor.verify import CONFIRMED, NOT_CONFIRMED, WORSE, Outcome
 
 NOT_MEASURABLE = "not measurable"
 
@@ -49,7 +51,60 @@ def finding_view(f: Finding, index: int, *, detail: bool = True) -> RenderableTy
         t.append(f.threshold)
     t.append("\n   try: ", style="green")
     t.append(f.suggestion)
+    t.append("\n   change: ", style="dim")
+    t.append(change_text(f))
     return t
+
+
+def change_text(f: Finding) -> str:
+    """The finding's remedy as a setting stepscope applies (``advise --verify`` measures it), or why not."""
+    if f.change is None:
+        return f"{NEEDS_CODE_CHANGE} (not applied by advise --verify)"
+    return f"{f.change.label} (stepscope applies it without editing the code: advise --verify measures it)"
+
+
+VERDICT_STYLE = {CONFIRMED: "green", NOT_CONFIRMED: "yellow", WORSE: "red"}
+
+
+def _ms(v: float | None) -> str:
+    return f"{v * 1e3:.3g} ms" if v is not None and math.isfinite(v) else NOT_MEASURABLE
+
+
+def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
+    """(predicted, realised with its interval, verdict, note) of one verified suggestion, as words."""
+    s = o.suggestion
+    predicted = (f"up to {_ms(s.predicted_s_per_step)} per step" if s.predicted_s_per_step is not None
+                 and math.isfinite(s.predicted_s_per_step) and s.predicted_s_per_step > 0 else "not estimated")
+    if o.saving_s_per_step is None:
+        realised = "not measured"
+    else:
+        pct = f" ({1 - o.ratio:+.1%} of the step)" if o.ratio is not None else ""
+        realised = f"saved {_ms(o.saving_s_per_step)} per step{pct}"
+        if o.saving_low_s is not None and o.saving_high_s is not None:
+            realised += f", 95% interval {_ms(o.saving_low_s)} to {_ms(o.saving_high_s)}"
+    note = o.note or ""
+    if o.mde is not None and math.isfinite(o.mde):
+        note = f"MDE {o.mde:.1%} at {o.pairs} pairs" + (f"; {note}" if note else "")
+    return predicted, realised, o.verdict, note
+
+
+def verification_view(run_id: str, group: str, outcomes: list[Outcome]) -> RenderableType:
+    """Each suggestion's predicted saving, the realised one with its interval, and the verdict."""
+    rows: list[RenderableType] = [Text(f"Verified advice of run {run_id} (group {group}: stepscope diff "
+                                       f"{group}, runs tagged verify={run_id})", style="bold")]
+    for i, o in enumerate(outcomes, 1):
+        predicted, realised, verdict, note = outcome_lines(o)
+        t = Text()
+        t.append(f"{i}. {o.suggestion.label}", style="bold")
+        t.append(f"  [{', '.join(o.suggestion.rule_ids)}]  ", style="dim")
+        t.append(verdict, style=VERDICT_STYLE.get(verdict, "magenta"))
+        t.append(f"\n   predicted: {predicted}\n   realised ({o.pairs} A/B pairs): {realised}")
+        if note:
+            t.append("\n   " + note, style="dim")
+        rows.append(t)
+    if not outcomes:
+        rows.append(Text("no suggestion of this run is a setting stepscope can apply", style="yellow"))
+    return Group(*rows)
 
 
 def advice_view(advice: Advice, *, limit: int | None = None, detail: bool = True) -> RenderableType:

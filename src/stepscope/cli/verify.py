@@ -1,0 +1,234 @@
+"""`stepscope advise RUN --verify`: re-run a run's command as interleaved A/B pairs, A as recorded, B with one
+suggestion applied (analyze/advisor/verify.py decides), through `bench --ab`'s order and paired test. The runs
+are stored as one group (kind ``advise-verify``) whose spec holds the outcomes; every run is tagged with the
+verified run and the change it tried."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import secrets
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from stepscope.analyze.advisor.verify import CONFIRMED, Outcome, Suggestion
+from stepscope.errors import UserError
+from stepscope.model.changes import Change, apply_changes
+from stepscope.store.store import Store
+
+GROUP_KIND = "advise-verify"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recorded:
+    """What re-running a run needs: its command, working directory, environment and collection options."""
+
+    run_id: str
+    name: str
+    command: list[str]
+    cwd: str
+    env: dict[str, str]
+    params: dict[str, str]
+    options: dict[str, Any]
+
+
+def recorded(store: Store, ref: str) -> Recorded:
+    """The run's command as it ran; a run that cannot be re-run is a UserError (one line, exit 2)."""
+    run = store.load(ref).run
+    rid = run.id
+    status = run.status.value
+    if status == "running":
+        raise UserError(f"run {rid} is still running: verify it once it has finished")
+    if status == "incomplete":
+        raise UserError(f"run {rid} was killed before it finished (incomplete): its command is no baseline to "
+                        "compare with — verify a run that completed")
+    if status == "failed":
+        raise UserError(f"run {rid} failed (exit code {run.exit_code}): verify a run that completed")
+    command = list(run.command)
+    if not command:
+        raise UserError(f"run {rid} has no recorded command (imported or recorded through the API): nothing to "
+                        "re-run — record it with `stepscope run -- CMD`")
+    if not run.cwd or not os.path.isdir(run.cwd):
+        raise UserError(f"run {rid} ran in {run.cwd or '(not recorded)'}, which is gone: its command cannot be "
+                        "re-run as it ran")
+    exe = command[0]
+    if os.sep in exe:
+        path = exe if os.path.isabs(exe) else os.path.join(run.cwd, exe)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise UserError(f"run {rid}'s program {exe} is gone (in {run.cwd}): its command cannot be re-run")
+    else:
+        import shutil
+
+        if shutil.which(exe) is None:
+            raise UserError(f"run {rid}'s program {exe!r} is not on PATH: its command cannot be re-run")
+    for arg in command[1:]:
+        if arg.endswith(".py") and not arg.startswith("-"):
+            path = arg if os.path.isabs(arg) else os.path.join(run.cwd, arg)
+            if not os.path.isfile(path):
+                raise UserError(f"run {rid}'s script {arg} is gone (in {run.cwd}): its command cannot be re-run")
+    env = run.extra.get("env")
+    return Recorded(rid, run.name, command, run.cwd, dict(env) if isinstance(env, dict) else {}, dict(run.params),
+                    dict(run.options))
+
+
+def plan(store: Store, rec: Recorded, *, rule: str | None,
+         extra: Sequence[Change] = ()) -> tuple[list[Suggestion], list[str]]:
+    """The suggestions to verify (the run's advice whose remedy is a setting, or ``rule``'s; then ``extra``), and
+    one line per finding that needs a code change (not tried)."""
+    from stepscope.analyze.advisor.verify import suggestions
+    from stepscope.app import RunAnalysis
+
+    advice = RunAnalysis.from_store(store, rec.run_id).advice
+    if rule is not None and rule not in advice.checked:
+        raise UserError(f"--rule {rule}: no such rule — rules: {', '.join(advice.checked)}")
+    if rule is not None and not any(f.rule_id == rule for f in advice.findings):
+        raise UserError(f"--rule {rule}: the rule did not fire for run {rec.run_id} — nothing to verify "
+                        f"(stepscope advise {rec.run_id} lists what did)")
+    found, code = suggestions(advice, rule=rule)
+    for c in extra:
+        try:
+            apply_changes([c], {}, rec.command)
+        except ValueError as e:
+            raise UserError(f"--change {c.label}: {e}") from None
+    found += [Suggestion(c.label, ("change",), (c,), None) for c in extra]
+    return found, [f"{f.rule_id}: {f.title} — needs a code change, not tried" for f in code]
+
+
+@contextlib.contextmanager
+def _in(cwd: str) -> Iterator[None]:
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def _options(rec: Recorded) -> Any:
+    from stepscope.collect.core.options import Options
+
+    names = {f.name for f in dataclasses.fields(Options)}
+    try:
+        return Options(**{k: v for k, v in rec.options.items() if k in names})
+    except TypeError:
+        return Options()
+
+
+def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, together: bool,
+           quiet_children: bool = False) -> tuple[str, list[Outcome]]:
+    """Run each suggestion's pairs (then, ``together``, the confirmed ones at once); store the group; return its
+    id and the outcomes."""
+    from stepscope.analyze.advisor.verify import combined
+
+    group = "verify-" + secrets.token_hex(4)
+    created = time.time_ns()
+    spec: dict[str, Any] = {"run": rec.run_id, "command": rec.command, "cwd": rec.cwd, "repeat": repeat,
+                            "suggestions": [s.to_dict() for s in todo], "outcomes": []}
+    outcomes: list[Outcome] = []
+
+    def save() -> None:  # after each suggestion: an interrupted verification keeps what it measured
+        store.index.add_group(group, GROUP_KIND, rec.name, created,
+                              {**spec, "outcomes": [o.to_dict() for o in outcomes]})
+
+    save()
+    for s in todo:
+        outcomes.append(_pairs(store, rec, s, group, repeat, quiet_children))
+        save()
+    both = combined([o for o in outcomes if o.verdict == CONFIRMED]) if together else None
+    if both is not None:
+        outcomes.append(_pairs(store, rec, both, group, repeat, quiet_children))
+        save()
+    return group, outcomes
+
+
+def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, quiet: bool) -> Outcome:
+    from stepscope.analyze.advisor.verify import failed, outcome
+    from stepscope.cli.bench import ab_order
+    from stepscope.cli.finish import finish_run
+    from stepscope.collect.startup.launch import launch
+    from stepscope.report.progress import progress
+
+    env_a = dict(rec.env)
+    env_b, argv_b = apply_changes(s.changes, env_a, rec.command)
+    params_b = {**rec.params, **{c.key: str(c.value) for c in s.changes if c.kind == "param" and c.key in rec.params}}
+    sides = {"A": (rec.command, env_a, rec.params), "B": (argv_b, env_b, params_b)}
+    ids: dict[str, list[str]] = {"A": [""] * repeat, "B": [""] * repeat}
+    options = _options(rec)
+    err = sys.stderr
+    with _in(rec.cwd), progress(2 * repeat, f"verify {s.label}") as bar:
+        for pair, side in ab_order(repeat):
+            argv, env, params = sides[side]
+            tags = {"verify": rec.run_id, "verify_change": s.label, "ab": side, "ab_pair": str(pair)}
+            with _quiet_fds() if quiet else contextlib.nullcontext():
+                result = launch(store, list(argv), name=rec.name, params=params, tags=tags, options=options,
+                                group=group, extra_env=env)
+            bar.advance(note=f"{side} {result.run_id}")
+            ids[side][pair] = result.run_id
+            if result.exit_code != 0:
+                print(f"verify: {s.label}: run {result.run_id} ({side}) failed with exit code {result.exit_code}; "
+                      "this suggestion stops here", file=err)
+                return failed(s, f"run {result.run_id} ({side}) exited with code {result.exit_code}",
+                              runs_a=tuple(i for i in ids["A"] if i), runs_b=tuple(i for i in ids["B"] if i))
+            finish_run(store, result.run_id, print_summary=False)
+    return outcome(s, _step_change(store, ids), runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]))
+
+
+def _step_change(store: Store, ids: dict[str, list[str]]) -> Any:
+    """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it."""
+    from stepscope.analyze.diff import DiffSettings, DiffSide, diff
+
+    a = [store.load(r) for r in ids["A"]]
+    b = [store.load(r) for r in ids["B"]]
+    result = diff(DiffSide("A", data=a[0], repeats=tuple(a[1:])), DiffSide("B", data=b[0], repeats=tuple(b[1:])),
+                  settings=DiffSettings(paired=True))
+    row = next((r for r in result.overview if r.key == "step_time_median_ns"), None)
+    return row.change if row is not None else None
+
+
+@contextlib.contextmanager
+def _quiet_fds() -> Iterator[None]:
+    """The children's stdout to /dev/null (``--quiet-runs``): the pairs print the training's output 2N times."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def stored_outcomes(store: Store, run_id: str) -> list[tuple[str, list[Outcome]]]:
+    """Every stored verification of ``run_id``: (group, outcomes), oldest first."""
+    out = []
+    for gid, _kind, _name, _created, spec in store.index.groups(GROUP_KIND):
+        if spec.get("run") == run_id:
+            try:
+                out.append((gid, [Outcome.from_dict(o) for o in spec.get("outcomes", [])]))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
+
+
+def parse_change(text: str) -> Change:
+    """``--change KIND:KEY=VALUE`` (env:OMP_NUM_THREADS=2, loader:num_workers=4, threads:intra=2,
+    param:batch_size=64) as a Change; integers and true/false as such."""
+    kind, _, rest = text.partition(":")
+    key, eq, raw = rest.partition("=")
+    if not eq or not key or kind not in ("env", "loader", "threads", "param"):
+        raise UserError(f"--change {text!r}: expected KIND:KEY=VALUE with KIND env, loader, threads or param, "
+                        "e.g. --change loader:num_workers=4")
+    value: str | int | bool = raw
+    if kind in ("loader", "threads"):
+        value = True if raw.lower() == "true" else False if raw.lower() == "false" else \
+            int(raw) if raw.lstrip("-").isdigit() else raw
+    try:
+        return Change(kind, key, value, f"{key}={raw}")  # type: ignore[arg-type]
+    except ValueError as e:
+        raise UserError(f"--change {text!r}: {e}") from None
+
