@@ -70,6 +70,20 @@ def _state(page: Any, ident: str) -> dict[str, Any]:
                width: c.width}}; }}""")
 
 
+RED_JS = """(id) => {
+  const c = document.querySelector('#' + id + ' canvas');
+  const img = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < img.length; i += 4) if (img[i] === 0xc5 && img[i + 1] === 0x30 && img[i + 2] === 0x30) n++;
+  return n;
+}"""
+
+
+def _red(page: Any, ident: str) -> int:
+    """Pixels of the critical path's red on the canvas."""
+    return int(page.evaluate(RED_JS, ident))
+
+
 def _x(s: dict[str, Any], t_ns: float) -> float:
     """Page x of a time (ns from the window start) in the current view."""
     v0, v1 = s["view"]
@@ -168,6 +182,12 @@ def test_fixture_timeline_draws_names_kernels_and_zooms(profiled_store: Path, br
     assert text is not None, (name, texts)
     assert _close_duration(text, dur), text
     page.locator(f"#{ident} .ss-tl-reset").click()
+    # the critical path (analyze/trace/critical_path.py) marked red; unticked, the marks go
+    box = page.locator(f"#{ident} .ss-tl-crit input")
+    assert box.is_checked() and _red(page, ident) > 0
+    box.uncheck()
+    assert _red(page, ident) == 0
+    box.check()
     _zoom_checks(viewer, ident)
     _finish(viewer, tmp_path, fixture)
 

@@ -1,8 +1,9 @@
 """The profiled window of one rank as timeline rows, decimated per pixel column for a report's canvas.
 
-Rows: each CPU thread's host events by nesting depth (lanes 0 .. ``MAX_DEPTH - 1``; deeper events are not
-drawn), then each GPU stream's work (kernels, memcpy, memset). Every event gets a *style*: its component for
-GPU work (the component rules), its kind for host events.
+Rows: each CPU thread's host events by nesting depth (lanes 0 .. ``MAX_DEPTH - 1``, the last one holding every
+deeper event too, drawn over their ancestors there: the leaf operators a critical path runs through), then each
+GPU stream's work (kernels, memcpy, memset). Every event gets a *style*: its component for GPU work (the
+component rules), its kind for host events.
 
 Decimation (:func:`level`): the window is cut into ``columns`` equal columns. An event at least one column
 wide is kept as itself (exact start and duration); the events narrower than a column are merged per (row,
@@ -30,7 +31,7 @@ from stepscope.traces.components import ComponentRules
 Array = npt.NDArray[Any]
 
 MAX_DEPTH = 4
-"""Host nesting lanes drawn per thread (the outer operators; deeper Python frames are in the Perfetto export)."""
+"""Host nesting lanes drawn per thread; the last holds every deeper event as well."""
 MAX_THREADS = 16
 """Threads drawn, the busiest first (others named in ``hidden_threads``)."""
 HOST_KINDS = (EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.RUNTIME, EventKind.PYTHON_FUNCTION,
@@ -139,7 +140,7 @@ def timeline_rows(table: EventTable, rules: ComponentRules | None = None, *, max
     if host.size:
         pid, tid, h_ts = table["pid"][host], table["tid"][host], ts[host]
         h_end = h_ts + dur[host]
-        depth = _depths(parents(pid, tid, h_ts, h_end, leaf=kind[host] == EventKind.RUNTIME), max_depth)
+        depth = _depths(parents(pid, tid, h_ts, h_end, leaf=kind[host] == EventKind.RUNTIME), max_depth - 1)
         keys, thread = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
         thread = thread.reshape(-1)
         busy = np.bincount(thread, weights=np.where(depth == 0, dur[host], 0).astype(np.float64),
@@ -147,16 +148,16 @@ def timeline_rows(table: EventTable, rules: ComponentRules | None = None, *, max
         keep = np.sort(np.argsort(-busy, kind="stable")[:max_threads])  # busiest, shown in (pid, tid) order
         hidden = len(keys) - keep.size
         lanes = np.zeros((len(keys), max_depth), dtype=bool)
-        ok = depth < max_depth
-        lanes[thread[ok], depth[ok]] = True
+        lanes[thread, depth] = True
         row_of = np.full((len(keys), max_depth), -1, dtype=np.int64)
         for t in keep.tolist():
             p, th = int(keys[t, 0]), int(keys[t, 1])
             for d in np.flatnonzero(lanes[t]).tolist():
                 row_of[t, d] = len(rows)
-                rows.append(Row(f"thread {th}" + (f" (pid {p})" if p >= 0 else "") if d == 0 else f"depth {d}",
-                                "cpu", p, th, d))
-        r = np.where(ok, row_of[thread, np.minimum(depth, max_depth - 1)], -1)
+                label = f"thread {th}" + (f" (pid {p})" if p >= 0 else "") if d == 0 else \
+                    f"depth {d}" + ("+" if d == max_depth - 1 else "")
+                rows.append(Row(label, "cpu", p, th, d))
+        r = row_of[thread, depth]
         parts.append((host[r >= 0], r[r >= 0]))
     if gpu.size:
         dev, st = table["device"][gpu], stream[gpu]
@@ -249,3 +250,15 @@ def critical_items(tl: TimelineRows, events: Sequence[int]) -> tuple[Array, Arra
     on = want[tl.events.event] if want.size else np.zeros(0, dtype=bool)
     e = tl.events
     return e.row[on], e.ts[on] - tl.start_ns, e.end[on] - e.ts[on]
+
+
+def merge_close(row: Array, start: Array, dur: Array, gap: float) -> tuple[Array, Array, Array]:
+    """Items of the same row (in row, start order) whose gap is under ``gap`` ns joined into one (0: none)."""
+    if not row.size or gap <= 0:
+        return row, start, dur
+    end = start + dur
+    new = np.ones(row.size, dtype=bool)
+    new[1:] = (row[1:] != row[:-1]) | (start[1:] - end[:-1] >= gap)
+    first = np.flatnonzero(new)
+    last_end = np.maximum.reduceat(end, first)
+    return row[first], start[first], last_end - start[first]

@@ -23,7 +23,7 @@ from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
-from stepscope.report.html.timeline import rank_budget, timeline_html
+from stepscope.report.html.timeline import path_rows, rank_budget, timeline_html
 
 TOP_KERNEL_BARS = 15
 BAR_LABEL_LIMIT = 46
@@ -81,7 +81,7 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
                 tables: Mapping[int, EventTable] | None = None,
                 critical: Mapping[int, Sequence[int]] | None = None) -> str:
     """``tables``: each rank's events, for its timeline (none drawn without); ``critical``: each rank's
-    critical-path event indices (rows of its table), outlined on the timeline."""
+    critical-path event indices (rows of its table), marked on the timeline (else computed here)."""
     parts = [notice(p, "warn") for p in problems]
     if not analyses:
         no_steps = any("no training step was seen" in n for n in advice.notes)
@@ -94,7 +94,8 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
         parts.append(heading("Ranks compared"))
         parts.append(ranks_table(analyses))
     budget = rank_budget(len(analyses))
-    lines = {r: timeline_html(tables[r], budget=budget, critical=(critical or {}).get(r))
+    lines = {r: timeline_html(tables[r], budget=budget,
+                              critical=critical[r] if critical is not None and r in critical else path_rows(tables[r]))
              for r in analyses if tables and r in tables}
     parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, "")) for r, a in analyses.items()}))
     return "".join(parts)

@@ -1,5 +1,5 @@
 """The timeline of a rank's profiled window in the run report: CPU threads (nesting lanes) and GPU streams on
-one canvas, kernels coloured by component, the critical path outlined when one is given; wheel to zoom, drag to
+one canvas, kernels coloured by component, the critical path marked red when one is given; wheel to zoom, drag to
 pan, drag on the time axis to zoom to a range, double-click to reset (assets/timeline.js draws it).
 
 Embedded data (one ``<script type="application/json">`` per rank): the levels of
@@ -25,7 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analyze.trace.timeline import Level, TimelineRows, critical_items, level, timeline_rows
+from stepscope.analyze.trace.timeline import (
+    Level,
+    TimelineRows,
+    critical_items,
+    level,
+    merge_close,
+    timeline_rows,
+)
 from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.escape import esc, json_for_script
@@ -38,6 +45,8 @@ BUDGET_BYTES = 400_000
 MIN_RANK_BYTES = 60_000
 """Each rank's share is at least this (the overview level is always embedded)."""
 NAME_LIMIT = 100
+MAX_CRITICAL_ITEMS = 3_000
+"""Critical-path events embedded one by one up to this many; a longer path's close items are joined."""
 
 COMPONENT_COLORS = {
     "gemm": "#2b6cb0", "convolution": "#dd6b20", "attention": "#38a169", "elementwise": "#805ad5",
@@ -96,10 +105,15 @@ def timeline_spec(tl: TimelineRows, table: EventTable, *, budget: int,
         "styles": list(tl.styles), "colors": style_colors(tl.styles), "components": tl.components,
         "names": shorts, "levels": [], "hiddenThreads": tl.hidden_threads, "complete": False, "critical": None,
     }
-    size = len(json_for_script(spec))
     if critical is not None:
         row, start, dur = critical_items(tl, critical)
-        spec["critical"] = {"row": row.tolist(), "s": (start // q).tolist(), "d": dur.tolist()}
+        drawn = int(row.size)
+        for cols in (256_000, 64_000, DETAIL_COLUMNS, 8_000, OVERVIEW_COLUMNS):
+            if row.size <= MAX_CRITICAL_ITEMS:
+                break  # a long path: items of a row closer than the finest column that fits are joined
+            row, start, dur = merge_close(row, start, dur, tl.window_ns / cols)
+        spec["critical"] = {"row": row.tolist(), "s": (start // q).tolist(), "d": dur.tolist(), "events": drawn}
+    size = len(json_for_script(spec))
     for lv in levels:
         enc = encode_level(lv, q, index)
         cost = len(json_for_script(enc))
@@ -109,6 +123,14 @@ def timeline_spec(tl: TimelineRows, table: EventTable, *, budget: int,
         size += cost
     spec["complete"] = spec["levels"][-1]["cols"] == 0 or not spec["levels"][-1]["rk"]
     return spec
+
+
+def path_rows(table: EventTable) -> Sequence[int] | None:
+    """The rows of the rank's critical path (analyze/trace/critical_path.py), None where it has none."""
+    from stepscope.analyze.trace.critical_path import critical_path
+
+    cp = critical_path(table)
+    return None if cp is None else cp.event_rows.tolist()
 
 
 def timeline_html(table: EventTable, *, budget: int, critical: Sequence[int] | None = None) -> str:
@@ -121,7 +143,7 @@ def timeline_html(table: EventTable, *, budget: int, critical: Sequence[int] | N
                      for s, c in zip(spec["styles"], spec["colors"], strict=True)
                      if s in _shown(tl))
     crit = ('<label class="ss-tl-crit"><input type="checkbox" checked> critical path '
-            f'({len(spec["critical"]["row"]):,} events outlined)</label>') if spec["critical"] else ""
+            f'({spec["critical"]["events"]:,} events marked red)</label>') if spec["critical"] else ""
     levels = ", ".join("every event" if lv["cols"] == 0 else f"{lv['cols']:,} columns" for lv in spec["levels"])
     note = (f"window {f.duration_ns(tl.window_ns)}; embedded: {levels}"
             + ("" if spec["complete"] else " — zoomed further, merged runs stay merged (stepscope export "

@@ -115,13 +115,12 @@
         }
       }
       if (spec.critical && (!crit || crit.checked)) {
-        ctx.strokeStyle = "#c53030"; ctx.lineWidth = 2;
+        ctx.fillStyle = "#c53030";  // a red band along the top of each path item: its colours stay visible
         var c = spec.critical;
         for (var k = 0; k < c.row.length; k++) {
           var cs = c.s[k] * q, ce = cs + c.d[k];
           if (ce < v0 || cs > v1) continue;
-          ctx.strokeRect(LABEL_W + (cs - v0) * scale, rowY[c.row[k]] - 1, Math.max(2, (ce - cs) * scale),
-                         rowH[c.row[k]] + 2);
+          ctx.fillRect(LABEL_W + (cs - v0) * scale, rowY[c.row[k]] - 1, Math.max(2, (ce - cs) * scale), 3);
         }
       }
       ctx.restore();
