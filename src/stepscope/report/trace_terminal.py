@@ -14,6 +14,7 @@ from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
 from stepscope.report.format import duration_ns
 from stepscope.report.tables import FitTable
+from stepscope.report.trace_counters_terminal import counters_view
 from stepscope.traces.components import ComponentRules, Explanation
 
 
@@ -75,6 +76,7 @@ def summary_view(a: TraceAnalysis) -> RenderableType:
     parts: list[RenderableType] = [t]
     if a.kernels.by_component:  # a CPU-only trace: no empty table (its warning says why)
         parts.append(kernel_view(a.kernels.by_component, top=20, title="GPU time by component"))
+    parts += counters_view(a)  # queues, bandwidth, memory, kernel sequences, annotations
     parts += [Text(f"warning: {w}", style="yellow") for w in a.warnings]
     return Group(*parts)
 
