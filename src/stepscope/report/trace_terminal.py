@@ -9,10 +9,13 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.analyze.trace.critical_path import CriticalPath
+from stepscope.analyze.trace.critical_path_ranks import CrossRankPath
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
 from stepscope.report.format import duration_ns
+from stepscope.report.html.names import short_name
 from stepscope.report.tables import FitTable
 from stepscope.report.trace_counters_terminal import counters_view
 from stepscope.traces.components import ComponentRules, Explanation
@@ -76,9 +79,51 @@ def summary_view(a: TraceAnalysis) -> RenderableType:
     parts: list[RenderableType] = [t]
     if a.kernels.by_component:  # a CPU-only trace: no empty table (its warning says why)
         parts.append(kernel_view(a.kernels.by_component, top=20, title="GPU time by component"))
+    if a.critical_path is not None:
+        parts.append(critical_path_view(a.critical_path))
     parts += counters_view(a)  # queues, bandwidth, memory, kernel sequences, annotations
     parts += [Text(f"warning: {w}", style="yellow") for w in a.warnings]
     return Group(*parts)
+
+
+CRITICAL_TOP = 5
+
+
+def critical_path_view(cp: CriticalPath, *, top: int = CRITICAL_TOP) -> RenderableType:
+    """Length, time by kind and the names with the most time on the path (HTA's critical path)."""
+    t = FitTable(f"critical path: {_us(cp.length_ns)} ({cp.event_rows.size:,} events)", title_style=None,
+                 show_edge=True)
+    t.add_column("on the path", prose=True)
+    t.add_column("time", justify="right")
+    t.add_column("%", justify="right")
+    length = cp.length_ns or 1
+    for kind, ns in sorted(cp.breakdown_ns.items(), key=lambda kv: -kv[1]):
+        if ns:
+            t.add_row(PATH_KINDS.get(kind, kind), _us(ns), _pct(100.0 * ns / length))
+    for item in cp.top[:top]:
+        t.add_row(Text(f"  {short_name(item.name)} ({PATH_KINDS.get(item.kind, item.kind)})"), _us(item.time_ns),
+                  _pct(100.0 * item.time_ns / length))
+    parts: list[RenderableType] = [t]
+    parts += [Text(f"note: {n}", style="yellow") for n in cp.notes]
+    return Group(*parts)
+
+
+PATH_KINDS = {"cpu": "CPU", "gpu_compute": "GPU compute", "gpu_memory": "GPU memcpy/memset",
+              "gpu_communication": "GPU communication", "kernel_gap": "gap between kernels",
+              "launch_delay": "launch delay"}
+
+
+def cross_rank_view(c: CrossRankPath) -> RenderableType:
+    """Whom the rank with the longest critical path waited for, one line per collective (longest first)."""
+    head = (f"critical path across ranks: rank {c.slowest_rank} is the longest ({_us(c.lengths[c.slowest_rank])}); "
+            f"{c.collectives_on_path} collective kernels on its path")
+    lines = [Text(head)]
+    lines += [Text(f"  {w.text()}") for w in c.waits]
+    if not c.waits and c.collectives_on_path:
+        lines.append(Text("  it waited for no other rank at them (it arrived last or with the others)"))
+    if c.unmatched:
+        lines.append(Text(f"  {c.unmatched} of them not found in the other ranks' traces", style="yellow"))
+    return Group(*lines)
 
 
 def _median(x: object) -> float:
@@ -118,6 +163,8 @@ def traceset_view(s: TraceSetAnalysis) -> RenderableType:
                   _us(a.steps.stat(_median)), _pct(tp.get("idle_pct")), _pct(tp.get("compute_pct")),
                   _us(tp.get("communication_ns")), _pct(a.overlap.overlap_pct if a.overlap else None))
     parts: list[RenderableType] = [t]
+    if s.critical_path is not None:
+        parts.append(cross_rank_view(s.critical_path))
     parts += [Text(f"error: {e}", style="red") for e in s.errors]
     parts += [Text(f"warning: {w}", style="yellow") for w in s.warnings]
     return Group(*parts)

@@ -8,6 +8,7 @@ traces) where stepscope counts 0, so its path is a few µs shorter per 100 ms (v
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,22 @@ def test_trace_set_names_the_wait(tmp_path: Path) -> None:
     assert d["slowest_rank"] == 0 and d["lengths_ns"] == {"0": 460_000, "1": 450_000}
     assert [w["text"] for w in d["waits"]] == ["rank 0 waited 0.250 ms for rank 1 in allreduce #0"]
     assert s.to_dict()["ranks"][0]["critical_path"]["length_ns"] == 460_000
+
+
+def _text(renderable: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_terminal_shows_the_path_and_the_wait(tmp_path: Path) -> None:
+    from stepscope.report.trace_terminal import summary_view, traceset_view
+
+    two_rank_set(tmp_path)
+    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json")) for r in (0, 1)]
+    out = _text(summary_view(analyses[0]))
+    assert "critical path: 460.0 µs" in out
+    assert "GPU communication" in out and "350.0 µs" in out and "76.1%" in out  # 350 of 460
+    assert "rank 0 waited 0.250 ms for rank 1 in allreduce #0" in _text(traceset_view(combine(analyses)))
