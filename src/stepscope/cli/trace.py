@@ -52,6 +52,16 @@ def unread_status(errors: Sequence[str], total: int) -> int:
     return UNREAD_EXIT
 
 
+def _sequence_options(args: argparse.Namespace) -> dict[str, int]:
+    """analyze_trace's kernel-sequence options from ``trace analyze``'s flags (none for other subcommands)."""
+    if args.trace_command != "analyze":
+        return {}
+    lo, hi, top = args.seq_min, args.seq_max, args.seq_top
+    if not 1 <= lo <= hi <= 64 or top < 1:
+        raise UserError(f"--seq-min {lo} --seq-max {hi} --seq-top {top}: need 1 <= min <= max <= 64 and top >= 1")
+    return {"sequence_min": lo, "sequence_max": hi, "sequence_top": top}
+
+
 def _emit_json(data: Any) -> None:
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
@@ -96,6 +106,11 @@ class TraceCommand:
                 p.add_argument("--by", choices=("component", "kernel"), default="component")
             if action == "ops":
                 p.add_argument("--sort", choices=OP_SORT_KEYS, default="device_total")
+            if action == "analyze":  # the frequent kernel sequences: lengths and how many of each
+                p.add_argument("--seq-min", type=int, default=3, metavar="N", help="shortest kernel sequence (3)")
+                p.add_argument("--seq-max", type=int, default=5, metavar="N", help="longest kernel sequence (5)")
+                p.add_argument("--seq-top", type=int, default=10, metavar="N",
+                               help="kernel sequences kept per length (10)")
             if action == "analyze":
                 p.add_argument("--all", action="store_true", help="every row of the roofline and collectives "
                                "tables (default: the 20 largest)")
@@ -117,7 +132,7 @@ class TraceCommand:
         if args.trace_command == "comm-matrix":
             return self._comm_matrix(args, console)
         with closing(executor_for(dask=args.dask, workers=args.workers, timeout_s=args.dask_timeout)) as ex:
-            result = analyze_traceset(args.paths, executor=ex, progress=True)
+            result = analyze_traceset(args.paths, executor=ex, progress=True, options=_sequence_options(args))
         if args.trace_command == "analyze":
             status = self._analyze(result, args, console)
         elif args.trace_command == "kernels":

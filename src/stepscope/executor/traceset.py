@@ -9,7 +9,7 @@ run here. A rank that fails, or whose worker is lost, is named in the result's e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
@@ -71,7 +71,7 @@ def _split(results: list[RankResult], files: int) -> tuple[list[Any], list[str],
 
 
 def analyze_traceset(paths: Sequence[str | Path], *, workers: int | None = None, executor: Executor | None = None,
-                     progress: bool = False) -> TraceSetAnalysis:
+                     progress: bool = False, options: Mapping[str, Any] | None = None) -> TraceSetAnalysis:
     """Analyse every trace in the given files / folders, one rank per job.
 
     Args:
@@ -80,12 +80,14 @@ def analyze_traceset(paths: Sequence[str | Path], *, workers: int | None = None,
             when ``executor`` is given.
         executor: where the jobs run (:func:`stepscope.executor.executor_for`); the caller closes it.
         progress: show a progress bar on stderr (a terminal only), advanced per rank finished.
+        options: keyword options of :func:`analyze_trace` (kernel-sequence lengths), the same for every rank.
 
     Raises:
         TraceError: no trace files found, or none of them could be analysed.
     """
     with nullcontext(executor) if executor is not None else _closing(LocalExecutor(workers)) as ex:
-        results = map_trace_set(paths, _analyze, executor=ex, label="analysing ranks", progress=progress)
+        fn = partial(analyze_trace, **options) if options else _analyze
+        results = map_trace_set(paths, fn, executor=ex, label="analysing ranks", progress=progress)
     good, errors, notes = _split(results, len(results))
     return combine(good, errors, notes)
 
