@@ -243,3 +243,11 @@ def test_terminal_shows_the_path_and_the_wait(tmp_path: Path) -> None:
     assert "critical path: 460.0 µs" in out
     assert "GPU communication" in out and "350.0 µs" in out and "76.1%" in out  # 350 of 460
     assert "rank 0 waited 0.250 ms for rank 1 in allreduce #0" in _text(traceset_view(combine(analyses)))
+
+
+def test_gpu_work_without_host_events_has_no_path(tmp_path: Path) -> None:
+    """Kernels only (a trace recorded without CPU activities): no host node, so no path, and the rest of the
+    analysis still runs."""
+    table = read_trace(write(tmp_path / "rank0.json", [kernel("k1", 10, 5, 1), kernel("k2", 20, 5, 2)]))
+    assert critical_path(table) is None
+    assert analyze_trace(table).critical_path is None

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analyze.trace.critical_path_graph import EdgeKind, PathGraph, build_graph
+from stepscope.analyze.trace.critical_path_graph import EdgeKind, PathGraph, build_graph, host_rows
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
@@ -157,9 +157,9 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
     """The critical path of one rank's trace; None when the trace has no host operators or runtime calls.
 
     gpu: the table's GPU view where already built (its components say which kernels communicate)."""
-    g = build_graph(table)
-    if not g.node_row.size:
+    if not host_rows(table).size:  # GPU items join the graph through their launching call: none without host
         return None
+    g = build_graph(table)
     lp = longest(g)
     ranges, cross = _walk(g, lp)
     nodes, kinds, weights, rows = [], [], [], []
