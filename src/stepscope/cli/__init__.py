@@ -29,6 +29,7 @@ COMMANDS: list[str] = [
     "stepscope.cli.databench:DataBenchCommand",
     "stepscope.cli.bench:BenchCommand",
     "stepscope.cli.sweep:SweepCommand",
+    "stepscope.cli.tune:TuneCommand",
     "stepscope.cli.ls:LsCommand",
     "stepscope.cli.show:ShowCommand",
     "stepscope.cli.report:ReportCommand",
@@ -56,6 +57,7 @@ observe      stepscope run -- python train.py           (also torchrun / mpirun;
              stepscope data-bench -- python train.py    the input pipeline alone
              stepscope bench --repeat 5 -- ...          repeated runs for history and the CI gate
              stepscope sweep --param k=1,2 -- ... {k}   a grid of settings
+             stepscope tune -- python train.py           search threads, loader, --param for the fastest
 look         stepscope ls | show RUN | report RUN | advise RUN | export RUN
              stepscope show RUN --ranks | --traces | --host | --comm-matrix
 compare      stepscope diff BASE EXP                     runs or trace folders

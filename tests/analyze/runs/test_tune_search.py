@@ -71,9 +71,21 @@ def test_flat_objective_stays_at_the_start_and_says_so() -> None:
     r = search([mid, INTRA], flat(500.0, 0.01, 0), budget=100)
     assert r.best == r.start == {"inter": "1", "intra": "1"} and r.gain is None
     assert {c.outcome for c in r.comparisons} <= {Outcome.NO_GAIN, Outcome.CANNOT_TELL}
-    # each neighbour (inter 0 and 2, intra 2) was tried once, in at most max_pairs blocks of 3 and 2 runs
-    assert sorted(c.candidate["inter"] + c.candidate["intra"] for c in r.comparisons) == ["01", "12", "21"]
-    assert r.runs <= 4 * 3 + 4 * 2
+    # each neighbour (inter 0 and 2, intra 2), and past a flat one the next (inter 4, intra 4), tried once
+    tried = sorted(c.candidate["inter"] + c.candidate["intra"] for c in r.comparisons)
+    assert set(tried) <= {"01", "21", "12", "41", "14"} and {"01", "21", "12"} <= set(tried)
+    assert len(tried) == len(set(tried)) and r.runs <= 4 * 3 + 3 * 4 * 2
+
+
+def test_a_plateau_is_crossed_once() -> None:
+    """Workers 0 and 1 equally fast (a sleep-bound loader: one worker only moves the wait), 2 faster: the search
+    passes the plateau; past a second plateau it stops."""
+    workers = Dimension("num_workers", ("0", "1", "2", "4", "8"), "0")
+    speed = {"0": 100.0, "1": 100.0, "2": 200.0, "4": 200.0, "8": 200.0}
+    r = search([workers], lambda s, n: speed[s["num_workers"]], budget=100)
+    assert r.best == {"num_workers": "2"} and r.gain == pytest.approx(2.0)
+    assert [(c.candidate["num_workers"], c.outcome) for c in r.comparisons] == [
+        ("1", Outcome.NO_GAIN), ("2", Outcome.BETTER), ("4", Outcome.NO_GAIN), ("8", Outcome.NO_GAIN)]
 
 
 def test_budget_stops_before_a_block_that_would_exceed_it() -> None:

@@ -10,6 +10,7 @@ The search (documented in docs/cli.md, ``tune``):
   after a move, only the next value in the same direction); measure the current setting and those candidates in
   interleaved blocks (C x y / y x C / ...: drift of the machine hits every side alike), each candidate paired with
   the current run of its block;
+- a neighbour that shows no gain (with the power to see one) may be a plateau: the value past it is tried once;
 - from ``min_pairs`` blocks on, decide each candidate with diff's run-level rule (``compare_runs``, paired, which
   applies ``pair_verdict``): "better" moves the current setting there (the best of several by ratio), "worse" and
   "no gain" stop that direction, "cannot tell" after ``max_pairs`` blocks stops it too (a gain the pairs could
@@ -23,6 +24,7 @@ adds their log half-widths in quadrature (exact for one move, an approximation f
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -114,13 +116,13 @@ class _State:
     start_failed: bool = False
 
 
-def neighbours(dim: Dimension, value: str, direction: int | None) -> list[tuple[int, str]]:
-    """(direction, value) of the adjacent values of ``value`` (both sides, or only ``direction``'s)."""
+def neighbours(dim: Dimension, value: str, direction: int | None, distance: int = 1) -> list[tuple[int, str]]:
+    """(direction, value) of the values ``distance`` places from ``value`` (both sides, or ``direction``'s)."""
     i = dim.values.index(value)
     out = []
     for step in ((-1, 1) if direction is None else (direction,)):
-        if 0 <= i + step < len(dim.values):
-            out.append((step, dim.values[i + step]))
+        if 0 <= i + step * distance < len(dim.values):
+            out.append((step, dim.values[i + step * distance]))
     return out
 
 
@@ -143,8 +145,15 @@ def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric:
             cands = neighbours(dim, current[dim.name], direction)
             if not cands:
                 break
-            won = _compare(dim, current, cands, measure, st, budget=budget, higher=higher_is_better,
-                           min_pairs=min_pairs, max_pairs=max_pairs, threshold=threshold, confidence=confidence)
+            compare = functools.partial(_compare, dim, current, measure=measure, st=st, budget=budget,
+                                        higher=higher_is_better, min_pairs=min_pairs, max_pairs=max_pairs,
+                                        threshold=threshold, confidence=confidence)
+            won = compare(cands)
+            if won is None:
+                # a plateau (a neighbour as fast as the current, shown with power): try once past it
+                flat = {c.candidate[dim.name] for c in st.comparisons[-len(cands):] if c.outcome is Outcome.NO_GAIN}
+                far = [f for d, v in cands if v in flat for f in neighbours(dim, current[dim.name], d, 2)]
+                won = compare(far) if far and not st.exhausted else None
             if won is None:
                 break
             direction, comp = won
@@ -158,8 +167,8 @@ def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric:
                       comparisons=tuple(st.comparisons), start_failed=st.start_failed)
 
 
-def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str]], measure: Measure, st: _State,
-             *, budget: int, higher: bool, min_pairs: int, max_pairs: int, threshold: float,
+def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str]], *, measure: Measure,
+             st: _State, budget: int, higher: bool, min_pairs: int, max_pairs: int, threshold: float,
              confidence: float) -> tuple[int, Comparison] | None:
     """Interleaved blocks of the current setting and ``cands``; the winning (direction, comparison) or None."""
     from stepscope.analyze.diff.significance import DiffSettings, Verdict, compare_runs
