@@ -32,12 +32,6 @@ def _peaks_line(r: Roofline) -> str:
             f"TFLOP/s; memory {r.memory_tbps:g} TB/s ({r.memory_source}); source {p.source}")
 
 
-def _why(name: str, reason: str | None) -> str:
-    if reason is None:
-        return ""
-    return "operator not modelled" if reason == f"no model for {name}" else reason
-
-
 def roofline_view(r: Roofline, *, rank: int, top: int | None = ROOFLINE_TOP) -> RenderableType:
     """Operators by unique arguments, largest GPU time first (``top`` None: all)."""
     cols = [Col("operator", numeric=False), Col("input dims", numeric=False, drop=6), Col("dtype", drop=5),
@@ -47,7 +41,7 @@ def roofline_view(r: Roofline, *, rank: int, top: int | None = ROOFLINE_TOP) -> 
     body: list[list[str | Text]] = [
         [Text(o.name), Text(o.input_dims), o.precision or DASH, f"{o.calls:,}", duration_ns(o.gpu_ns),
          _num(o.tflops), _num(o.tbps), _num(o.intensity), _pct(o.compute_pct), _pct(o.memory_pct),
-         o.bound or ("no model" if o.no_model else DASH), Text(_why(o.name, o.no_model))] for o in rows]
+         o.bound or ("no model" if o.no_model else DASH), Text(o.why or "")] for o in rows]
     share = 100.0 * r.modeled_gpu_ns / r.gpu_ns if r.gpu_ns else None
     title = f"rank {rank}: operators on the roofline ({len(rows)} of {len(r.ops)} by GPU time)"
     notes = [Text(f"modelled: {duration_ns(r.modeled_gpu_ns)} of {duration_ns(r.gpu_ns)} of operators' kernel time "

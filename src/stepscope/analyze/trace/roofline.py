@@ -54,6 +54,13 @@ class OpRoofline:
     memory_pct: float | None
     bound: str | None
 
+    @property
+    def why(self) -> str | None:
+        """no_model in a table's words: "operator not modelled" where no model exists for the operator."""
+        if self.no_model is None:
+            return None
+        return "operator not modelled" if self.no_model == f"no model for {self.name}" else self.no_model
+
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 

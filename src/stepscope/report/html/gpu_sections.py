@@ -21,6 +21,7 @@ from stepscope.report.html.charts import Axis, Bars, bar_chart
 from stepscope.report.html.escape import esc
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
+from stepscope.report.html.roofline import roofline_html
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
 from stepscope.report.html.timeline import path_rows, rank_budget, timeline_html
@@ -146,6 +147,9 @@ def rank_html(a: TraceAnalysis, timeline: str = "") -> str:
         parts.append(overlap_utilization_html(a))
     parts.append(heading("CPU operators"))
     parts.append(operators_table(a))
+    if a.roofline is not None and a.roofline.ops:
+        parts.append(heading("Operators on the roofline"))
+        parts.append(roofline_html(a.roofline, a.rank))
     parts.append(heading("Module tree"))
     parts.append(modules_table(a))
     return "".join(parts)
