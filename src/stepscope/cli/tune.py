@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.advisor.changes import OVERRIDES_ENV, Change, apply_changes
+from stepscope.model.changes import OVERRIDES_ENV, Change, apply_changes
 from stepscope.analyze.runs.tune import Dimension, TuneResult, search
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, options_from
