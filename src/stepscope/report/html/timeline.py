@@ -42,8 +42,8 @@ OVERVIEW_COLUMNS = 2_000
 DETAIL_COLUMNS = 32_000
 BUDGET_BYTES = 400_000
 """Embedded timeline JSON of all ranks together (the whole report stays under 1.5 MB)."""
-MIN_RANK_BYTES = 60_000
-"""Each rank's share is at least this (the overview level is always embedded)."""
+OVERVIEW_CHOICES = (OVERVIEW_COLUMNS, 1_000, 500)
+"""The overview's columns, finest first: a rank whose share of the budget is small gets a coarser one."""
 NAME_LIMIT = 100
 MAX_CRITICAL_ITEMS = 3_000
 """Critical-path events embedded one by one up to this many; a longer path's close items are joined."""
@@ -87,10 +87,11 @@ def encode_level(lv: Level, q: int, name_index: Mapping[int, int]) -> dict[str, 
 
 
 def timeline_spec(tl: TimelineRows, table: EventTable, *, budget: int,
-                  critical: Sequence[int] | None = None) -> dict[str, Any]:
-    """The JSON a rank's timeline embeds: the overview level, then finer levels while within ``budget``."""
+                  critical: Sequence[int] | None = None) -> dict[str, Any] | None:
+    """The JSON a rank's timeline embeds: the overview level (coarser where ``budget`` asks), then finer levels
+    while within ``budget``; None when not even the coarsest overview fits."""
     q = quantum(tl.window_ns)
-    levels: list[Level] = [level(tl, OVERVIEW_COLUMNS)]
+    levels: list[Level] = [level(tl, cols) for cols in OVERVIEW_CHOICES]
     if levels[0].run_col.size:
         for cols in (DETAIL_COLUMNS, 0):
             levels.append(level(tl, cols))
@@ -114,10 +115,20 @@ def timeline_spec(tl: TimelineRows, table: EventTable, *, budget: int,
             row, start, dur = merge_close(row, start, dur, tl.window_ns / cols)
         spec["critical"] = {"row": row.tolist(), "s": (start // q).tolist(), "d": dur.tolist(), "events": drawn}
     size = len(json_for_script(spec))
-    for lv in levels:
+    n = len(OVERVIEW_CHOICES)
+    for lv in levels[:n]:  # the finest overview that fits
         enc = encode_level(lv, q, index)
         cost = len(json_for_script(enc))
-        if spec["levels"] and size + cost > budget:
+        if size + cost <= budget:
+            spec["levels"].append(enc)
+            size += cost
+            break
+    else:
+        return None
+    for lv in levels[n:]:  # then finer levels while they fit
+        enc = encode_level(lv, q, index)
+        cost = len(json_for_script(enc))
+        if size + cost > budget:
             break
         spec["levels"].append(enc)
         size += cost
@@ -139,6 +150,10 @@ def timeline_html(table: EventTable, *, budget: int, critical: Sequence[int] | N
     if not tl.rows or tl.window_ns <= 0:
         return '<p class="ss-note">No timed events in this trace: no timeline.</p>'
     spec = timeline_spec(tl, table, budget=budget, critical=critical)
+    if spec is None:
+        return ('<p class="ss-note">Timeline left out: even its coarsest view exceeds this rank\'s share of the '
+                f'report\'s size budget ({f.nbytes(budget)}); stepscope export --format perfetto holds every '
+                'event.</p>')
     legend = "".join(f'<span class="ss-tl-key"><i style="background:{c}"></i>{esc(s)}</span>'
                      for s, c in zip(spec["styles"], spec["colors"], strict=True)
                      if s in _shown(tl))
@@ -166,7 +181,7 @@ def _shown(tl: TimelineRows) -> set[str]:
 
 def rank_budget(ranks: int) -> int:
     """Each rank's share of BUDGET_BYTES."""
-    return max(MIN_RANK_BYTES, BUDGET_BYTES // max(1, ranks))
+    return BUDGET_BYTES // max(1, ranks)
 
 
 CSS = (".ss-timeline{margin:8px 0 14px}.ss-timeline figcaption{font-weight:600;margin-bottom:4px}"
