@@ -23,7 +23,8 @@ def test_one_variable_name_for_both_sides() -> None:
     assert OVERRIDES_ENV == ENV_OVERRIDES
 
 
-def test_num_workers_override_spawns_workers_and_is_recorded(observed: Callable[..., Result], store: Path,
+def test_num_workers_override_spawns_workers_and_is_recorded(observed: Callable[..., Result],
+                                                             cli: Callable[..., Result], store: Path,
                                                              tmp_path: Path) -> None:
     out = tmp_path / "seen.json"
     r = observed("verify_loader.py", "--steps", "8", "--sleep", "0.001", "--out", str(out),
@@ -36,6 +37,9 @@ def test_num_workers_override_spawns_workers_and_is_recorded(observed: Callable[
     rec = load(store).ranks[0].extra["override"]
     assert rec == [{"kind": "override", "target": "loader", "key": "num_workers", "value": 2, "applied": 1,
                     "was": [0], "refused": None}]
+    shown = cli("show", "latest", "--width", "250")  # the user sees that the run did not run as coded
+    assert "override applied by stepscope" in shown.out and "num_workers=2" in shown.out, shown.out
+    assert "(the code's: 0)" in shown.out
 
 
 def test_without_overrides_the_loader_is_as_written(observed: Callable[..., Result], store: Path,

@@ -38,6 +38,14 @@ class Applied:
     refused: str | None = None
     """Why it could not be applied (the last reason), None when it never was refused."""
 
+    def note(self) -> str:
+        what = {"intra": "torch intra-op threads", "inter": "torch inter-op threads"}.get(self.key, self.key)
+        where = (f"DataLoader {what}={self.value!r} on {self.applied} DataLoader{'s' if self.applied > 1 else ''}"
+                 if self.target == "loader" else f"{what} = {self.value!r}")
+        was = sorted({repr(w) for w in self.was})
+        return (f"override applied by stepscope ({ENV_OVERRIDES}), not in the code: {where}"
+                + (f" (the code's: {', '.join(was)})" if was else ""))
+
     def record(self) -> dict[str, Any]:
         why = self.refused
         if why is None and not self.applied:
@@ -85,6 +93,8 @@ def install_overrides(session: Session, undo: list[Callable[[], None]]) -> str |
     def write() -> None:
         for a in results:
             session.buffers.add_other({"kind": "override", **a.record()})
+            if a.applied:  # a note too: show and the report list notes, so the user sees the run was not as coded
+                session.buffers.add_other({"kind": "note", "text": a.note()})
 
     session.closers.append(write)
     return "overrides (" + ", ".join(f"{a.target}.{a.key}={a.value}" for a in results) + ")"
