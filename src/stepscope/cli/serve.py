@@ -16,7 +16,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from stepscope.cli.common import add_store_args, store_from
 from stepscope.errors import UserError
@@ -205,7 +205,7 @@ def make_handler(open_store: Callable[[], Any], name: str | None, *, extra_hosts
             store = open_store()
             try:
                 if path.startswith("live/"):
-                    return live.answer(store, path)
+                    return live.answer(store, path, urlsplit(self.path).query)
                 if path.startswith("diffs/") and path.endswith(".html") and "--" in path:
                     a, _, b = path[len("diffs/"):-len(".html")].partition("--")
                     ids = set(store.index.run_ids())
@@ -321,7 +321,7 @@ class LiveRuns:
     def running_ids(self, store: Store) -> set[str]:
         return {r.id for r in self.rows(store, "status = ?", ["running"]) if r.status == "running"}
 
-    def answer(self, store: Store, path: str) -> tuple[int, bytes]:
+    def answer(self, store: Store, path: str, query: str = "") -> tuple[int, bytes]:
         if path == "live/status.json":  # running runs, and those that ended lately (a page turns them final)
             import time
 
@@ -332,6 +332,15 @@ class LiveRuns:
         if not (path.startswith("live/runs/") and path.endswith(".json")):
             return 404, b"not found"
         run_id = path[len("live/runs/"):-len(".json")]
+        cursor = None
+        if run_id.endswith("/records"):  # a page's charts: the records after its cursor (liverecords.py)
+            from stepscope.cli.liverecords import CursorError, parse_cursor
+
+            run_id = run_id[:-len("/records")]
+            try:
+                cursor = parse_cursor(parse_qs(query, keep_blank_values=True))
+            except CursorError as e:
+                return 400, str(e).encode()
         if run_id not in store.index.run_ids():
             return 404, b"no such run"
         run_dir = store.run_path(run_id)
@@ -342,6 +351,10 @@ class LiveRuns:
             self._tails[run_id] = tail
             while len(self._tails) > MAX_LIVE_RUNS:
                 self._tails.popitem(last=False)
+            if cursor is not None:
+                from stepscope.cli.liverecords import records_after
+
+                return 200, _json(records_after(tail.poll(), cursor))
             return 200, _json(live_figures(tail))
         finally:
             self._lock.release()

@@ -605,7 +605,27 @@
       });
     }, 120);
   });
+  /* draw a figure again from a new spec (serve's live pages append records): the old chart goes, a zoomed
+     x range is kept */
+  function redraw(fig, spec) {
+    var old = charts[fig.id], zoom = null;
+    if (old) {
+      var reset = fig.querySelector(".ss-reset");
+      if (reset && !reset.hidden) zoom = {min: old.scales.x.min, max: old.scales.x.max};
+      old.destroy();
+      delete charts[fig.id];
+    }
+    Array.prototype.slice.call(fig.children).forEach(function (c) {
+      if (c.tagName !== "FIGCAPTION" && !(c.tagName === "SCRIPT" && c.classList.contains("ss-spec"))) fig.removeChild(c);
+    });
+    var fn = DRAW[spec.kind];
+    if (!fn) return;
+    fn(fig, spec);
+    fig.setAttribute("data-drawn", "1");
+    if (zoom && charts[fig.id]) charts[fig.id].setScale("x", zoom);
+  }
   ss.drawAll = drawAll;
+  ss.redraw = redraw;
   ss.fmt = fmt;
   ss.scaleFor = scaleFor;
 })();
