@@ -251,3 +251,13 @@ def test_gpu_work_without_host_events_has_no_path(tmp_path: Path) -> None:
     table = read_trace(write(tmp_path / "rank0.json", [kernel("k1", 10, 5, 1), kernel("k2", 20, 5, 2)]))
     assert critical_path(table) is None
     assert analyze_trace(table).critical_path is None
+
+
+def test_report_table(tmp_path: Path) -> None:
+    from stepscope.report.html.critical_path import critical_path_html
+
+    _, cp = _path(tmp_path, two_stream_trace())
+    html = critical_path_html(cp, 0)
+    assert "160.0 µs over 4 events" in html
+    assert html.index("GPU compute") < html.index("gap between kernels")  # 140 µs before 10 µs
+    assert "87.5%" in html and "6.2%" in html  # 140 and 10 of 160
