@@ -97,10 +97,12 @@ def memory_timeline(table: EventTable) -> MemoryTimeline | None:
     if not mem or not mem["ts_ns"].size:
         return None
     owner, top, note = _owners(table)
-    key = np.stack([mem["device_type"], mem["device"]], axis=1)
+    # one int64 per (device type, device id): type in the high half, id (-1 for the CPU) in the low half
+    key = (mem["device_type"].astype(np.int64) << 32) + (mem["device"].astype(np.int64) + 1)
     out = []
-    for dtype, dev in sorted({(int(a), int(b)) for a, b in key.tolist()}):
-        sel = np.flatnonzero((mem["device_type"] == dtype) & (mem["device"] == dev))
+    for k in np.unique(key).tolist():
+        dtype, dev = k >> 32, (k & 0xFFFFFFFF) - 1
+        sel = np.flatnonzero(key == k)
         out.append(_device(table, sel, dtype, dev, owner, top, note))
     return MemoryTimeline(devices=tuple(out), records=int(mem["ts_ns"].size))
 
