@@ -58,6 +58,12 @@ def test_verify_confirms_num_workers_on_the_slow_loader(cli: Callable[..., Resul
     shown = cli("advise", run_id, "--width", "200")
     assert "Verified advice of run " + run_id in shown.out and "confirmed" in shown.out, shown.out
     assert json.loads(cli("advise", run_id, "--json").out)["verifications"][0]["group"] == doc["group"]
+    page = store.parent / "report.html"
+    assert cli("report", run_id, "-o", str(page)).rc == 0
+    html = page.read_text(encoding="utf-8")
+    assert f'data-group="{doc["group"]}"' in html and '<tr data-verdict="confirmed">' in html
+    assert cli("report", o["runs_b"][0], "-o", str(page)).rc == 0  # a B run says it ran with the override
+    assert "loader num_workers = 2: applied (the code&#x27;s: 0)" in page.read_text(encoding="utf-8")
 
 
 def _script(folder: Path, body: str) -> Path:

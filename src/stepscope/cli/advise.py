@@ -18,7 +18,7 @@ def advise(run: str = "latest", *, store: StoreLike = None, db: str | None = Non
     """Print run ``run``'s recommendations (terminal tables, or JSON schema stepscope.advice/1), and the stored
     verifications of them (``advise --verify``)."""
     ra = load_analysis(run, store, db=db, warmup=warmup)
-    verified = _stored(ra.data.run.id, store, db)
+    verified = stored_verifications(ra.data.run.id, store, db)
     if json:
         print_json({"run": ra.data.run.id, **ra.advice.to_dict(),
                     "verifications": [{"group": g, "outcomes": [o.to_dict() for o in outs]} for g, outs in verified]})
@@ -33,7 +33,8 @@ def advise(run: str = "latest", *, store: StoreLike = None, db: str | None = Non
     return 0
 
 
-def _stored(run_id: str, store: StoreLike, db: str | None) -> list[tuple[str, list[Outcome]]]:
+def stored_verifications(run_id: str, store: StoreLike, db: str | None) -> list[tuple[str, list[Outcome]]]:
+    """The run's stored `advise --verify` results, oldest first (none when the store cannot be opened)."""
     from stepscope.cli.verify import stored_outcomes
 
     try:
@@ -106,8 +107,9 @@ class AdviseCommand:
                             help="with --verify: then the confirmed suggestions together")
         parser.add_argument("--rule", metavar="ID", help="with --verify: only this rule's suggestion")
         parser.add_argument("--change", action="append", metavar="KIND:KEY=VALUE",
-                            help="with --verify: also try this setting (env:OMP_NUM_THREADS=2, "
-                                 "loader:num_workers=4, threads:intra=2, param:batch_size=64)")
+                            help="with --verify: try this setting instead of the advice's (repeatable; with "
+                                 "--rule, besides that rule's): env:OMP_NUM_THREADS=2, loader:num_workers=4, "
+                                 "threads:intra=2, param:batch_size=64")
         parser.add_argument("--quiet-runs", action="store_true",
                             help="with --verify: the re-runs' standard output is not shown")
         add_store_args(parser)

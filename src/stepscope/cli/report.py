@@ -12,10 +12,11 @@ from stepscope.errors import UserError
 def report(run: str = "latest", *, store: StoreLike = None, db: str | None = None, output: str | Path | None = None,
            open_: bool = False, warmup: int | None = None) -> int:
     """Write run ``run``'s HTML report to ``output`` (default <run dir>/artifacts/report.html), print its path."""
+    from stepscope.cli.advise import stored_verifications
     from stepscope.report.html.run_report import render_run_report
 
     ra = load_analysis(run, store, db=db, warmup=warmup)
-    html = render_run_report(ra)
+    html = render_run_report(ra, stored_verifications(ra.data.run.id, store, db))
     out = Path(output) if output else Path(ra.data.path) / "artifacts" / "report.html"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

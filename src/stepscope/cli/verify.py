@@ -76,8 +76,9 @@ def recorded(store: Store, ref: str) -> Recorded:
 
 def plan(store: Store, rec: Recorded, *, rule: str | None,
          extra: Sequence[Change] = ()) -> tuple[list[Suggestion], list[str]]:
-    """The suggestions to verify (the run's advice whose remedy is a setting, or ``rule``'s; then ``extra``), and
-    one line per finding that needs a code change (not tried)."""
+    """The suggestions to verify: the run's advice whose remedy is a setting (``rule``: that rule's only), or, when
+    ``extra`` settings are given, those (with ``rule``'s too, if named); and one line per finding that needs a
+    code change (not tried)."""
     from stepscope.analyze.advisor.verify import suggestions
     from stepscope.app import RunAnalysis
 
@@ -88,6 +89,8 @@ def plan(store: Store, rec: Recorded, *, rule: str | None,
         raise UserError(f"--rule {rule}: the rule did not fire for run {rec.run_id} — nothing to verify "
                         f"(stepscope advise {rec.run_id} lists what did)")
     found, code = suggestions(advice, rule=rule)
+    if extra and rule is None:
+        found, code = [], []
     for c in extra:
         try:
             apply_changes([c], {}, rec.command)

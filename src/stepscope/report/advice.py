@@ -88,10 +88,15 @@ def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
     return predicted, realised, o.verdict, note
 
 
+def diff_command(o: Outcome) -> str:
+    """The `stepscope diff` of a suggestion's pairs (paired, as the verdict was decided)."""
+    return f"stepscope diff --paired {','.join(o.runs_a)} {','.join(o.runs_b)}"
+
+
 def verification_view(run_id: str, group: str, outcomes: list[Outcome]) -> RenderableType:
     """Each suggestion's predicted saving, the realised one with its interval, and the verdict."""
-    rows: list[RenderableType] = [Text(f"Verified advice of run {run_id} (group {group}: stepscope diff "
-                                       f"{group}, runs tagged verify={run_id})", style="bold")]
+    rows: list[RenderableType] = [Text(f"Verified advice of run {run_id} (group {group}, runs tagged "
+                                       f"verify={run_id})", style="bold")]
     for i, o in enumerate(outcomes, 1):
         predicted, realised, verdict, note = outcome_lines(o)
         t = Text()
@@ -101,6 +106,8 @@ def verification_view(run_id: str, group: str, outcomes: list[Outcome]) -> Rende
         t.append(f"\n   predicted: {predicted}\n   realised ({o.pairs} A/B pairs): {realised}")
         if note:
             t.append("\n   " + note, style="dim")
+        if o.runs_a and o.runs_b:
+            t.append("\n   all tables: " + diff_command(o), style="dim")
         rows.append(t)
     if not outcomes:
         rows.append(Text("no suggestion of this run is a setting stepscope can apply", style="yellow"))

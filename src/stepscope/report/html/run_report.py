@@ -5,11 +5,13 @@ records; every number is computed in analyze/ (per-step series are only read off
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 
 from stepscope.analyze.advisor import Advice, Finding
+from stepscope.analyze.advisor.verify import Outcome
 from stepscope.analyze.run.summary import RankSummary, RunSummary
 from stepscope.app import RunAnalysis
 from stepscope.model.tables import RankData, StepTable
@@ -42,9 +44,11 @@ STATUS_TEXT = {
 }
 
 
-def render_run_report(ra: RunAnalysis) -> str:
+def render_run_report(ra: RunAnalysis, verifications: Sequence[tuple[str, Sequence[Outcome]]] = ()) -> str:
     """The whole report of one run analysis as one self-contained HTML string (the measurement-quality
-    verdict first)."""
+    verdict first); ``verifications``: the run's stored `advise --verify` results (group, outcomes)."""
+    from stepscope.report.html.advice_verify import overrides_html, verification_html
+
     data, summary, advice, quality = ra.data, ra.summary, ra.advice, ra.quality
     traces, trace_problems = ra.traces.tables, ra.traces.problems
     run = summary.run
@@ -52,7 +56,8 @@ def render_run_report(ra: RunAnalysis) -> str:
     s0 = summary.ranks[0] if summary.ranks else None
     sections = [
         Section("overview", "Overview", notice(quality.headline(), "warn" if quality.noisy else "info")
-                + overview(summary, advice)),
+                + overrides_html(r.extra for r in data.ranks) + overview(summary, advice)
+                + verification_html(verifications)),
         Section("speed", "Speed", speed_section(r0, s0, summary),
                 note="Step time is CPU wall clock between step boundaries unless noted; warm-up steps are shaded "
                      "and excluded from statistics."),
@@ -145,7 +150,7 @@ def what_ran(s: RunSummary) -> list[tuple[str, object]]:
 
 
 def finding_html(fd: Finding, index: int) -> str:
-    from stepscope.report.advice import evidence_text, saving_text
+    from stepscope.report.advice import change_text, evidence_text, saving_text
     from stepscope.report.html.escape import esc
 
     ev = ", ".join(f"{k} = {evidence_text(v)}" for k, v in fd.evidence.items())
@@ -155,6 +160,7 @@ def finding_html(fd: Finding, index: int) -> str:
             f'<div class="ev"><b>evidence</b> ({esc(fd.measured_from or fd.source)}): {esc(ev)}</div>'
             f'<div class="ev"><b>threshold</b>: {esc(fd.threshold)}</div>'
             f"<div><b>try</b>: {esc(fd.suggestion)}</div>"
+            f'<div class="ev"><b>change</b>: {esc(change_text(fd))}</div>'
             f'<div class="ev"><b>{esc(saving_text(fd))}</b> — {esc(fd.saving_basis)}</div></div>')
 
 
