@@ -17,12 +17,14 @@ from tests.conftest import TRACES
 
 NOT_LOADED = (
     "pandas", "pyarrow", "matplotlib", "torch", "scipy", "dask", "distributed",
-    "stepscope.report.html", "stepscope.report.dashboard", "stepscope.analyze.diff", "stepscope.analyze.run",
+    "stepscope.report.html.page", "stepscope.report.html.charts", "stepscope.report.html.tables",
+    "stepscope.report.html.run_report", "stepscope.report.dashboard", "stepscope.analyze.diff", "stepscope.analyze.run",
     "stepscope.analyze.advisor", "stepscope.app", "stepscope.store", "stepscope.collect", "stepscope.report.terminal",
     "stepscope.cli.views",
 )
 """Packages that `trace analyze` of one file has no use for (the run store and its analyses, the diff engine,
-the HTML renderers, the dashboard, dataframes, plotting, the frameworks)."""
+the HTML renderers (the terminal's short kernel names come from report/html/names.py alone), the dashboard,
+dataframes, plotting, the frameworks)."""
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
 from stepscope.report.format import duration_ns
-from stepscope.report.html.names import short_name
 from stepscope.report.tables import FitTable
 from stepscope.report.trace_counters_terminal import counters_view
 from stepscope.traces.components import ComponentRules, Explanation
@@ -91,6 +90,8 @@ CRITICAL_TOP = 5
 
 def critical_path_view(cp: CriticalPath, *, top: int = CRITICAL_TOP) -> RenderableType:
     """Length, time by kind and the names with the most time on the path (HTA's critical path)."""
+    from stepscope.report.html.names import short_name  # here: the html package's __init__ loads its renderers
+
     t = FitTable(f"critical path: {_us(cp.length_ns)} ({cp.event_rows.size:,} events)", title_style=None,
                  show_edge=True)
     t.add_column("on the path", prose=True)

@@ -41,21 +41,36 @@ elements, ``window.stepscope.initTables()`` after inserting tables, and ``window
 A page that needs its own script passes it as ``extra_js`` (it must not contain ``</script``).
 """
 
-from stepscope.report.html.escape import esc, json_for_script, json_script
-from stepscope.report.html.page import (
-    Section,
-    details,
-    grid,
-    heading,
-    kv_table,
-    notice,
-    paragraph,
-    render_page,
-    tiles,
-)
-from stepscope.report.html.tables import Col, table
+from typing import TYPE_CHECKING
+
+from stepscope.analyze._entrypoints import lazy_exports
+
+if TYPE_CHECKING:
+    from stepscope.report.html.escape import esc, json_for_script, json_script
+    from stepscope.report.html.page import (
+        Section,
+        details,
+        grid,
+        heading,
+        kv_table,
+        notice,
+        paragraph,
+        render_page,
+        tiles,
+    )
+    from stepscope.report.html.tables import Col, table
+
+_ENTRY_POINTS = {
+    "esc": "escape", "json_for_script": "escape", "json_script": "escape",
+    "Section": "page", "details": "page", "grid": "page", "heading": "page", "kv_table": "page", "notice": "page",
+    "paragraph": "page", "render_page": "page", "tiles": "page", "Col": "tables", "table": "tables",
+}
+"""Each name is loaded on first use: a terminal view that only needs ``names`` (short kernel names) does not load
+the page, chart and table renderers (``stepscope trace analyze`` start-up)."""
 
 __all__ = [
     "Col", "Section", "details", "esc", "grid", "heading", "json_for_script", "json_script", "kv_table", "notice",
     "paragraph", "render_page", "table", "tiles",
 ]
+
+__getattr__ = lazy_exports(__name__, _ENTRY_POINTS)
