@@ -64,6 +64,9 @@ def test_verify_confirms_num_workers_on_the_slow_loader(cli: Callable[..., Resul
     assert f'data-group="{doc["group"]}"' in html and '<tr data-verdict="confirmed">' in html
     assert cli("report", o["runs_b"][0], "-o", str(page)).rc == 0  # a B run says it ran with the override
     assert "loader num_workers = 2: applied (the code&#x27;s: 0)" in page.read_text(encoding="utf-8")
+    site = store.parent / "site"  # the dashboard's copy of the run's report has the section too
+    assert cli("dashboard", "build", "-o", str(site), "--reports", "20").rc == 0
+    assert f'data-group="{doc["group"]}"' in (site / "runs" / f"{run_id}.html").read_text(encoding="utf-8")
 
 
 def _script(folder: Path, body: str) -> Path:

@@ -79,9 +79,10 @@ def indexed_analysis(store: Store, run_id: str) -> RunAnalysis:
 def render_report(store: Store, run_id: str) -> str | None:
     """A run's full HTML report (the `stepscope report` renderer), or None when it cannot be rendered."""
     try:
+        from stepscope.cli.verify import stored_outcomes
         from stepscope.report.html.run_report import render_run_report
 
-        return render_run_report(indexed_analysis(store, run_id))
+        return render_run_report(indexed_analysis(store, run_id), stored_outcomes(store, run_id))
     except Exception:  # a damaged or synthetic run dir: the dashboard links to its index page instead
         return None
 

@@ -135,6 +135,7 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
     def save() -> None:  # after each suggestion: an interrupted verification keeps what it measured
         store.index.add_group(group, GROUP_KIND, rec.name, created,
                               {**spec, "outcomes": [o.to_dict() for o in outcomes]})
+        _mark(store, rec.run_id, group)
 
     save()
     for s in todo:
@@ -145,6 +146,25 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
         outcomes.append(_pairs(store, rec, both, group, repeat, quiet_children))
         save()
     return group, outcomes
+
+
+VERIFIED_FILE = "artifacts/verified.json"
+"""In the verified run's directory: the groups that verified it. The run's report shows them, so its files must
+change with them (the dashboard re-renders a report when its run directory's files change)."""
+
+
+def _mark(store: Store, run_id: str, group: str) -> None:
+    import json
+
+    path = store.run_path(run_id) / VERIFIED_FILE
+    try:
+        groups = json.loads(path.read_text()).get("groups", []) if path.is_file() else []
+        groups = [g for g in groups if g != group] + [group]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"groups": groups, "updated_ns": time.time_ns()}))
+    except (OSError, ValueError, AttributeError) as e:
+        print(f"stepscope: warning: could not note the verification in {path} ({e}); the dashboard may show "
+              "this run's report without it until rebuilt with --rebuild", file=sys.stderr)
 
 
 def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, quiet: bool) -> Outcome:
