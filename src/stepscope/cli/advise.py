@@ -43,7 +43,7 @@ def stored_verifications(run_id: str, store: StoreLike, db: str | None) -> list[
         return []
 
 
-def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | None = None, repeat: int = 3,
+def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | None = None, repeat: int = 5,
                   together: bool = False, rule: str | None = None, changes: Sequence[str] = (), json: bool = False,
                   quiet_runs: bool = False, width: int | None = None) -> int:
     """Re-run run ``run``'s command as ``repeat`` interleaved A/B pairs per suggestion (B: the suggestion
@@ -101,8 +101,9 @@ class AdviseCommand:
         parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         parser.add_argument("--verify", action="store_true",
                             help="re-run the command as A/B pairs, each suggestion applied, and give verdicts")
-        parser.add_argument("--repeat", "-r", type=int, default=3, metavar="N",
-                            help="with --verify: A/B pairs per suggestion (default: 3)")
+        parser.add_argument("--repeat", "-r", type=int, default=5, metavar="N",
+                            help="with --verify: A/B pairs per suggestion (default: 5: with 3, the paired "
+                                 "interval is wide unless the host is quiet)")
         parser.add_argument("--all", action="store_true", dest="together",
                             help="with --verify: then the confirmed suggestions together")
         parser.add_argument("--rule", metavar="ID", help="with --verify: only this rule's suggestion")
