@@ -261,3 +261,47 @@ def test_report_table(tmp_path: Path) -> None:
     assert "160.0 µs over 4 events" in html
     assert html.index("GPU compute") < html.index("gap between kernels")  # 140 µs before 10 µs
     assert "87.5%" in html and "6.2%" in html  # 140 and 10 of 160
+
+
+def sync_loop_trace(n: int) -> list[dict[str, Any]]:
+    """µs. ``loop`` [0, 100 n) holds n cycles, cycle i at b = 100 i: cudaLaunchKernel [b, b+2) -> kernel
+    [b+5, b+65); cudaStreamSynchronize [b+3, b+70) waits for it (Stream Sync record ending at b+69).
+    Per cycle the path runs launch start -> kernel start (launch delay 5) -> kernel end (60) -> sync -> the
+    wait's end -> next launch (30 of ``loop``), the last cycle's 30 to ``loop``'s end: 95 n µs, each cycle one
+    more hop between the host and the GPU."""
+    events = [ev("cpu_op", "loop", 0, 100 * n)]
+    for i in range(n):
+        b = 100 * i
+        events += [launch(b, 2, 2 * i + 1), kernel("k", b + 5, 60, 2 * i + 1),
+                   ev("cuda_runtime", "cudaStreamSynchronize", b + 3, 67, correlation=2 * i + 2),
+                   _sync("Stream Sync", b + 64, 5, 2 * i + 2)]
+    return events
+
+
+def test_many_hops_fall_back_to_one_topological_pass(tmp_path: Path) -> None:
+    from stepscope.analyze.trace.critical_path import MAX_ROUNDS, longest
+    from stepscope.analyze.trace.critical_path_graph import build_graph
+
+    n = 80  # more hops than MAX_ROUNDS rounds settle
+    table, cp = _path(tmp_path, sync_loop_trace(n))
+    assert n > MAX_ROUNDS and cp.rounds == MAX_ROUNDS
+    assert cp.length_ns == 95_000 * n
+    b = cp.breakdown_ns
+    assert (b["launch_delay"], b["gpu_compute"], b["cpu"]) == (5_000 * n, 60_000 * n, 30_000 * n)
+    g = build_graph(table)
+    assert np.array_equal(longest(g).dist, longest(g, max_rounds=10 * n).dist)  # both ways agree everywhere
+
+
+def test_a_cycle_is_no_path() -> None:
+    from stepscope.analyze.trace.critical_path import CycleError, longest
+    from stepscope.analyze.trace.critical_path_graph import PathGraph
+
+    def a(*v: int) -> Any:
+        return np.asarray(v, dtype=np.int64)
+
+    g = PathGraph(node_row=a(0, 0), node_start=np.asarray([True, False]), node_ts=a(0, 10),
+                  linked=np.asarray([False, True]), w_in=a(0, 10), kind_in=np.asarray([0, 0], np.int8),
+                  attr_in=a(-1, 0), cross_src=a(1), cross_dst=a(0), cross_w=a(0),
+                  cross_kind=np.asarray([5], np.int8), notes=())
+    with pytest.raises(CycleError):
+        longest(g)

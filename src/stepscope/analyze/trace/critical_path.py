@@ -101,7 +101,11 @@ class _Longest:
     rounds: int
 
 
-def longest(g: PathGraph) -> _Longest:
+MAX_ROUNDS = 64
+"""Rounds of relaxation over the cross edges before the topological pass takes over."""
+
+
+def longest(g: PathGraph, *, max_rounds: int = MAX_ROUNDS) -> _Longest:
     """Longest distance to every node (a path may start anywhere; all weights >= 0)."""
     n = g.node_row.size
     w = np.where(g.linked, g.w_in, 0)
@@ -113,25 +117,75 @@ def longest(g: PathGraph) -> _Longest:
     offset = seg * bound  # keeps one segment's running maximum from leaking into the next
     if seg.size and int(seg[-1]) * bound >= 2**62:
         raise OverflowError("trace too long for the critical-path search")
-    incoming = np.zeros(n, dtype=np.int64)
     pos = np.arange(n)
-    rounds = 0
-    while True:
-        rounds += 1
+
+    def along(incoming: Array) -> tuple[Array, Array]:
+        """Distances along the chains given what arrives at each node, and where each best walk begins."""
         val = incoming - prefix + offset
         run = np.maximum.accumulate(val) if n else val
         new = np.r_[True, val[1:] > run[:-1]] if n else start
-        best = np.maximum.accumulate(np.where(new, pos, 0)) if n else pos
-        dist = run - offset + prefix
+        return run - offset + prefix, np.maximum.accumulate(np.where(new, pos, 0)) if n else pos
+
+    def arriving(dist: Array) -> Array:
+        nxt = np.zeros(n, dtype=np.int64)
+        np.maximum.at(nxt, g.cross_dst, dist[g.cross_src] + g.cross_w)
+        return nxt
+
+    incoming = np.zeros(n, dtype=np.int64)
+    rounds = 0
+    while rounds < max_rounds:
+        rounds += 1
+        dist, best = along(incoming)
         if not g.cross_src.size:
             break
-        cand = dist[g.cross_src] + g.cross_w
-        nxt = np.zeros(n, dtype=np.int64)
-        np.maximum.at(nxt, g.cross_dst, cand)
+        nxt = arriving(dist)
         if np.array_equal(nxt, incoming):
             break
         incoming = nxt
+    else:  # many hops between chains (syncs all along the trace), or a cycle: one pass in topological order
+        incoming = arriving(topological_longest(g))
+        dist, best = along(incoming)
     return _Longest(dist=dist, best=best, incoming=incoming, rounds=rounds)
+
+
+def topological_longest(g: PathGraph) -> Array:
+    """Longest distance to every node by one pass in topological order (Kahn's), in Python: the fallback when
+    the rounds do not settle. Raises :class:`CycleError` if the graph has a cycle."""
+    n = g.node_row.size
+    linked, w_in = g.linked.tolist(), g.w_in.tolist()
+    by_src = np.argsort(g.cross_src, kind="stable")
+    out_dst, out_w = g.cross_dst[by_src].tolist(), g.cross_w[by_src].tolist()
+    out_at = np.searchsorted(g.cross_src[by_src], np.arange(n + 1)).tolist()
+    indeg = (g.linked.astype(np.int64) + np.bincount(g.cross_dst, minlength=n)).tolist()
+    dist = [0] * n
+    ready = [v for v in range(n) if indeg[v] == 0]
+    done = 0
+    while ready:
+        u = ready.pop()
+        done += 1
+        du = dist[u]
+        nxt = u + 1
+        if nxt < n and linked[nxt]:
+            if du + w_in[nxt] > dist[nxt]:
+                dist[nxt] = du + w_in[nxt]
+            indeg[nxt] -= 1
+            if not indeg[nxt]:
+                ready.append(nxt)
+        for e in range(out_at[u], out_at[u + 1]):
+            v = out_dst[e]
+            if du + out_w[e] > dist[v]:
+                dist[v] = du + out_w[e]
+            indeg[v] -= 1
+            if not indeg[v]:
+                ready.append(v)
+    if done < n:
+        raise CycleError(f"the dependency graph has a cycle through {n - done} of its {n} nodes (clocks skewed "
+                         "between host and device: a kernel placed before the call that launched it)")
+    return np.asarray(dist, dtype=np.int64)
+
+
+class CycleError(ValueError):
+    """The graph has a cycle: no longest path (HTA fails on such a trace too)."""
 
 
 def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]:
@@ -154,13 +208,17 @@ def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]
 
 def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
                   gpu: GpuView | None = None) -> CriticalPath | None:
-    """The critical path of one rank's trace; None when the trace has no host operators or runtime calls.
+    """The critical path of one rank's trace; None when the trace has no host operators or runtime calls, or
+    when its graph has a cycle (clocks skewed between host and device).
 
     gpu: the table's GPU view where already built (its components say which kernels communicate)."""
     if not host_rows(table).size:  # GPU items join the graph through their launching call: none without host
         return None
     g = build_graph(table)
-    lp = longest(g)
+    try:
+        lp = longest(g)
+    except CycleError:
+        return None
     ranges, cross = _walk(g, lp)
     nodes, kinds, weights, rows = [], [], [], []
     for i, (j, k) in enumerate(ranges):
