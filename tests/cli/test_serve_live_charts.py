@@ -1,6 +1,6 @@
 """`serve`'s page of a running run redraws its charts as records arrive (issue 43), as W&B's do: a real tiny
-training under `stepscope run` (0.2 s a step, logging its loss), `serve` pointed at its store, the run's page
-in headless Chromium. The step-time, throughput and logged-loss charts gain points while the run trains,
+training under `stepscope run` (60 steps of 0.2 s, logging its loss), `serve` pointed at its store, the run's
+page in headless Chromium. The step-time, throughput and logged-loss charts gain points while the run trains,
 without a reload, and hold every step once it ends; then the page stops asking. The records endpoint
 (/live/runs/ID/records.json?after=STEP&metrics=ROWS) answers a bad cursor with 400 and one line, an unknown
 run with 404, a foreign Host with 421."""
@@ -19,7 +19,7 @@ from tests.conftest import SCRIPTS
 from tests.integration.conftest import browser  # noqa: F401  (the shared headless Chromium fixture)
 from tests.integration.test_serve_live import _get, _wait_for_run
 
-STEPS = 40
+STEPS = 60
 CHARTS = ("plot-step-time", "plot-throughput")
 POINTS_JS = """ids => ids.map(id => { const u = (window.stepscope.charts || {})[id];
   return u ? u.data[0].filter(v => v !== null && v !== undefined).length : -1; })"""
