@@ -120,6 +120,35 @@ def test_flops_agree_with_pytorchs_counter() -> None:
         assert _cost(op_cost(name, dims, types, concrete))[1] == counter.get_total_flops(), name
 
 
+def test_backward_models_on_a_real_profile_and_pytorchs_counter(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count
+
+    x, w = torch.randn(2, 4, 9, 7, requires_grad=True), torch.randn(6, 2, 3, 2, requires_grad=True)
+    y = torch.nn.functional.conv2d(x, w, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
+    g = torch.randn_like(y)
+    with FlopCounterMode(display=False) as counter:
+        y.backward(g, retain_graph=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+        y.backward(g)
+    p.export_chrome_trace(str(tmp_path / "bw.json"))
+    t = read_trace(tmp_path / "bw.json")
+    # grad_out [2,6,5,5], x [2,4,9,7], w [6,2,3,2], groups 2, mask [True, True, False]: the input gradient as
+    # the forward, 2*2*6*25*2*6 = 7200, the weight gradient 2 x that (PyTorch counts it over all 4 channels):
+    # 21600; bytes: grad_out + x + w read (300 + 504 + 72) * 4, grad x and grad w written (504 + 72) * 4 = 5808
+    cost = _cost(_event_cost(t, "aten::convolution_backward",
+                             "[[2,6,5,5],[2,4,9,7],[6,2,3,2],[],[],[],[],[],[],[],[]]"))
+    assert cost == ("convolution", 21600, 5808, "fp32") and cost[1] == counter.get_total_flops()
+    # flash attention backward, q [2,3,5,8], k [2,3,7,8], v [2,3,7,4], grad_out [2,3,5,4]: 2*B*H*L*S*(3D + 2Dv) =
+    # 2*2*3*5*7*(24 + 8) = 13440
+    dims = [[2, 3, 5, 4], [2, 3, 5, 8], [2, 3, 7, 8], [2, 3, 7, 4]]
+    sdpa = _cost(op_cost("aten::_scaled_dot_product_flash_attention_backward", dims, ["c10::BFloat16"] * 4))
+    assert sdpa[:2] == ("attention", 13440) and sdpa[1] == sdpa_backward_flop_count(*dims) and sdpa[3] == "bf16"
+    # bytes (bf16): the four inputs read (120 + 240 + 336 + 168) * 2, dq dk dv written (240 + 336 + 168) * 2
+    assert sdpa[2] == 3216
+
+
 def test_shapes_without_a_model_are_listed_with_why() -> None:
     assert op_cost("aten::conv2d", [[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []], ["float"] * 7) == \
         NoModel("missing stride (no Concrete Inputs)")

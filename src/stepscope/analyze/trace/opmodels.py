@@ -9,8 +9,12 @@ MFU its figure), so a GEMM's FLOPs here are the counter's:
 - Convolution (N,C,*in) x (K,C/g,*k): 2·N·K·prod(out)·(C/g)·prod(k), out = floor((in + 2p − d(k−1) − 1)/s) + 1
   per spatial dim (stride s, padding p, dilation d, groups g from Concrete Inputs). Without Concrete Inputs the
   stride is unknown: no model; transposed convolutions: no model.
+- Convolution backward (``convolution_backward``: grad_out (N,K,*out), input, weight, ..., output_mask from
+  Concrete Inputs): the forward's FLOPs for the input gradient, g times them for the weight gradient (as PyTorch's
+  counter, which counts the weight gradient over all C input channels).
 - Scaled-dot-product attention, q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv): 2BHLSD + 2BHLSDv (4BHLSD), causal or
-  not (as PyTorch's counter).
+  not (as PyTorch's counter); backward (``_scaled_dot_product_{flash,efficient,cudnn}_attention_backward``):
+  2BHLS(3D + 2Dv), the scores recomputed and four gradient matmuls.
 - Elementwise: one FLOP per output element (the broadcast shape of the tensor inputs); copies and fills none.
 - Normalisation (layer, batch, group, RMS): 5 FLOPs per element (mean, centre, square, sum, scale), 2 more with
   an affine weight.
@@ -37,6 +41,9 @@ PRECISION = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloa
 """The peak a dtype's matrix work is compared with (``c10::Float8_*``: fp8); integers have none here."""
 
 GEMM = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear"})
+ATTENTION_BACKWARD = frozenset({"aten::_scaled_dot_product_flash_attention_backward",
+                                "aten::_scaled_dot_product_efficient_attention_backward",
+                                "aten::_scaled_dot_product_cudnn_attention_backward"})
 ATTENTION = frozenset({"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
                        "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
                        "aten::_scaled_dot_product_flash_attention_for_cpu"})
@@ -201,6 +208,26 @@ def _conv(name: str, dims: list[Any], concrete: list[Any] | None) -> tuple[float
     return 2.0 * n * k * math.prod(out) * (c // groups) * math.prod(kernel), [n, k, *out]
 
 
+def _conv_backward(dims: list[Any], types: list[Any], concrete: list[Any] | None) -> OpCost:
+    """grad_out (N,K,*out), input (N,C,*in), weight (K,C/g,*k); Concrete Inputs: transposed at 7, groups at 9,
+    output_mask at 10."""
+    grad, x, w = _tensor(dims, 0), _tensor(dims, 1), _tensor(dims, 2)
+    if concrete is None or len(concrete) < 11:
+        raise _Miss("missing output mask (no Concrete Inputs)")
+    if concrete[7] in ("True", "true", "1"):
+        raise _Miss("transposed convolution: no model")
+    groups = _ints(concrete[9], "groups")[0]
+    mask = [m.strip() == "True" for m in str(concrete[10]).strip("[]").split(",")]
+    if len(mask) != 3 or len(grad) != len(x) or len(w) != len(x) or grad[1] != w[0] or w[1] * groups != x[1]:
+        raise _Miss("grad_out, input and weight do not match")
+    forward = 2.0 * grad[0] * grad[1] * math.prod(grad[2:]) * w[1] * math.prod(w[2:])
+    dtype = str(types[1])
+    written = (_nbytes(x, dtype) if mask[0] else 0) + (_nbytes(w, dtype) if mask[1] else 0) \
+        + (w[0] * _size(dtype) if mask[2] else 0)
+    return OpCost("convolution", forward * mask[0] + forward * groups * mask[1],
+                  _inputs_bytes(dims, types) + written, dtype, _precision(dtype), True)
+
+
 def _attention(dims: list[Any]) -> tuple[float, list[int]]:
     q, k, v = _tensor(dims, 0), _tensor(dims, 1), _tensor(dims, 2)
     if len(q) != 4 or len(k) != 4 or len(v) != 4 or q[-1] != k[-1] or k[-2] != v[-2]:
@@ -234,6 +261,18 @@ def _cost(name: str, dims: list[Any], types: list[Any], concrete: list[Any] | No
         flops, out = _conv(name, dims, concrete)
         return OpCost("convolution", flops, _inputs_bytes(dims, types) + _nbytes(out, dtype), dtype,
                       _precision(dtype), True)
+    if name == "aten::convolution_backward":
+        return _conv_backward(dims, types, concrete)
+    if name in ATTENTION_BACKWARD:
+        grad, q, k, v = (_tensor(dims, i) for i in range(4))
+        if len(q) != 4 or len(k) != 4 or len(v) != 4 or grad[:-1] != q[:-1] or grad[-1] != v[-1] \
+                or k[-2] != v[-2]:
+            raise _Miss("grad_out, q, k, v are not (B, H, L, D) with matching dims")
+        b, h, ln, d = q
+        dtype = str(types[1])
+        written = sum(_nbytes(_tensor(dims, i), str(types[i])) for i in (1, 2, 3))  # dq, dk, dv
+        return OpCost("attention", 2.0 * b * h * ln * k[-2] * (3 * d + 2 * v[-1]),
+                      _inputs_bytes(dims, types) + written, dtype, _precision(dtype), True)
     if name in ATTENTION:
         dtype = str(types[0])
         flops, out = _attention(dims)
