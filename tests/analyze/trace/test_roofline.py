@@ -156,6 +156,11 @@ def test_shapes_without_a_model_are_listed_with_why() -> None:
     assert op_cost("aten::mm", [[2, 3], [4, 5]], ["float", "float"]) == NoModel("inner dims differ")
     assert op_cost("aten::mm", [[2, 3], [3, 5]], None) == NoModel("no Input type")
     assert op_cost("aten::mm", None, None) == NoModel("no Input Dims")
+    huge = [2**62] * 20  # a damaged trace: sizes past float range
+    assert op_cost("aten::relu", [huge], ["float"]) == NoModel("dims or arguments out of range")
+    zero_stride = ["", "", "", "[0, 0]", "[1, 1]", "[1, 1]", "1"]
+    assert op_cost("aten::conv2d", [[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []], ["float"] * 7, zero_stride) \
+        == NoModel("dims or arguments out of range")
 
 
 def test_peak_table_finds_the_fixture_devices() -> None:

@@ -248,6 +248,8 @@ def op_cost(name: str, dims: Any, types: Any, concrete: Any = None) -> OpCost | 
         return _cost(name, dims, types, concrete if isinstance(concrete, list) else None)
     except _Miss as e:
         return NoModel(str(e))
+    except ArithmeticError:  # a zero stride, sizes past float range: damage, not a shape to model
+        return NoModel("dims or arguments out of range")
 
 
 def _cost(name: str, dims: list[Any], types: list[Any], concrete: list[Any] | None) -> OpCost:
