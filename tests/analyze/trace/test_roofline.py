@@ -255,3 +255,18 @@ def test_fixture_roofline_is_finite_and_covers_its_time(a100: EventTable) -> Non
         if o.family is not None:
             assert o.tflops is not None and o.tbps is not None and o.tflops >= 0 and o.tbps > 0
             assert o.bound in ("compute", "memory")
+
+
+def test_hostile_operator_args_give_no_model_never_an_error(tmp_path: Path) -> None:
+    """Values of any type where dims, types and concrete inputs belong: read, grouped, listed with why."""
+    weird: list[Any] = [{"a": 1}, 7, "float", [None], [[1, 2], "x"], [True], []]
+    events: list[dict[str, Any]] = []
+    for i, v in enumerate(weird):
+        ext, corr = 100 + i, 200 + i
+        events += [ev("cpu_op", "aten::conv2d", 10 * i, 5, **{"External id": ext, "Input Dims": [[1, 1, 4, 4], v],
+                                                               "Input type": v, "Concrete Inputs": v}),
+                   launch(10 * i + 1, 1, corr, ext), kernel("k", 1000 + 10 * i, 2, corr)]
+    table = read_trace(write(tmp_path / "t.json", events, deviceProperties=[A100_40]))
+    r = analyze_trace(table).roofline
+    assert r is not None and len(r.ops) == len(weird) and r.modeled_gpu_ns == 0
+    assert all(o.family is None and o.no_model for o in r.ops)
