@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/trace_analysis.py [--quick] [--events 5000000] [--hta-events 1000000]
         [--repeats 3] [--ranks 4] [--hta-python /tmp/hta-venv/bin/python] [--workdir DIR]
+    .venv/bin/python benchmarks/trace_analysis.py --all-new [--sizes 100000,1000000,3000000] [--repeats 3]
     .venv/bin/python benchmarks/trace_analysis.py --by-source [--source-events 1000000] [--repeats 1]
         [--sources v100,nccl2,diff8,mi250,alexnet,cpu] [--baseline-src /path/to/old/src] [--no-hta]
         [--reader auto|c|python] [--compare-readers]
@@ -97,6 +98,62 @@ from hta.trace_analysis import TraceAnalysis
 ta = TraceAnalysis(trace_files={0: sys.argv[1]}, include_last_profiler_step=True)
 ta.get_temporal_breakdown(visualize=False); ta.get_idle_time_breakdown(visualize=False)
 ta.get_gpu_kernel_breakdown(visualize=False); ta.get_comm_comp_overlap(visualize=False)
+"""
+HTA_NEW = """
+import sys, logging
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+ta = TraceAnalysis(trace_files={0: sys.argv[1]}, include_last_profiler_step=True)
+failed = []
+def run(name, call):
+    try:
+        call()
+    except Exception:
+        failed.append(name)
+run("temporal", lambda: ta.get_temporal_breakdown(visualize=False))
+run("idle", lambda: ta.get_idle_time_breakdown(visualize=False))
+run("kernels", lambda: ta.get_gpu_kernel_breakdown(visualize=False))
+run("overlap", lambda: ta.get_comm_comp_overlap(visualize=False))
+run("launches", lambda: ta.get_cuda_kernel_launch_stats(visualize=False))
+run("bandwidth", lambda: (ta.get_memory_bw_summary(ranks=[0]), ta.get_memory_bw_time_series(ranks=[0])))
+def queues():
+    series = ta.get_queue_length_time_series(ranks=[0])
+    ta.get_queue_length_summary(ranks=[0])
+    ta.get_time_spent_blocked_on_full_queue(series)
+run("queues", queues)
+run("annotations", lambda: ta.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0))
+if sys.argv[2] == "1":
+    run("critical_path", lambda: ta.critical_path_analysis(rank=0, annotation="", instance_id=None))
+ta.get_profiler_steps()
+print("FAILED", ",".join(failed))
+"""
+NEW_ANALYSES = ("critical_path", "roofline", "collectives", "queues", "bandwidth", "memory_timeline", "sequences",
+                "annotations")
+"""Modules of analyze/trace/ added for issue 41 (each timed alone by --all-new where present in the tree)."""
+OURS_EACH = """
+import importlib, sys, time
+from stepscope.traces.kineto import read_trace
+from stepscope.analyze.trace.analysis import analyze_trace
+from stepscope.analyze.trace.gpuview import gpu_view
+from stepscope.analyze.trace.ops import host_times
+t0 = time.process_time(); t = read_trace(sys.argv[1]); t1 = time.process_time()
+a = analyze_trace(t); t2 = time.process_time()
+print(f"TIME read {t1 - t0:.3f}"); print(f"TIME analyze_trace {t2 - t1:.3f}")
+g = gpu_view(t)
+calls = {"critical_path": ("critical_path", lambda f: f(t, gpu=g)),
+         "roofline": ("op_roofline", lambda f: f(t, host_times(t, g))),
+         "collectives": ("rank_collectives", lambda f: f(t, g)), "queues": ("queue_lengths", lambda f: f(t)),
+         "bandwidth": ("bandwidth", lambda f: f(t)), "memory_timeline": ("memory_timeline", lambda f: f(t)),
+         "sequences": ("kernel_sequences", lambda f: f(t)), "annotations": ("gpu_annotations", lambda f: f(t))}
+for mod in sys.argv[2].split(","):
+    if mod not in calls:
+        continue
+    name, call = calls[mod]
+    try:
+        f = getattr(importlib.import_module("stepscope.analyze.trace." + mod), name)
+    except (ImportError, AttributeError):
+        continue
+    s = time.process_time(); call(f); print(f"TIME {mod} {time.process_time() - s:.3f}")
 """
 READ_ONLY = """
 import sys
@@ -381,6 +438,46 @@ def _reader_row(label: str, runs: Runs, reader: str) -> tuple[str, ...]:
             over("read, c"), over("read, python"), over(all_c), over(all_py))
 
 
+def all_new(args: argparse.Namespace, work: Path, hta: str | None) -> None:
+    """stepscope's ``analyze_trace`` (every analysis in the tree, the issue-41 ones included) against HTA's load and
+    the analyses it has of those, on synthetic traces of each --sizes; then each new analysis timed alone."""
+    py = sys.executable
+    present = [m for m in NEW_ANALYSES if (ROOT / "src" / "stepscope" / "analyze" / "trace" / f"{m}.py").exists()]
+    print(f"new analyses in the tree: {', '.join(present) or 'none'}")
+    rows = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        path, events = cached(work, "synthetic", n)
+        cp = "1" if events <= args.hta_cp_max_events else "0"
+        tools = [Tool("stepscope", py, OURS_ALL, reader=args.reader)]
+        if hta:
+            tools.append(Tool("HTA", hta, HTA_NEW, (cp,)))
+        runs = compare(f"all analyses, synthetic {events:,} events (HTA critical path: {'on' if cp == '1' else 'off'})",
+                       path, tools, args.repeats, args.timeout)
+        o, h = ok_runs(runs, "stepscope"), ok_runs(runs, "HTA")
+
+        def fmt(v: float | None, spec: str = ".2f") -> str:
+            return "n/a" if v is None else format(v, spec)
+        rows.append((f"{events:,}", fmt(med(x.cpu for x in o) if o else None, ".1f"),
+                     fmt(med(x.rss_mb for x in o) if o else None, ".0f"),
+                     fmt(med(x.cpu for x in h) if h else None, ".1f"),
+                     fmt(med(x.rss_mb for x in h) if h else None, ".0f"),
+                     "on" if cp == "1" else "off", fmt(ratio(runs, "HTA", "stepscope", "cpu"), ".1f"),
+                     fmt(ratio(runs, "HTA", "stepscope", "wall"), ".1f"),
+                     fmt(ratio(runs, "stepscope", "HTA", "rss_mb"))))
+        out = subprocess.run([py, "-c", OURS_EACH, str(path), ",".join(present)], cwd=ROOT, capture_output=True,
+                             text=True, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+                                             "STEPSCOPE_TRACE_READER": args.reader})
+        times = dict(re.findall(r"^TIME (\S+) ([\d.]+)$", out.stdout, re.M))
+        print("  stepscope CPU s by part (one run): " + ", ".join(f"{k} {v}" for k, v in times.items())
+              if times else f"  (per-analysis timing failed: {out.stderr.strip().splitlines()[-1:]})")
+    head = ("events", "stepscope CPU s", "stepscope MB", "HTA CPU s", "HTA MB", "HTA critical path", "HTA ÷ us CPU",
+            "HTA ÷ us wall", "RSS ÷ HTA")
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print("(targets: HTA ÷ us >= 15, RSS ÷ HTA <= 0.2; ratios are medians of runs made side by side)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=5_000_000, help="size of the big synthetic trace")
@@ -404,6 +501,14 @@ def main() -> int:
                     help="--by-source: also read-only with each reader and read+analyze with the Python one")
     ap.add_argument("--hta-python", default=None,
                     help="Python with HTA installed (default: this one if it imports hta, else /tmp/hta-venv)")
+    ap.add_argument("--all-new", action="store_true",
+                    help="only the all-analyses table: analyze_trace (the issue-41 analyses included) against HTA's "
+                         "load + temporal, idle, kernels, overlap, launches, bandwidth, queues, annotations and, up "
+                         "to --hta-cp-max-events, its critical path; at each of --sizes")
+    ap.add_argument("--sizes", default="100000,1000000,3000000", help="--all-new: synthetic trace sizes")
+    ap.add_argument("--hta-cp-max-events", type=int, default=1_100_000,
+                    help="--all-new: run HTA's critical_path_analysis only up to this many events (its graph's "
+                         "memory grows past what a shared machine has)")
     ap.add_argument("--workdir", type=Path, help="keep synthetic traces here and reuse them")
     ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args()
@@ -429,6 +534,9 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         if args.by_source:
             by_source(args, work, hta)
+            return 0
+        if args.all_new:
+            all_new(args, work, hta)
             return 0
         verdicts(compare("fixture v100_1rank", FIXTURE, with_hta, args.repeats, args.timeout))
         mid, n_mid = cached(work, "synthetic", args.hta_events)
