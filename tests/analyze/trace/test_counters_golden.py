@@ -93,7 +93,7 @@ def _compare_steps(hta_rows: list[list[float]], ts_ns: np.ndarray, values: np.nd
 def test_queue_length_matches_hta(path: Path) -> None:
     gold = _golden(path)
     table = hta_kept(read_trace(path))
-    q = queue_lengths(table, calls=HTA_QUEUE_CALLS)
+    q = queue_lengths(table, calls=HTA_QUEUE_CALLS, max_points=None)
     if not gold["queue_summary"]:
         assert q is None
         return
@@ -121,7 +121,7 @@ def test_time_blocked_on_full_queue_matches_hta(path: Path) -> None:
     exercised = 0
     for key, hta in gold["blocked"].items():
         stream, limit = (int(x) for x in key.split("@"))
-        q = queue_lengths(table, threshold=limit, calls=HTA_QUEUE_CALLS)
+        q = queue_lengths(table, threshold=limit, calls=HTA_QUEUE_CALLS, max_points=None)
         assert q is not None
         s = next(x for x in q.streams if x.stream == stream)
         expected_us = 0.0 if hta is None else hta[0]
@@ -135,7 +135,7 @@ def test_time_blocked_on_full_queue_matches_hta(path: Path) -> None:
 def test_memory_bandwidth_matches_hta(path: Path) -> None:
     gold = _golden(path)
     table = hta_kept(read_trace(path))
-    bw = bandwidth(table)
+    bw = bandwidth(table, max_points=None)
     if not gold["membw_summary"]:
         # no copy with a bandwidth: HTA draws a series of zeros (its default for a missing arg), we leave the
         # copies out as not measured
@@ -180,3 +180,22 @@ def test_gpu_annotations_match_hta(path: Path) -> None:
         assert a.total_ns / 1e3 == pytest.approx(h["sum (us)"], abs=0.001 * a.count)
         assert a.max_ns / 1e3 == pytest.approx(h["max (us)"], abs=0.001)
         assert a.min_ns / 1e3 == pytest.approx(h["min (us)"], abs=0.001)
+
+
+def test_cut_series_keep_peaks_and_summaries() -> None:
+    """A result keeps about ``max_points`` points of a long series: its largest and smallest values, first and last
+    points stay, and every summary (computed from all changes) is the same as with every point kept."""
+    path = next(p for p in FILES if p.parent.name == "v100_1rank")
+    table = read_trace(path)
+    full = queue_lengths(table, max_points=None)
+    cut = queue_lengths(table, max_points=300)
+    assert full is not None and cut is not None
+    (f,), (c,) = full.streams, cut.streams
+    assert f.points == c.points == f.ts_ns.size > 10_000 and c.ts_ns.size <= 301
+    assert (c.length.max(), c.length.min()) == (f.length.max(), f.length.min()) == (1022, 0)
+    assert (c.ts_ns[0], c.ts_ns[-1]) == (f.ts_ns[0], f.ts_ns[-1]) and np.isin(c.ts_ns, f.ts_ns).all()
+    assert (c.mean, c.time_mean, c.full_ns, c.max, c.p50) == (f.mean, f.time_mean, f.full_ns, f.max, f.p50)
+    bw_full, bw_cut = bandwidth(table, max_points=None), bandwidth(table, max_points=30)
+    assert bw_full is not None and bw_cut is not None
+    for a, b in zip(bw_full.kinds, bw_cut.kinds, strict=True):
+        assert b.gbps.max() == a.gbps.max() and b.ts_ns.size <= 31 < a.ts_ns.size and a.points == b.points

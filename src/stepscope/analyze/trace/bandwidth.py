@@ -21,7 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.intervals import merge
-from stepscope.analyze.trace.stepseries import changes, collapsed, decimated, describe, group_slices
+from stepscope.analyze.trace.stepseries import (
+    SERIES_KEEP,
+    changes,
+    collapsed,
+    decimated,
+    describe,
+    group_slices,
+    keep_index,
+)
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -36,7 +44,8 @@ class CopyBandwidth:
     point per distinct time, trace clock, GB/s = 10^9 bytes/s). Summary (HTA's): count, mean, std, min,
     quartiles and max of the values above zero at each change. ``items``: copies counted; ``bytes``: their
     bytes (-1 values left out); ``busy_ns``: time with at least one copy of this kind running (union);
-    ``average_gbps``: bytes / busy time (None without bytes)."""
+    ``average_gbps``: bytes / busy time (None without bytes). ``points``: the step function's points before it
+    was cut to ``max_points``."""
 
     kind: str
     ts_ns: Array
@@ -53,11 +62,12 @@ class CopyBandwidth:
     p50: float
     p75: float
     max: float
+    points: int
 
     def to_dict(self) -> dict[str, Any]:
         ts, v = decimated(self.ts_ns, self.gbps)
         out = {k: getattr(self, k) for k in self.__slots__ if k not in ("ts_ns", "gbps")}
-        out["series"] = {"ts_ns": ts, "gbps": v, "points": int(self.ts_ns.size)}
+        out["series"] = {"ts_ns": ts, "gbps": v}
         return out
 
 
@@ -84,8 +94,9 @@ def copy_kind_names(names: tuple[str, ...], is_memset: Array) -> list[str]:
     return out
 
 
-def bandwidth(table: EventTable) -> Bandwidth | None:
-    """Bandwidth series and summary per copy kind; None when no copy has a bandwidth or bytes."""
+def bandwidth(table: EventTable, *, max_points: int | None = SERIES_KEEP) -> Bandwidth | None:
+    """Bandwidth series and summary per copy kind; None when no copy has a bandwidth or bytes. ``max_points``:
+    series longer than this are cut to about this many points (None: every change)."""
     kind = table["kind"]
     rows = np.flatnonzero((kind == EventKind.MEMCPY) | (kind == EventKind.MEMSET))
     if not rows.size:
@@ -119,10 +130,14 @@ def bandwidth(table: EventTable) -> Bandwidth | None:
         starts, ends = merge(ts[mine], end[mine])
         busy = int((ends - starts).sum())
         total = int(b[b > 0].sum())
+        points = int(t.size)
+        if max_points is not None:
+            sel = keep_index(v, max_points)
+            t, v = t[sel], v[sel]
         out.append(CopyBandwidth(
             kind=str(label_names[g]), ts_ns=t, gbps=v, items=int(mine.sum()), bytes=total, busy_ns=busy,
             average_gbps=total / busy if total and busy else None, count=int(d["count"]), mean=d["mean"],
-            std=d["std"], min=d["min"], p25=d["p25"], p50=d["p50"], p75=d["p75"], max=d["max"]))
+            std=d["std"], min=d["min"], p25=d["p25"], p50=d["p50"], p75=d["p75"], max=d["max"], points=points))
     return Bandwidth(kinds=tuple(out), from_bytes=int(derived[keep].sum()))
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.nesting import parents
-from stepscope.analyze.trace.stepseries import decimated
+from stepscope.analyze.trace.stepseries import SERIES_KEEP, decimated, keep_index
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -50,7 +50,8 @@ class DeviceMemory:
     allocated total, its time, the reserved total then, and the owner (innermost host event), top operator and
     innermost annotation around it on the allocating thread (None where no host event encloses it).
     ``before_bytes``: allocated before the first record; ``live_at_peak``: the peak's bytes allocated within the
-    trace by top operator, largest first (at most ``TOP_OWNERS``; the rest as "other")."""
+    trace by top operator, largest first (at most ``TOP_OWNERS``; the rest as "other"). ``points``: records
+    before the series were cut to ``max_points`` (the smallest and largest of each stretch kept)."""
 
     device: int
     device_type: str
@@ -67,13 +68,14 @@ class DeviceMemory:
     peak_top_op: str | None
     peak_annotation: str | None
     live_at_peak: tuple[OwnerBytes, ...]
+    points: int
 
     def to_dict(self) -> dict[str, Any]:
         ts, alloc = decimated(self.ts_ns, self.allocated)
         out: dict[str, Any] = {k: getattr(self, k) for k in self.__slots__
                                if k not in ("ts_ns", "allocated", "reserved", "live_at_peak")}
         out["live_at_peak"] = [o.to_dict() for o in self.live_at_peak]
-        out["series"] = {"ts_ns": ts, "allocated": [int(x) for x in alloc], "points": int(self.ts_ns.size)}
+        out["series"] = {"ts_ns": ts, "allocated": [int(x) for x in alloc]}
         if self.reserved is not None:
             rts, res = decimated(self.ts_ns, self.reserved)
             out["series"]["reserved"] = {"ts_ns": rts, "bytes": [int(x) for x in res]}
@@ -91,8 +93,9 @@ class MemoryTimeline:
         return {"devices": [d.to_dict() for d in self.devices], "records": self.records}
 
 
-def memory_timeline(table: EventTable) -> MemoryTimeline | None:
-    """Memory over time per device; None when the trace has no allocation records."""
+def memory_timeline(table: EventTable, *, max_points: int | None = SERIES_KEEP) -> MemoryTimeline | None:
+    """Memory over time per device; None when the trace has no allocation records. ``max_points``: series longer
+    than this are cut to about this many points (None: every record)."""
     mem = table.memory
     if not mem or not mem["ts_ns"].size:
         return None
@@ -103,12 +106,12 @@ def memory_timeline(table: EventTable) -> MemoryTimeline | None:
     for k in np.unique(key).tolist():
         dtype, dev = k >> 32, (k & 0xFFFFFFFF) - 1
         sel = np.flatnonzero(key == k)
-        out.append(_device(table, sel, dtype, dev, owner, top, note))
+        out.append(_device(table, sel, dtype, dev, owner, top, note, max_points))
     return MemoryTimeline(devices=tuple(out), records=int(mem["ts_ns"].size))
 
 
-def _device(table: EventTable, sel: Array, dtype: int, dev: int, owner: Array, top: Array,
-            note: Array) -> DeviceMemory:
+def _device(table: EventTable, sel: Array, dtype: int, dev: int, owner: Array, top: Array, note: Array,
+            max_points: int | None) -> DeviceMemory:
     mem = table.memory
     ts, delta, alloc = mem["ts_ns"][sel], mem["bytes"][sel], mem["allocated"][sel]
     reserved = mem["reserved"][sel]
@@ -119,13 +122,16 @@ def _device(table: EventTable, sel: Array, dtype: int, dev: int, owner: Array, t
         r = int(rows[sel[i]])
         return table.names[table["name"][r]] if r >= 0 else None
 
+    points = int(ts.size)
+    keep = (np.union1d(keep_index(alloc, max_points), keep_index(reserved, max_points)) if max_points is not None
+            else slice(None))
     return DeviceMemory(
-        device=dev, device_type=DEVICE_TYPES.get(dtype, str(dtype)), ts_ns=ts, allocated=alloc,
-        reserved=reserved if (reserved >= 0).all() else None, allocations=int((delta > 0).sum()),
+        device=dev, device_type=DEVICE_TYPES.get(dtype, str(dtype)), ts_ns=ts[keep], allocated=alloc[keep],
+        reserved=reserved[keep] if (reserved >= 0).all() else None, allocations=int((delta > 0).sum()),
         frees=int((delta < 0).sum()), before_bytes=before, peak_bytes=int(alloc[p]), peak_ts_ns=int(ts[p]),
         peak_reserved_bytes=int(reserved[p]) if reserved[p] >= 0 else None, peak_owner=name(owner, p),
         peak_top_op=name(top, p), peak_annotation=name(note, p),
-        live_at_peak=_live_at(table, sel, p, top))
+        live_at_peak=_live_at(table, sel, p, top), points=points)
 
 
 def _live_at(table: EventTable, sel: Array, p: int, top: Array) -> tuple[OwnerBytes, ...]:

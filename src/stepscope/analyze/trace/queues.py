@@ -24,7 +24,16 @@ import numpy.typing as npt
 
 from stepscope.analyze.trace.launches import launch_calls, pair_calls
 from stepscope.analyze.trace.sets import kind_mask
-from stepscope.analyze.trace.stepseries import changes, collapsed, decimated, describe, group_slices, time_weighted_mean
+from stepscope.analyze.trace.stepseries import (
+    SERIES_KEEP,
+    changes,
+    collapsed,
+    decimated,
+    describe,
+    group_slices,
+    keep_index,
+    time_weighted_mean,
+)
 from stepscope.model.events import GPU_WORK_KINDS, EventTable
 
 Array = npt.NDArray[Any]
@@ -43,7 +52,8 @@ class StreamQueue:
     length after every change at that time, trace clock). Summary fields are HTA's (pandas ``describe`` over
     the value after each launch and each start: ``changes`` of them); ``time_mean``: the mean over time between
     the first and the last change (None if they coincide). ``full_ns``: time at or above the threshold;
-    ``full_pct``: that time as a share of the trace's span (first event start to last event end)."""
+    ``full_pct``: that time as a share of the trace's span (first event start to last event end). ``points``:
+    the step function's points before it was cut to ``max_points`` (first, smallest and largest per stretch kept)."""
 
     stream: int
     ts_ns: Array
@@ -59,11 +69,12 @@ class StreamQueue:
     time_mean: float | None
     full_ns: int
     full_pct: float | None
+    points: int
 
     def to_dict(self) -> dict[str, Any]:
         ts, v = decimated(self.ts_ns, self.length)
         out = {k: getattr(self, k) for k in self.__slots__ if k not in ("ts_ns", "length")}
-        out["series"] = {"ts_ns": ts, "length": [int(x) for x in v], "points": int(self.ts_ns.size)}
+        out["series"] = {"ts_ns": ts, "length": [int(x) for x in v]}
         return out
 
 
@@ -84,13 +95,13 @@ class QueueLengths:
                 "calls": list(self.calls) if self.calls is not None else None}
 
 
-def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE,
-                  calls: Collection[str] | None = None) -> QueueLengths | None:
+def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE, calls: Collection[str] | None = None,
+                  max_points: int | None = SERIES_KEEP) -> QueueLengths | None:
     """The launch-queue length series and summary per stream; None without launched GPU work.
 
     calls: count only launches by runtime calls of these names (``HTA_QUEUE_CALLS`` reproduces HTA); by default
     every runtime call that launched GPU work counts (graph launches included: one call, each of its items
-    queued).
+    queued). max_points: series longer than this are cut to about this many points (None: every change).
     """
     items = np.flatnonzero(kind_mask(table["kind"], GPU_WORK_KINDS) & (table["correlation"] >= 0))
     call = pair_calls(table, items, launch_calls(table, calls))
@@ -111,10 +122,14 @@ def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE,
         t, v = collapsed(ch, np.arange(sl.start, sl.stop))
         full = int(np.diff(t)[v[:-1] >= threshold].sum()) if t.size > 1 else 0
         d = describe(values)
+        points, time_mean = int(t.size), time_weighted_mean(t, v)
+        if max_points is not None:
+            sel = keep_index(v, max_points)
+            t, v = t[sel], v[sel]
         out.append(StreamQueue(
             stream=int(s), ts_ns=t, length=v, changes=int(values.size), mean=d["mean"], std=d["std"],
             min=d["min"], p25=d["p25"], p50=d["p50"], p75=d["p75"], max=d["max"],
-            time_mean=time_weighted_mean(t, v), full_ns=full, full_pct=100.0 * full / span if span else None))
+            time_mean=time_mean, full_ns=full, full_pct=100.0 * full / span if span else None, points=points))
     return QueueLengths(streams=tuple(out), items=int(n), threshold=threshold,
                         calls=tuple(calls) if calls is not None else None)
 

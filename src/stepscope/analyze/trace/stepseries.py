@@ -12,7 +12,10 @@ import numpy.typing as npt
 Array = npt.NDArray[Any]
 
 SERIES_POINTS = 2_000
-"""Most points of one series written to JSON (a chart has fewer pixels); the arrays keep every change."""
+"""Most points (about) of one series written to JSON (a chart has fewer pixels)."""
+SERIES_KEEP = 12_000
+"""Most points (about) of one series kept in a result (:func:`keep_index`): a rank's result stays small when it
+travels back from a worker; summaries are computed from every change first. ``max_points=None`` keeps all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,20 +79,25 @@ def time_weighted_mean(ts: Array, v: Array) -> float | None:
     return float((v[:-1] * np.diff(ts)).sum() / (ts[-1] - ts[0]))
 
 
+def keep_index(v: Array, points: int) -> Array:
+    """Indices of at most about ``points`` of a series' points that keep its shape: per bucket of consecutive
+    points its first, smallest and largest (a peak or a drop to zero is never lost), and the last point."""
+    n = v.size
+    if n <= points:
+        return np.arange(n)
+    buckets = max(1, points // 3)
+    edges = (np.arange(buckets + 1) * n) // buckets
+    bucket = np.repeat(np.arange(buckets), np.diff(edges))
+    order = np.lexsort((v, bucket))  # within each bucket (a range of indices) by value
+    sel = np.concatenate([edges[:-1], order[edges[:-1]], order[edges[1:] - 1], [n - 1]])
+    return np.unique(sel)
+
+
 def decimated(ts: Array, v: Array, points: int = SERIES_POINTS) -> tuple[list[int], list[float]]:
-    """At most ``points`` points of a step function for JSON and charts: per bucket of consecutive points the
-    first and the largest (a peak is never lost to decimation)."""
-    if ts.size <= points:
-        return ts.tolist(), v.astype(np.float64).tolist()
-    buckets = points // 2
-    edges = np.linspace(0, ts.size, buckets + 1).astype(np.int64)
-    keep = set(edges[:-1].tolist())
-    peaks = [int(s + np.argmax(v[s:e])) for s, e in zip(edges[:-1].tolist(), edges[1:].tolist()) if e > s]
-    keep.update(peaks)
-    keep.add(ts.size - 1)
-    sel = np.fromiter(sorted(keep), dtype=np.int64)
+    """At most about ``points`` points of a step function for JSON and charts (:func:`keep_index`)."""
+    sel = keep_index(v, points)
     return ts[sel].tolist(), v[sel].astype(np.float64).tolist()
 
 
-__all__ = ["SERIES_POINTS", "Changes", "changes", "collapsed", "decimated", "describe", "group_slices",
-           "time_weighted_mean"]
+__all__ = ["SERIES_KEEP", "SERIES_POINTS", "Changes", "changes", "collapsed", "decimated", "describe",
+           "group_slices", "keep_index", "time_weighted_mean"]
