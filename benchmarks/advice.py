@@ -1,0 +1,139 @@
+"""Advice calibration: does each rule's predicted saving come true on a workload built to show its bottleneck?
+
+Each workload (benchmarks/_advice_loop.py, real torch training) is run once under `stepscope run`; `stepscope advise
+RUN --json` gives the rule's finding, its predicted saving per step and its change; `stepscope advise RUN --verify
+--repeat N --rule ID` then re-runs the command as N interleaved A/B pairs, B with the change applied, and gives the
+realised saving per step (A - B, geometric means of the runs' median step times) with its 95% interval and verdict.
+
+- ``loader``: a Dataset sleeping 3 ms a sample read with num_workers=0 -> input-bound, the rule's num_workers;
+- ``threads``: two processes (torchrun) asking for 8 intra-op threads each (OMP_NUM_THREADS=8; torch caps it at
+  the logical cores, so on a 2-core host 2 x 2 threads) -> cpu-oversubscription, the rule's torch threads;
+- ``ddp``: DDP on gloo, 2 ranks, gradient buckets of 0.02 MiB -> the communication rule that fires; its remedy is a
+  code change, so B is the workload's own --bucket-mb 25 (DDP's default buckets; ``--change param:bucket_mb=25``);
+- ``pinned``: pageable host-to-device copies need a CUDA GPU: skipped with a line where there is none.
+
+Prints one line per rule (predicted, realised with interval, realised / predicted, verdict) and a JSON document
+(--out FILE). Figures: docs/reports.md ("Advice calibration") and benchmarks/RESULTS.md.
+
+    python benchmarks/advice.py [--repeat 5] [--workloads loader,threads,ddp,pinned] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LOOP = str(HERE / "_advice_loop.py")
+PY = sys.executable
+TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "loader": {"cmd": [PY, LOOP, "loader"], "rules": ["input-bound"], "env": {}},
+    "threads": {"cmd": [*TORCHRUN, LOOP, "threads", "--steps", "15", "--batch-size", "64",
+                            "--width", "256"],
+                "rules": ["cpu-oversubscription"], "env": {"OMP_NUM_THREADS": "8"}},
+    "ddp": {"cmd": [*TORCHRUN, LOOP, "ddp", "--steps", "20", "--width", "256",
+                        "--bucket-mb", "0.02"],
+            "rules": ["comm-not-overlapped", "rank-imbalance"], "env": {}, "change": ["param:bucket_mb=25"]},
+}
+
+
+def stepscope(store: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "stepscope", *args[:1], "--store", str(store), *args[1:]],
+                          capture_output=True, text=True, env={**os.environ, **env}, check=False)
+
+
+def latest_run(store: Path) -> str:
+    out = stepscope(store, ["ls", "--json"], {})
+    rows = json.loads(out.stdout)
+    return str(max(rows, key=lambda r: r["start_ns"])["id"])
+
+
+def calibrate(name: str, spec: dict[str, Any], store: Path, repeat: int) -> list[dict[str, Any]]:
+    env = dict(spec["env"])
+    run = stepscope(store, ["run", "--", *spec["cmd"]], env)
+    if run.returncode != 0:
+        return [{"workload": name, "error": f"the run failed ({run.returncode}): {run.stderr.strip()[-300:]}"}]
+    run_id = latest_run(store)
+    advice = json.loads(stepscope(store, ["advise", run_id, "--json"], env).stdout)
+    fired = {f["rule_id"]: f for f in advice["findings"]}
+    rows = []
+    for rule in spec["rules"]:
+        f = fired.get(rule)
+        if f is None:
+            continue
+        changes = [a for c in spec.get("change", []) for a in ("--change", c)]
+        ver = stepscope(store, ["advise", run_id, "--verify", "--repeat", str(repeat), "--rule", rule, *changes,
+                                "--quiet-runs", "--json"], env)
+        row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id,
+                               "predicted_s_per_step": f["saving_s_per_step"], "basis": f["saving_basis"],
+                               "change": (f.get("change") or {}).get("label") or " ".join(spec.get("change", []))}
+        if ver.returncode != 0:
+            row["error"] = ver.stderr.strip().splitlines()[-1] if ver.stderr.strip() else f"exit {ver.returncode}"
+            rows.append(row)
+            continue
+        out = json.loads(ver.stdout)["outcomes"][0]
+        row.update({k: out.get(k) for k in ("verdict", "pairs", "baseline_step_s", "experiment_step_s",
+                                            "saving_s_per_step", "saving_low_s", "saving_high_s", "ratio", "mde")})
+        row["realised_s_per_step"] = row.pop("saving_s_per_step")
+        pred, real = row["predicted_s_per_step"], row["realised_s_per_step"]
+        row["realised_over_predicted"] = real / pred if pred and real is not None else None
+        rows.append(row)
+    if not rows:
+        rows.append({"workload": name, "error": "no rule of " + ", ".join(spec["rules"]) + " fired; fired: " +
+                     (", ".join(fired) or "none")})
+    return rows
+
+
+def _ms(v: float | None) -> str:
+    return "—" if v is None else f"{v * 1e3:.1f}"
+
+
+def line(r: dict[str, Any]) -> str:
+    if "rule" not in r or "verdict" not in r:
+        return f"{r['workload']:8} {r.get('rule', ''):22} {r.get('error', '')}"
+    ratio = r["realised_over_predicted"]
+    return (f"{r['workload']:8} {r['rule']:22} predicted {_ms(r['predicted_s_per_step']):>6} ms/step  realised "
+            f"{_ms(r['realised_s_per_step']):>6} [{_ms(r['saving_low_s'])}, {_ms(r['saving_high_s'])}] ms  "
+            f"ratio {'—' if ratio is None else f'{ratio:.2f}'}  {r['verdict']} ({r['pairs']} pairs; {r['change']})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=5, help="A/B pairs per rule (default 5)")
+    p.add_argument("--workloads", default="loader,threads,ddp,pinned")
+    p.add_argument("--out", help="write the JSON document here")
+    args = p.parse_args()
+    rows: list[dict[str, Any]] = []
+    for name in args.workloads.split(","):
+        if name == "pinned":
+            import torch
+
+            if not torch.cuda.is_available():
+                rows.append({"workload": "pinned", "error": "skipped: no CUDA GPU on this host (pageable "
+                                                            "host-to-device copies need one)"})
+                print(line(rows[-1]), flush=True)
+                continue
+            rows.append({"workload": "pinned", "error": "not built yet: needs a GPU host to calibrate on"})
+            print(line(rows[-1]), flush=True)
+            continue
+        with tempfile.TemporaryDirectory(prefix="advice-") as tmp:
+            for r in calibrate(name, WORKLOADS[name], Path(tmp) / "store", args.repeat):
+                rows.append(r)
+                print(line(r), flush=True)
+    doc = {"repeat": args.repeat, "cores": os.cpu_count(), "load": os.getloadavg(), "rows": rows}
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc, indent=1))
+    else:
+        print(json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    main()
