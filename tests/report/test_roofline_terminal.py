@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,26 @@ def test_collectives_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixtur
     c = json.loads(capsys.readouterr().out)["collectives"]
     assert (c["clocks_aligned"], c["last_rank"], c["last_count"]) == (True, 1, 2)
     assert [i["skew_ns"] for i in c["instances"]] == [30_000, 40_000, 50_000, 5]
+
+
+def test_many_ranks_show_the_collectives_with_the_late_ranks_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """70 ranks (the distributions view): rank 41 starts every all_reduce 20 µs after the others."""
+    monkeypatch.setenv("COLUMNS", "160")
+    from tests.traces.tracebuild import kernel, write
+
+    args: dict[str, Any] = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+                            "Group size": 70, "dtype": "Float", "Process Group Name": "0"}
+    paths = []
+    for rank in range(70):
+        late = 20 if rank == 41 else 0
+        events = [kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100.0 * i + late, 50 - late, i + 1, **args)
+                  for i in range(3)]
+        info = {"rank": rank, "world_size": 70}
+        paths.append(str(write(tmp_path / f"rank{rank}.json", events, distributedInfo=info)))
+    assert main(["trace", "analyze", "--workers", "1", *paths]) == 0
+    out = capsys.readouterr().out
+    assert "rank 41 arrived last most often: 3 of 3 collectives" in out
+    assert "arrivals: the 20 of 70 ranks arriving last most often" in out
+    row = next(line for line in out.splitlines() if line.strip("│ ").startswith("41 "))
+    assert "3" in row.split("│")[3]  # its arrived-last count

@@ -166,12 +166,14 @@ class TraceCommand:
         if args.json:
             _emit_json(result.to_dict())
             return 0
-        if as_distributions(len(result.ranks)):
-            console.print(ranks_terminal.traceset_distribution_view(result, traceset_distributions(result)))
-            return 0
         from stepscope.report.roofline_terminal import ROOFLINE_TOP, collectives_view, roofline_view
 
         top = None if args.all else ROOFLINE_TOP
+        if as_distributions(len(result.ranks)):
+            console.print(ranks_terminal.traceset_distribution_view(result, traceset_distributions(result)))
+            if result.collectives is not None:  # across many ranks, who arrives last matters most
+                console.print(collectives_view(result.collectives, top=top))
+            return 0
         for a in result.ranks:
             console.print(view.summary_view(a))
             if a.roofline is not None and a.roofline.ops:

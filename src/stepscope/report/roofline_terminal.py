@@ -68,9 +68,14 @@ def collectives_view(s: CollectiveSet, *, top: int | None = ROOFLINE_TOP) -> Ren
         parts.append(NumericTable(f"collectives across ranks {', '.join(map(str, s.ranks))} "
                                   f"({len(s.instances)} instances) by message size", cols, body))
         rcols = [Col("rank"), Col("collectives"), Col("arrived last"), Col("waited (sum)"), Col("waited (median)")]
+        ranks = list(s.per_rank)
+        title = "arrivals per rank (waited: for the last rank to arrive)"
+        if top is not None and len(ranks) > top:  # many ranks: those arriving last most often
+            ranks = sorted(ranks, key=lambda r: (-r.last, -(r.wait_ns or 0), r.rank))[:top]
+            title = f"arrivals: the {top} of {len(s.per_rank)} ranks arriving last most often"
         rbody: list[list[str | Text]] = [[str(r.rank), f"{r.instances:,}", f"{r.last:,}", duration_ns(r.wait_ns),
-                                          duration_ns(r.wait_median_ns)] for r in s.per_rank]
-        parts.append(NumericTable("arrivals per rank (waited: for the last rank to arrive)", rcols, rbody))
+                                          duration_ns(r.wait_median_ns)] for r in ranks]
+        parts.append(NumericTable(title, rcols, rbody))
     if s.last_rank is not None:
         parts.append(Text(f"rank {s.last_rank} arrived last most often: {s.last_count} of {len(s.instances)} "
                           "collectives"))
