@@ -217,7 +217,7 @@ def test_trace_set_names_the_wait(tmp_path: Path) -> None:
     """The same two ranks through the trace-set machinery (analyze_trace per rank, combine): the set's JSON
     carries the cross-rank path."""
     two_rank_set(tmp_path)
-    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json")) for r in (0, 1)]
+    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json"), with_critical_path=True) for r in (0, 1)]
     s = combine(analyses)
     assert s.critical_path is not None
     d = s.to_dict()["critical_path"]
@@ -238,7 +238,7 @@ def test_terminal_shows_the_path_and_the_wait(tmp_path: Path) -> None:
     from stepscope.report.trace_terminal import summary_view, traceset_view
 
     two_rank_set(tmp_path)
-    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json")) for r in (0, 1)]
+    analyses = [analyze_trace(read_trace(tmp_path / str(r) / "rank.json"), with_critical_path=True) for r in (0, 1)]
     out = _text(summary_view(analyses[0]))
     assert "critical path: 460.0 µs" in out
     assert "GPU communication" in out and "350.0 µs" in out and "76.1%" in out  # 350 of 460
@@ -250,7 +250,7 @@ def test_gpu_work_without_host_events_has_no_path(tmp_path: Path) -> None:
     analysis still runs."""
     table = read_trace(write(tmp_path / "rank0.json", [kernel("k1", 10, 5, 1), kernel("k2", 20, 5, 2)]))
     assert critical_path(table) is None
-    assert analyze_trace(table).critical_path is None
+    assert analyze_trace(table, with_critical_path=True).critical_path is None
 
 
 def test_report_table(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ class TraceAnalysis:
     collectives: tuple[CollectiveCall, ...] = ()
     """The rank's collective kernels, matched across ranks by :func:`~stepscope.analyze.trace.multirank.combine`."""
     critical_path: CriticalPath | None = None
-    """HTA's critical path of the whole trace (None: no host operators or runtime calls)."""
+    """HTA's critical path of the whole trace (None: not asked for, no host operators or runtime calls)."""
     queues: QueueLengths | None = None
     """Launch-queue length per stream (None: no launched GPU work)."""
     bandwidth: Bandwidth | None = None
@@ -100,9 +100,11 @@ class TraceAnalysis:
 
 
 def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, sequence_min: int = MIN_LENGTH,
-                  sequence_max: int = MAX_LENGTH, sequence_top: int = TOP) -> TraceAnalysis:
+                  sequence_max: int = MAX_LENGTH, sequence_top: int = TOP,
+                  with_critical_path: bool = False) -> TraceAnalysis:
     """Run every analysis on one rank's event table (``sequence_*``: the kernel-sequence lengths and how many
-    sequences of each length to keep)."""
+    sequences of each length to keep). ``with_critical_path``: add the critical path (off by default: its graph
+    needs about twice the table's memory, past a worker's budget of 1.5 times)."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
     steps = step_summary(table, gpu)
@@ -119,7 +121,8 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, seq
         device=device_summary(table), gemm=gemm_precision(table, gpu), optimizer=optimizer_stats(table, gpu),
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
-        collectives=rank_collectives(table, gpu), critical_path=critical_path(table, rules=rules, gpu=gpu),
+        collectives=rank_collectives(table, gpu),
+        critical_path=critical_path(table, rules=rules, gpu=gpu) if with_critical_path else None,
         queues=queue_lengths(table), bandwidth=bandwidth(table), memory=memory_timeline(table),
         sequences=kernel_sequences(table, min_length=sequence_min, max_length=sequence_max, top=sequence_top),
         annotations=gpu_annotations(table),
