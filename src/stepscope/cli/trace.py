@@ -52,14 +52,14 @@ def unread_status(errors: Sequence[str], total: int) -> int:
     return UNREAD_EXIT
 
 
-def _sequence_options(args: argparse.Namespace) -> dict[str, int]:
+def _sequence_options(args: argparse.Namespace) -> dict[str, int | bool]:
     """analyze_trace's kernel-sequence options from ``trace analyze``'s flags (none for other subcommands)."""
     if args.trace_command != "analyze":
         return {}
     lo, hi, top = args.seq_min, args.seq_max, args.seq_top
     if not 1 <= lo <= hi <= 64 or top < 1:
         raise UserError(f"--seq-min {lo} --seq-max {hi} --seq-top {top}: need 1 <= min <= max <= 64 and top >= 1")
-    return {"sequence_min": lo, "sequence_max": hi, "sequence_top": top}
+    return {"sequence_min": lo, "sequence_max": hi, "sequence_top": top, "with_critical_path": args.critical_path}
 
 
 def _emit_json(data: Any) -> None:
@@ -112,6 +112,9 @@ class TraceCommand:
                 p.add_argument("--seq-top", type=int, default=10, metavar="N",
                                help="kernel sequences kept per length (10)")
             if action == "analyze":
+                p.add_argument("--critical-path", action="store_true",
+                               help="add each rank's critical path and, for several ranks, whom the longest one "
+                               "waited for at collectives (about twice each rank's table in memory)")
                 p.add_argument("--all", action="store_true", help="every row of the roofline and collectives "
                                "tables (default: the 20 largest)")
         c = sub.add_parser("comm-matrix", help="rank x rank bytes and time of the communication kernels")

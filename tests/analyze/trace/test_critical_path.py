@@ -305,3 +305,24 @@ def test_a_cycle_is_no_path() -> None:
                   cross_kind=np.asarray([5], np.int8), notes=())
     with pytest.raises(CycleError):
         longest(g)
+
+
+def test_cli_critical_path_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stepscope trace analyze --critical-path` on the two ranks: terminal and JSON; without the flag none."""
+    from stepscope.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    two_rank_set(tmp_path)
+    paths = [str(tmp_path / str(r) / "rank.json") for r in (0, 1)]
+    assert main(["trace", "analyze", "--workers", "1", "--critical-path", *paths]) == 0
+    out = capsys.readouterr().out
+    assert "critical path: 460.0 µs" in out and "critical path: 450.0 µs" in out
+    assert "rank 0 waited 0.250 ms for rank 1 in allreduce #0" in out
+    assert main(["trace", "analyze", "--workers", "1", "--json", "--critical-path", *paths]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["critical_path"]["waits"][0]["wait_ns"] == 250_000
+    assert [r["critical_path"]["length_ns"] for r in doc["ranks"]] == [460_000, 450_000]
+    assert main(["trace", "analyze", "--workers", "1", "--json", *paths]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["critical_path"] is None and doc["ranks"][0]["critical_path"] is None
