@@ -24,7 +24,7 @@ from stepscope.report.html.page import grid, heading, kv_table, notice, paragrap
 from stepscope.report.html.roofline import roofline_html
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
-from stepscope.report.html.timeline import path_rows, rank_budget, timeline_html
+from stepscope.report.html.timeline import rank_budget, timeline_html
 
 TOP_KERNEL_BARS = 15
 BAR_LABEL_LIMIT = 46
@@ -82,7 +82,7 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
                 tables: Mapping[int, EventTable] | None = None,
                 critical: Mapping[int, Sequence[int]] | None = None) -> str:
     """``tables``: each rank's events, for its timeline (none drawn without); ``critical``: each rank's
-    critical-path event indices (rows of its table), marked on the timeline (else computed here)."""
+    critical-path event indices (rows of its table), marked on the timeline (else its analysis's path)."""
     parts = [notice(p, "warn") for p in problems]
     if not analyses:
         no_steps = any("no training step was seen" in n for n in advice.notes)
@@ -96,10 +96,15 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
         parts.append(ranks_table(analyses))
     budget = rank_budget(len(analyses))
     lines = {r: timeline_html(tables[r], budget=budget,
-                              critical=critical[r] if critical is not None and r in critical else path_rows(tables[r]))
-             for r in analyses if tables and r in tables}
+                              critical=critical[r] if critical is not None and r in critical else _path(a))
+             for r, a in analyses.items() if tables and r in tables}
     parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, "")) for r, a in analyses.items()}))
     return "".join(parts)
+
+
+def _path(a: TraceAnalysis) -> list[int] | None:
+    """The rows of the rank's critical path (its analysis), for the timeline."""
+    return None if a.critical_path is None else a.critical_path.event_rows.tolist()
 
 
 def ranks_table(analyses: Mapping[int, TraceAnalysis]) -> str:
