@@ -12,12 +12,12 @@ import pytest
 from stepscope.analyze.trace.annotations import gpu_annotations
 from stepscope.analyze.trace.bandwidth import bandwidth
 from stepscope.analyze.trace.memory_timeline import memory_timeline
-from stepscope.analyze.trace.queues import queue_lengths
+from stepscope.analyze.trace.queues import HTA_QUEUE_CALLS, queue_lengths
 from stepscope.analyze.trace.sequences import kernel_sequences
 from stepscope.model.events import EventTable
 from stepscope.traces import compiled
 from stepscope.traces.kineto import read_trace
-from tests.traces.tracebuild import PROFILER_SPAN, ev, kernel, launch, write
+from tests.traces.tracebuild import PROFILER_SPAN, ev, graph_trace, kernel, launch, write
 
 READERS = ["python", "c"] if compiled.AVAILABLE else ["python"]
 
@@ -45,6 +45,19 @@ def test_queue_reaches_three_pending(tmp_path: Path, reader: str) -> None:
     assert s7.full_ns == 8_000
     assert queue_lengths(table, threshold=2).streams[0].full_ns == 19_000  # type: ignore[union-attr]
     assert s9.max == 1 and s9.length.tolist() == [1, 0]
+
+
+def test_graph_launch_is_one_queue_entry(tmp_path: Path) -> None:
+    """graph_trace: cudaGraphLaunch at 100 µs launches G1 (starts 140), G2, G3; a plain launch at 200 starts K at
+    206. The graph is one entry until G1 starts: 1 on [100, 140), 0, 1 on [200, 206), 0 (never 3). HTA's calls
+    leave the graph launch out: only [200, 206)."""
+    table = read_trace(write(tmp_path / "rank0.json", graph_trace()))
+    q = queue_lengths(table)
+    assert q is not None and q.launches == 2
+    (s,) = q.streams
+    assert s.ts_ns.tolist() == [100_000, 140_000, 200_000, 206_000] and s.length.tolist() == [1, 0, 1, 0]
+    hta = queue_lengths(table, calls=HTA_QUEUE_CALLS)
+    assert hta is not None and hta.streams[0].ts_ns.tolist() == [200_000, 206_000]
 
 
 @pytest.mark.parametrize("reader", READERS)

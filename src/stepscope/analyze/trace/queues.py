@@ -5,7 +5,10 @@ The queue of a stream holds the work launched on it that has not started yet:
 - +1 at the start of the runtime call that launched an item (paired by correlation id);
 - -1 when the item (kernel, memcpy, memset) starts on the device.
 
-Only items whose launching call is in the trace count. At equal times an item's start is counted before a
+Only items whose launching call is in the trace count. A call that launched several items (a CUDA graph launch) is
+one entry, on its first item's stream, that leaves when that item starts: the launch queue holds the graph launch
+as one command (counting each of its kernels put a100_8rank_diff/test_rank3's stream 7 at 1,338 pending, past the
+queue's 1,024; HTA, which counts no graph launch, sees 1,013). At equal times an item's start is counted before a
 launch (HTA sorts unstably, so its intermediate values at such ties are arbitrary; the value after the tie is
 the same). The summary is HTA's: statistics over the values after each change (one per launch and one per
 start), so a busy stretch with many changes weighs more than a long quiet one; the time-weighted mean is given
@@ -80,18 +83,18 @@ class StreamQueue:
 
 @dataclass(frozen=True, slots=True)
 class QueueLengths:
-    """Launch-queue length of every stream with launched work (ascending stream id). ``items``: GPU work items
-    paired with a launching call (the rest, launched by calls outside the trace, are not in any queue);
+    """Launch-queue length of every stream with launched work (ascending stream id). ``launches``: queue entries
+    (launching calls in the trace; work launched by calls outside it is in no queue);
     ``threshold``: the full-queue length used; ``calls``: None for every runtime call that launched work, else
     the call names counted (HTA's selection: :data:`HTA_QUEUE_CALLS`)."""
 
     streams: tuple[StreamQueue, ...]
-    items: int
+    launches: int
     threshold: int
     calls: tuple[str, ...] | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"streams": [s.to_dict() for s in self.streams], "items": self.items, "threshold": self.threshold,
+        return {"streams": [s.to_dict() for s in self.streams], "launches": self.launches, "threshold": self.threshold,
                 "calls": list(self.calls) if self.calls is not None else None}
 
 
@@ -100,8 +103,8 @@ def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE, calls: Coll
     """The launch-queue length series and summary per stream; None without launched GPU work.
 
     calls: count only launches by runtime calls of these names (``HTA_QUEUE_CALLS`` reproduces HTA); by default
-    every runtime call that launched GPU work counts (graph launches included: one call, each of its items
-    queued). max_points: series longer than this are cut to about this many points (None: every change).
+    every runtime call that launched GPU work counts (a graph launch: one entry until its first item starts).
+    max_points: series longer than this are cut to about this many points (None: every change).
     """
     items = np.flatnonzero(kind_mask(table["kind"], GPU_WORK_KINDS) & (table["correlation"] >= 0))
     call = pair_calls(table, items, launch_calls(table, calls))
@@ -109,6 +112,8 @@ def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE, calls: Coll
     items, call = items[hit], call[hit]
     if not items.size:
         return None
+    call, first = np.unique(call, return_index=True)  # one entry per call: its first item (rows sorted by start)
+    items = items[first]
     stream = table["stream"][items]
     n = items.size
     group = np.concatenate([stream, stream])
@@ -130,7 +135,7 @@ def queue_lengths(table: EventTable, *, threshold: int = FULL_QUEUE, calls: Coll
             stream=int(s), ts_ns=t, length=v, changes=int(values.size), mean=d["mean"], std=d["std"],
             min=d["min"], p25=d["p25"], p50=d["p50"], p75=d["p75"], max=d["max"],
             time_mean=time_mean, full_ns=full, full_pct=100.0 * full / span if span else None, points=points))
-    return QueueLengths(streams=tuple(out), items=int(n), threshold=threshold,
+    return QueueLengths(streams=tuple(out), launches=int(n), threshold=threshold,
                         calls=tuple(calls) if calls is not None else None)
 
 
