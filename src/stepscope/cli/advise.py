@@ -67,7 +67,9 @@ def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | Non
         return 0
     group, outcomes = verify(st, rec, todo, repeat=repeat, together=together, quiet_children=quiet_runs)
     if json:
-        print_json({"schema": "stepscope.advice-verify/1", "run": rec.run_id, "group": group,
+        from stepscope.analyze.advisor.verify import VERIFY_SCHEMA
+
+        print_json({"schema": VERIFY_SCHEMA, "run": rec.run_id, "group": group,
                     "outcomes": [o.to_dict() for o in outcomes], "not_tried": code})
         return 0
     out = console(width=width)

@@ -96,7 +96,7 @@ def guess_world_size(command: list[str]) -> int:
 
 
 RELEVANT_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS",
-                "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES")
+                "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "STEPSCOPE_OVERRIDES")
 """Environment variables that change a training's speed, recorded with the run (with every ``NCCL_*``) so that
 `advise --verify` re-runs the command as it ran."""
 
