@@ -8,6 +8,7 @@ never millions of Python objects. -1 (or NaN for float columns) means "not recor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -233,6 +234,17 @@ class EventTable(ColumnTable):
         """Rows of the given kinds (a new table sharing the dictionaries)."""
         result: EventTable = self.take(np.isin(self.cols["kind"], np.asarray(kinds, dtype=np.int8)))
         return result
+
+    def shape_value(self, code: int) -> Any:
+        """An operator's Input Dims (shape code ``code``) as lists; None for -1."""
+        return json.loads(self.shapes[code]) if code >= 0 else None
+
+    def optype_value(self, code: int) -> tuple[Any, Any]:
+        """An operator's (Input type, Concrete Inputs) (optype code ``code``); (None, None) for -1."""
+        if code < 0:
+            return None, None
+        types, concrete = json.loads(self.optypes[code])
+        return types, concrete
 
     def name_of(self, codes: Array) -> list[str]:
         return [self.names[c] for c in codes.tolist()]

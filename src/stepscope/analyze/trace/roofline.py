@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import orjson
 
 from stepscope.analyze.trace.gpu_peaks import GpuPeaks, bandwidth_tbps, lookup
 from stepscope.analyze.trace.opmodels import NoModel, OpCost, op_cost
@@ -27,7 +26,7 @@ from stepscope.model.events import DeviceInfo, EventKind, EventTable
 class OpRoofline:
     """One operator with one set of input dims and types, over all its calls that launched GPU work.
 
-    input_dims / input_types: as the trace records them (JSON text; types None where not recorded). gpu_ns:
+    input_dims: as the trace records them (JSON text). input_types: ``Input type`` (None where not recorded). gpu_ns:
     summed GPU time of the kernels the calls launched themselves (trace durations). family: the model
     (gemm, convolution, attention, elementwise, normalization); None with no_model saying why. flops / bytes:
     per call (bytes: compulsory traffic, a lower bound). precision: the peak compared with (fp32, bf16, ...).
@@ -39,7 +38,7 @@ class OpRoofline:
 
     name: str
     input_dims: str
-    input_types: str | None
+    input_types: tuple[str, ...] | None
     calls: int
     gpu_ns: int
     family: str | None
@@ -62,7 +61,7 @@ class OpRoofline:
         return "operator not modelled" if self.no_model == f"no model for {self.name}" else self.no_model
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k in self.__slots__ for v in [getattr(self, k)]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +129,9 @@ def _group(table: EventTable, name: int, shape: int, optype: int, calls: int, gp
            peaks: GpuPeaks | None, mem: float | None) -> OpRoofline:
     op = table.names[name]
     dims_text = table.shapes[shape] if shape >= 0 else "null"
-    types: Any = None
-    concrete: Any = None
-    if optype >= 0:
-        types, concrete = orjson.loads(table.optypes[optype])
-    cost = op_cost(op, orjson.loads(dims_text), types, concrete)
-    types_text = orjson.dumps(types).decode() if types is not None else None
+    types, concrete = table.optype_value(optype)
+    cost = op_cost(op, table.shape_value(shape), types, concrete)
+    types_text = tuple(map(str, types)) if isinstance(types, list) else None
     if isinstance(cost, NoModel):
         return OpRoofline(op, dims_text, types_text, calls, gpu_ns, None, cost.reason, None, None, None, None, None,
                           None, None, None, None)
