@@ -232,8 +232,8 @@ def match_collectives(per_rank: Mapping[int, Sequence[CollectiveCall]], *,
     by_key, unmatched = _ordered(per_rank)
     notes: list[str] = []
     if len(ranks) < 2:
-        notes.append("skew and transfer need the traces of at least two ranks of a group"
-                     if ranks else "no collective kernels in the traces")
+        notes.append(f"{len(per_rank[ranks[0]])} collectives on rank {ranks[0]} only: skew and transfer need the "
+                     "traces of at least two ranks of a group" if ranks else "no collective kernels in the traces")
         return CollectiveSet(ranks, (), None, (), (), None, 0, unmatched, tuple(notes))
     broken = sum(min(c.start_ns + c.dur_ns for _, c in calls) < max(c.start_ns for _, c in calls) - CLOCK_TOLERANCE_NS
                  for calls in by_key.values())
