@@ -326,3 +326,44 @@ def test_cli_critical_path_on_request(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["trace", "analyze", "--workers", "1", "--json", *paths]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["critical_path"] is None and doc["ranks"][0]["critical_path"] is None
+
+
+def test_segment_by_segment_when_offsets_would_overflow() -> None:
+    """Weights near 2^59 ns: ``segments * bound`` passes int64, so the running maxima go segment by segment;
+    the distances are the topological pass's. Three chains: 0-1, 2-3, 4-5; cross edges 1->2 and 3->4."""
+    from stepscope.analyze.trace.critical_path import longest, topological_longest
+    from stepscope.analyze.trace.critical_path_graph import PathGraph
+
+    big = 2**59
+
+    def a(*v: int) -> Any:
+        return np.asarray(v, dtype=np.int64)
+
+    g = PathGraph(node_row=a(0, 0, 1, 1, 2, 2), node_start=np.asarray([True, False] * 3),
+                  node_ts=a(0, 1, 2, 3, 4, 5), linked=np.asarray([False, True] * 3), w_in=a(0, big, 0, 7, 0, big),
+                  kind_in=np.zeros(6, np.int8), attr_in=a(-1, 0, -1, 1, -1, 2), cross_src=a(1, 3),
+                  cross_dst=a(2, 4), cross_w=a(5, 0), cross_kind=np.asarray([3, 5], np.int8), notes=())
+    lp = longest(g)
+    assert lp.dist.tolist() == topological_longest(g).tolist() == [0, big, big + 5, big + 12, big + 12, 2 * big + 12]
+
+
+def test_a_long_hop_chain_does_not_leak_into_the_next_segment() -> None:
+    """Five 2-node chains of 10 ns, each end leading to the next chain's start (distances 10, 20, ..., 50), then
+    a chain of weight 0 that nothing leads to: its distances are 0 (a running maximum carried over from the
+    chains before it would make them up to 40)."""
+    from stepscope.analyze.trace.critical_path import longest, topological_longest
+    from stepscope.analyze.trace.critical_path_graph import PathGraph
+
+    n = 6
+
+    def a(v: list[int]) -> Any:
+        return np.asarray(v, dtype=np.int64)
+
+    g = PathGraph(node_row=a([i // 2 for i in range(2 * n)]), node_start=np.asarray([True, False] * n),
+                  node_ts=a(list(range(2 * n))), linked=np.asarray([False, True] * n),
+                  w_in=a([0, 10] * (n - 1) + [0, 0]), kind_in=np.zeros(2 * n, np.int8),
+                  attr_in=a([-1] * (2 * n)), cross_src=a([2 * i + 1 for i in range(n - 2)]),
+                  cross_dst=a([2 * i + 2 for i in range(n - 2)]), cross_w=a([0] * (n - 2)),
+                  cross_kind=np.full(n - 2, 3, np.int8), notes=())
+    want = [0, 10, 10, 20, 20, 30, 30, 40, 40, 50, 0, 0]
+    assert longest(g).dist.tolist() == topological_longest(g).tolist() == want

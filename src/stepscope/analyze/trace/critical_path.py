@@ -94,9 +94,13 @@ class CriticalPath:
 
 @dataclass(frozen=True, slots=True)
 class _Longest:
+    """dist: longest distance to each node. base: ``segment * bound - prefix`` (prefix: weight along the chain
+    segment up to the node), so that a walk along a segment from j to k weighs ``base[j] - base[k]``.
+    targets / incoming: the nodes cross edges lead to and the best that arrives at each (sorted by node)."""
+
     dist: Array
-    best: Array
-    """Per node: the chain position where its best walk along the chain begins."""
+    base: Array
+    targets: Array
     incoming: Array
     rounds: int
 
@@ -105,47 +109,85 @@ MAX_ROUNDS = 64
 """Rounds of relaxation over the cross edges before the topological pass takes over."""
 
 
-def longest(g: PathGraph, *, max_rounds: int = MAX_ROUNDS) -> _Longest:
-    """Longest distance to every node (a path may start anywhere; all weights >= 0)."""
+def _base(g: PathGraph) -> tuple[Array, Array | None]:
+    """``segment * bound - prefix`` per node (one node-sized array): the running maximum of ``base + incoming``
+    along the nodes is then the best walk within each segment, ``bound`` (twice the graph's total weight, above
+    any distance) keeping a segment's maximum from leaking into the next. Where ``segments * bound`` would pass
+    int64, ``base`` is ``-prefix`` alone and the segments' starts are returned: their maxima are then taken
+    segment by segment."""
     n = g.node_row.size
-    w = np.where(g.linked, g.w_in, 0)
-    start = ~g.linked
-    seg = np.cumsum(start) - 1
-    prefix = np.cumsum(w)
-    prefix -= prefix[np.flatnonzero(start)][seg]  # prefix within the chain segment, 0 at its first node
-    bound = 2 * (int(prefix.max(initial=0)) + int(g.cross_w.sum()) + 1)
-    offset = seg * bound  # keeps one segment's running maximum from leaking into the next
-    if seg.size and int(seg[-1]) * bound >= 2**62:
-        raise OverflowError("trace too long for the critical-path search")
-    pos = np.arange(n)
+    base = np.where(g.linked, g.w_in, 0)
+    np.cumsum(base, out=base)
+    starts = np.flatnonzero(~g.linked)
+    bound = 2 * (int(base[-1]) + int(g.cross_w.sum()) + 1) if n else 1
+    apart = not starts.size or (starts.size - 1) * bound < 2**62
+    shift = base[starts] + (np.arange(starts.size, dtype=np.int64) * bound if apart else 0)
+    np.subtract(np.repeat(shift, np.diff(np.append(starts, n))), base, out=base)
+    return base, None if apart else starts
 
-    def along(incoming: Array) -> tuple[Array, Array]:
-        """Distances along the chains given what arrives at each node, and where each best walk begins."""
-        val = incoming - prefix + offset
-        run = np.maximum.accumulate(val) if n else val
-        new = np.r_[True, val[1:] > run[:-1]] if n else start
-        return run - offset + prefix, np.maximum.accumulate(np.where(new, pos, 0)) if n else pos
 
-    def arriving(dist: Array) -> Array:
-        nxt = np.zeros(n, dtype=np.int64)
-        np.maximum.at(nxt, g.cross_dst, dist[g.cross_src] + g.cross_w)
+def longest(g: PathGraph, *, max_rounds: int = MAX_ROUNDS) -> _Longest:
+    """Longest distance to every node (a path may start anywhere; all weights >= 0). Two node-sized arrays:
+    ``base`` and one to work in; what arrives by cross edges is kept per target node only."""
+    base, starts = _base(g)
+    targets, slot = np.unique(g.cross_dst, return_inverse=True)
+    incoming = np.zeros(targets.size, dtype=np.int64)
+    work = np.empty_like(base)
+
+    def along(incoming: Array) -> None:
+        np.copyto(work, base)
+        work[targets] += incoming
+        if starts is None:
+            np.maximum.accumulate(work, out=work)
+        else:  # a trace too long for one pass: segment by segment
+            for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), work.size]):
+                np.maximum.accumulate(work[lo:hi], out=work[lo:hi])
+        np.subtract(work, base, out=work)  # the distance to each node
+
+    def arriving() -> Array:
+        nxt = np.zeros(targets.size, dtype=np.int64)
+        np.maximum.at(nxt, slot, work[g.cross_src] + g.cross_w)
         return nxt
 
-    incoming = np.zeros(n, dtype=np.int64)
     rounds = 0
     while rounds < max_rounds:
         rounds += 1
-        dist, best = along(incoming)
-        if not g.cross_src.size:
+        along(incoming)
+        if not targets.size:
             break
-        nxt = arriving(dist)
+        nxt = arriving()
         if np.array_equal(nxt, incoming):
             break
         incoming = nxt
     else:  # many hops between chains (syncs all along the trace), or a cycle: one pass in topological order
-        incoming = arriving(topological_longest(g))
-        dist, best = along(incoming)
-    return _Longest(dist=dist, best=best, incoming=incoming, rounds=rounds)
+        work[:] = topological_longest(g)
+        incoming = arriving()
+    return _Longest(dist=work, base=base, targets=targets, incoming=incoming, rounds=rounds)
+
+
+def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]:
+    """The path backwards: chain ranges [j, k] and, between them, the cross edge taken (index)."""
+    k = int(np.argmax(lp.dist))
+    starts = np.flatnonzero(~g.linked)
+    ranges: list[tuple[int, int]] = []
+    cross: list[int] = []
+    for _ in range(g.node_row.size + 1):  # a bound: each node is left at most once
+        s = int(starts[np.searchsorted(starts, k, side="right") - 1])
+        val = lp.base[s:k + 1].copy()  # the walk's start j within the segment: the first best ``base + incoming``
+        lo, hi = np.searchsorted(lp.targets, [s, k + 1])
+        val[lp.targets[lo:hi] - s] += lp.incoming[lo:hi]
+        j = s + int(np.argmax(val))
+        ranges.append((j, k))
+        t = int(np.searchsorted(lp.targets, j))
+        arrived = int(lp.incoming[t]) if t < lp.targets.size and lp.targets[t] == j else 0
+        if arrived <= 0:
+            break
+        lo, hi = np.searchsorted(g.cross_dst, [j, j + 1])
+        hit = np.flatnonzero(lp.dist[g.cross_src[lo:hi]] + g.cross_w[lo:hi] == arrived)
+        e = int(lo + hit[0])
+        cross.append(e)
+        k = int(g.cross_src[e])
+    return ranges[::-1], cross[::-1]
 
 
 def topological_longest(g: PathGraph) -> Array:
@@ -186,24 +228,6 @@ def topological_longest(g: PathGraph) -> Array:
 
 class CycleError(ValueError):
     """The graph has a cycle: no longest path (HTA fails on such a trace too)."""
-
-
-def _walk(g: PathGraph, lp: _Longest) -> tuple[list[tuple[int, int]], list[int]]:
-    """The path backwards: chain ranges [j, k] and, between them, the cross edge taken (index)."""
-    k = int(np.argmax(lp.dist))
-    ranges: list[tuple[int, int]] = []
-    cross: list[int] = []
-    for _ in range(g.node_row.size + 1):  # a bound: each node is left at most once
-        j = int(lp.best[k])
-        ranges.append((j, k))
-        if lp.incoming[j] <= 0:
-            break
-        lo, hi = np.searchsorted(g.cross_dst, [j, j + 1])
-        hit = np.flatnonzero(lp.dist[g.cross_src[lo:hi]] + g.cross_w[lo:hi] == lp.incoming[j])
-        e = int(lo + hit[0])
-        cross.append(e)
-        k = int(g.cross_src[e])
-    return ranges[::-1], cross[::-1]
 
 
 def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
