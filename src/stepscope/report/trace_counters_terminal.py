@@ -7,7 +7,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from stepscope.analyze.trace.analysis import TraceAnalysis
-from stepscope.analyze.trace.annotations import Annotations
+from stepscope.analyze.trace.annotations import Annotations, has_gpu_work
 from stepscope.analyze.trace.bandwidth import Bandwidth
 from stepscope.analyze.trace.memory_timeline import MemoryTimeline
 from stepscope.analyze.trace.queues import QueueLengths
@@ -82,10 +82,10 @@ def annotations_view(a: Annotations) -> FitTable:
     src = "GPU annotations" if a.on_gpu else "host annotations with the GPU work launched inside"
     t = _table(f"time by annotation ({src})",
                [("annotation", False, 0), ("count", True, 2), ("total", True, 0), ("mean", True, 1),
-                *([] if a.on_gpu else [("GPU work", True, 0)])])
+                *([("GPU work", True, 0)] if has_gpu_work(a) else [])])
     for r in a.rows[:ROWS]:
         cells: list[str | Text] = [Text(r.name), f"{r.count:,}", duration_ns(r.total_ns), duration_ns(r.mean_ns)]
-        if not a.on_gpu:
+        if has_gpu_work(a):
             cells.append(duration_ns(r.gpu_ns))
         t.add_row(*cells)
     return t

@@ -174,6 +174,14 @@ def test_annotations_from_host_ranges(tmp_path: Path, reader: str) -> None:
     assert rows["fwd"].total_ns == 100_000 and rows["fwd"].count == 1
 
 
+def test_annotations_without_gpu_work_say_not_measured(tmp_path: Path) -> None:
+    """Host ranges in a trace without launched GPU work: durations, and no GPU time (None, not 0)."""
+    ann = gpu_annotations(_read(tmp_path, [ev("user_annotation", "fwd", 0, 100)], "python"))
+    assert ann is not None and not ann.on_gpu
+    (r,) = ann.rows
+    assert (r.total_ns, r.gpu_ns, r.items) == (100_000, None, 0)
+
+
 def test_annotations_on_gpu(tmp_path: Path) -> None:
     """Two gpu_user_annotation spans "step" of 100 and 50 µs: count 2, total 150, mean 75, min 50, max 100."""
     events = [ev("gpu_user_annotation", "step", 0, 100, pid=0, tid=7), ev("gpu_user_annotation", "step", 200, 50,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from stepscope.report.format import duration_ns
 from stepscope.report.html.gpu_sections import rank_html
 from stepscope.traces.kineto import read_trace
 from tests.analyze.trace.test_counters_handbuilt import memory_trace
+from tests.conftest import PY, SCRIPTS, Result
 from tests.traces.tracebuild import PROFILER_SPAN, fixture_files, write
 
 
@@ -55,3 +57,23 @@ def test_memory_chart_and_peak_sentence(tmp_path: Path) -> None:
             "allocated before the trace began.") in html
     assert 'id="memory-live-r0-cpu"' in html
     assert "<h3>Launch queue length</h3>" not in html  # no GPU work: no queue section
+
+
+def test_profiled_run_with_memory_records_reports_memory(cli: Callable[..., Result], tmp_path: Path) -> None:
+    """`stepscope run --profile-steps 3 --profile-memory` of a real CPU training script: the window's trace holds
+    allocation records, and the run report draws memory over time with the peak's owner; the annotation table
+    has no GPU column (no GPU work: not measurable, not zero)."""
+    res = cli("run", "--quiet", "--profile-steps", "3", "--profile-memory", "--", PY,
+              str(SCRIPTS / "tiny_train.py"), "--steps", "20")
+    assert res.rc == 0, res
+    res = cli("report", "latest", "-o", str(tmp_path / "r.html"))
+    assert res.rc == 0, res
+    html = (tmp_path / "r.html").read_text()
+    spec = _spec(html, "memory-r0-cpu")
+    peak = max(spec["series"][0]["y"])
+    m = re.search(r"cpu: peak ([\d,]+) B allocated \(0 B reserved\), in (aten::\w+)", html)
+    assert m and int(m.group(1).replace(",", "")) == peak > 0
+    ann = html[html.index('id="annotations-r0"'):]
+    ann = ann[:ann.index("</table>")]
+    assert "ProfilerStep#" in ann and "GPU work" not in ann
+    assert "host ranges (the trace has no launched GPU work)" in html

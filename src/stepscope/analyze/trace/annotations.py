@@ -33,7 +33,7 @@ class AnnotationTime:
     """One annotation name. ``count``/``total_ns``/``mean_ns``/``min_ns``/``max_ns``: its ranges' durations
     (on the GPU stream for GPU annotations, on the host otherwise). ``gpu_ns``: summed duration of the GPU work
     launched inside its host ranges and ``items`` how many (None / 0 for GPU annotations, whose span is the
-    GPU time)."""
+    GPU time, and for a trace without launched GPU work)."""
 
     name: str
     count: int
@@ -73,6 +73,11 @@ def gpu_annotations(table: EventTable) -> Annotations | None:
     return Annotations(on_gpu=False, rows=_durations(table, host, gpu_ns, items))
 
 
+def has_gpu_work(a: Annotations) -> bool:
+    """Whether the rows say how much GPU work ran inside (host ranges of a trace with launched GPU work)."""
+    return any(r.gpu_ns is not None for r in a.rows)
+
+
 def _durations(table: EventTable, rows: Array, gpu_ns: Array | None, items: Array | None) -> tuple[AnnotationTime, ...]:
     codes, inverse, counts = unique_inverse(table["name"][rows])
     dur = table["dur_ns"][rows]
@@ -90,15 +95,16 @@ def _durations(table: EventTable, rows: Array, gpu_ns: Array | None, items: Arra
     return tuple(out)
 
 
-def _launched_inside(table: EventTable, ann: Array) -> tuple[Array, Array]:
-    """Per distinct annotation name (codes ascending): GPU time and items launched inside its ranges."""
+def _launched_inside(table: EventTable, ann: Array) -> tuple[Array | None, Array | None]:
+    """Per distinct annotation name (codes ascending): GPU time and items launched inside its ranges; None
+    without launched GPU work in the trace (not measurable, rather than zero)."""
     names = np.unique(table["name"][ann])
     gpu_ns, counts = np.zeros(names.size, dtype=np.int64), np.zeros(names.size, dtype=np.int64)
     work = np.flatnonzero(kind_mask(table["kind"], GPU_WORK_KINDS) & (table["correlation"] >= 0))
     call = pair_calls(table, work, launch_calls(table))
     work, call = work[call >= 0], call[call >= 0]
     if not work.size:
-        return gpu_ns, counts
+        return None, None
     t0 = int(min(table["ts_ns"][ann].min(), table["ts_ns"][call].min()))
     thread_keys = np.concatenate([_thread_key(table, ann), _thread_key(table, call)])
     _, thread = np.unique(thread_keys, return_inverse=True)
@@ -127,4 +133,4 @@ def _thread_key(table: EventTable, rows: Array) -> Array:
     return pair
 
 
-__all__ = ["AnnotationTime", "Annotations", "gpu_annotations"]
+__all__ = ["AnnotationTime", "Annotations", "gpu_annotations", "has_gpu_work"]

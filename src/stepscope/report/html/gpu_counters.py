@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.analyze.trace.annotations import has_gpu_work
 from stepscope.analyze.trace.stepseries import decimated
 from stepscope.report.html.charts import Axis, Series, xy_chart
 from stepscope.report.html.names import short_name
@@ -130,10 +131,11 @@ def annotations_html(a: TraceAnalysis) -> str:
     assert an is not None
     cols = [Col("name", "annotation", "text"), Col("count", "count", "count"), Col("total_ns", "total", "ns"),
             Col("mean_ns", "mean", "ns"), Col("min_ns", "min", "ns"), Col("max_ns", "max", "ns")]
-    if not an.on_gpu:
+    if has_gpu_work(an):
         cols.append(Col("gpu_ns", "GPU work launched inside", "ns"))
     src = ("durations of the annotations on the GPU stream (gpu_user_annotation)" if an.on_gpu else
-           "host ranges, with the GPU work launched inside each (nested ranges each count it)")
+           "host ranges, with the GPU work launched inside each (nested ranges each count it)" if has_gpu_work(an)
+           else "host ranges (the trace has no launched GPU work)")
     return table(cols, [r.to_dict() for r in an.rows[:TOP_ROWS]], table_id=f"annotations-r{a.rank}", caption=src)
 
 
