@@ -99,6 +99,13 @@ ta = TraceAnalysis(trace_files={0: sys.argv[1]}, include_last_profiler_step=True
 ta.get_temporal_breakdown(visualize=False); ta.get_idle_time_breakdown(visualize=False)
 ta.get_gpu_kernel_breakdown(visualize=False); ta.get_comm_comp_overlap(visualize=False)
 """
+OURS_NEW = """
+import inspect, sys
+from stepscope.traces.kineto import read_trace
+from stepscope.analyze.trace.analysis import analyze_trace
+opt = {"with_critical_path": True} if "with_critical_path" in inspect.signature(analyze_trace).parameters else {}
+analyze_trace(read_trace(sys.argv[1]), **opt)
+"""
 HTA_NEW = """
 import sys, logging
 logging.disable(logging.CRITICAL)
@@ -137,7 +144,8 @@ from stepscope.analyze.trace.analysis import analyze_trace
 from stepscope.analyze.trace.gpuview import gpu_view
 from stepscope.analyze.trace.ops import host_times
 t0 = time.process_time(); t = read_trace(sys.argv[1]); t1 = time.process_time()
-a = analyze_trace(t); t2 = time.process_time()
+a = analyze_trace(t, **({"with_critical_path": True} if "with_critical_path" in
+                        __import__("inspect").signature(analyze_trace).parameters else {})); t2 = time.process_time()
 print(f"TIME read {t1 - t0:.3f}"); print(f"TIME analyze_trace {t2 - t1:.3f}")
 g = gpu_view(t)
 calls = {"critical_path": ("critical_path", lambda f: f(t, gpu=g)),
@@ -448,7 +456,7 @@ def all_new(args: argparse.Namespace, work: Path, hta: str | None) -> None:
     for n in (int(x) for x in args.sizes.split(",")):
         path, events = cached(work, "synthetic", n)
         cp = "1" if events <= args.hta_cp_max_events else "0"
-        tools = [Tool("stepscope", py, OURS_ALL, reader=args.reader)]
+        tools = [Tool("stepscope", py, OURS_NEW, reader=args.reader)]  # the critical path too where it is opt-in
         if hta:
             tools.append(Tool("HTA", hta, HTA_NEW, (cp,)))
         runs = compare(f"all analyses, synthetic {events:,} events (HTA critical path: {'on' if cp == '1' else 'off'})",
