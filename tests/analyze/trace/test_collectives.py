@@ -100,3 +100,21 @@ def test_fixture_collectives_are_consistent() -> None:
     pair = analyze_traceset(sorted((FIXTURES / "sampled_128rank").glob("*.json.gz")), workers=1).collectives
     assert pair is not None and pair.clocks_aligned is False and len(pair.instances) == 10
     assert all(i.skew_ns is None for i in pair.instances) and any("2 of 128" in n for n in pair.notes)
+
+
+def test_windows_starting_a_collective_apart_are_aligned(tmp_path: Path) -> None:
+    """Rank 0 holds the all_reduces at 100, 200, 300, 400 µs (50 µs each); rank 1's window starts one collective
+    later: 205, 305, 405, 505 µs, ending with rank 0's (250, 350, 450) and at 550. Matched by position alone,
+    100 would pair with 205 (and every pair look like misaligned clocks); aligned, three instances with 5 µs
+    skew, rank 1 last, transfer 45 µs; rank 0's first and rank 1's last unmatched."""
+    args: dict[str, Any] = {"Collective name": "allreduce", "In msg nelems": 1024, "Out msg nelems": 1024,
+                            "Group size": 2, "dtype": "Float", "Process Group Name": "0"}
+    starts = {0: [100.0, 200.0, 300.0, 400.0], 1: [205.0, 305.0, 405.0, 505.0]}
+    paths = [write(tmp_path / f"rank{r}.json",
+                   [kernel(NAMES["allreduce"], t, 50 if r == 0 else 45, i + 1, **args) for i, t in enumerate(ts)],
+                   distributedInfo={"rank": r, "world_size": 2}) for r, ts in starts.items()]
+    s = analyze_traceset(paths, workers=1).collectives
+    assert s is not None and s.clocks_aligned is True and s.unmatched == 2
+    assert [(i.starts_ns, i.skew_ns, i.last_rank, i.transfer_ns) for i in s.instances] == [
+        ((200_000, 205_000), 5_000, 1, 45_000), ((300_000, 305_000), 5_000, 1, 45_000),
+        ((400_000, 405_000), 5_000, 1, 45_000)]

@@ -4,8 +4,10 @@ Per rank (:func:`rank_collectives`), every communication kernel that is a collec
 ``Collective name`` arg, else the NCCL/RCCL kernel name), process group (``Process Group Name`` / ``Process Group
 Ranks``; the world for kernels without args), message size and GPU start and duration. Across ranks
 (:func:`match_collectives`), the k-th collective of a process group on one rank is the k-th on every other
-member (NCCL requires every member to issue a group's collectives in the same order); an instance whose types
-differ between ranks is not matched (the ranks' windows do not start at the same collective).
+member (NCCL requires every member to issue a group's collectives in the same order). Ranks' profiled windows
+may start a few collectives apart: each rank's sequence is aligned to the lowest rank's at the offset (up to
+:data:`MAX_SHIFT`) that pairs the most calls of one type and size overlapping in time. An instance held by one
+rank only, or whose types differ between ranks, is not matched.
 
 Definitions, per instance over the ranks whose traces hold it:
 
@@ -208,14 +210,45 @@ Matched = dict[tuple[str, int], list[tuple[int, CollectiveCall]]]
 """(group, ordinal) -> [(rank, call)] in rank order."""
 
 
+MAX_SHIFT = 8
+"""How many collectives apart two ranks' windows may start and still be aligned (:func:`_shift`)."""
+SHIFT_PAIRS = 64
+"""Pairs compared per offset: the windows' starts decide it, so a long sequence costs no more."""
+
+
+def _shift(ref: Sequence[CollectiveCall], other: Sequence[CollectiveCall]) -> int:
+    """The offset s (|s| <= MAX_SHIFT) at which ``other[i + s]`` is ``ref[i]``: the one pairing the most calls of
+    one type and size, then (two points each) the most that also overlap in time; the smallest |s| on a tie
+    (0 when the windows start at the same collective, or nothing tells)."""
+    def score(s: int) -> int:
+        total = 0
+        for i in range(max(0, -s), min(len(ref), len(other) - s, max(0, -s) + SHIFT_PAIRS)):
+            a, b = ref[i], other[i + s]
+            if a.kind == b.kind and a.bytes == b.bytes:
+                total += 1 + (min(a.start_ns + a.dur_ns, b.start_ns + b.dur_ns)
+                              >= max(a.start_ns, b.start_ns) - CLOCK_TOLERANCE_NS)
+        return total
+    best = 2 * min(len(ref), len(other), SHIFT_PAIRS)
+    if score(0) == best:  # the windows start together (the usual case): nothing to search
+        return 0
+    return max(range(-MAX_SHIFT, MAX_SHIFT + 1), key=lambda s: (score(s), -abs(s), s))
+
+
 def _ordered(per_rank: Mapping[int, Sequence[CollectiveCall]]) -> tuple[Matched, int]:
-    """The instances held by at least two ranks with one type, and how many instances could not be matched."""
-    by_key: Matched = defaultdict(list)
+    """The instances held by at least two ranks with one type, and how many instances could not be matched.
+    Each group's calls are numbered in the lowest rank's order; another rank's window may start a few
+    collectives earlier or later (:func:`_shift`)."""
+    groups: dict[str, dict[int, list[CollectiveCall]]] = defaultdict(lambda: defaultdict(list))
     for rank in sorted(per_rank):
-        seen: Counter[str] = Counter()
         for c in per_rank[rank]:
-            by_key[(c.group, seen[c.group])].append((rank, c))
-            seen[c.group] += 1
+            groups[c.group][rank].append(c)
+    by_key: Matched = defaultdict(list)
+    for group, seqs in groups.items():
+        ref = seqs[min(seqs)]
+        for rank in sorted(seqs):
+            s = 0 if seqs[rank] is ref else _shift(ref, seqs[rank])
+            for j, c in enumerate(seqs[rank]):
+                by_key[(group, j - s)].append((rank, c))
     unmatched = 0
     for key in list(by_key):
         calls = by_key[key]
