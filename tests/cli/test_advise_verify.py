@@ -107,3 +107,25 @@ def test_runs_that_cannot_be_rerun_get_one_line_and_exit_2(cli: Callable[..., Re
     bad = cli("advise", killed, "--verify", "--repeat", "1")
     assert bad.rc == 2 and "at least 2" in bad.err, bad
     assert _counts(store) == before  # nothing stored: no run, no group
+
+
+def test_reruns_have_the_recorded_environment_and_the_change(cli: Callable[..., Result], store: Path,
+                                                             tmp_path: Path) -> None:
+    """A as recorded (a thread variable of today's shell that the run did not have is left out), B with the
+    --change set; both in the run's working directory, which differs from where verify is called."""
+    work = tmp_path / "work"
+    _script(work, "import os, time\nimport stepscope\nfor _ in range(6):\n    time.sleep(0.01)\n"
+                  "    stepscope.step()\nprint(os.getcwd(), os.environ.get('OMP_NUM_THREADS'))\n")
+    assert cli("run", "--quiet", "--", PY, "train.py", cwd=work, env={"NCCL_DEBUG": "INFO"}).rc == 0
+    base = load(store).run
+    assert base.extra["env"].get("NCCL_DEBUG") == "INFO" and "OMP_NUM_THREADS" not in base.extra["env"]
+    v = cli("advise", base.id, "--verify", "--repeat", "2", "--change", "env:OMP_NUM_THREADS=1", "--json",
+            env={"OMP_NUM_THREADS": "3"})
+    assert v.rc == 0, v
+    (o,) = json.loads(v.out)["outcomes"]
+    assert o["suggestion"]["label"] == "OMP_NUM_THREADS=1" and o["verdict"] in ("not confirmed", "cannot tell")
+    assert v.err.count(f"{work} None") == 2 and v.err.count(f"{work} 1") == 2  # the children: --json, to stderr
+    for i in o["runs_a"]:
+        assert load(store, i).run.extra["env"] == {"NCCL_DEBUG": "INFO"}
+    for i in o["runs_b"]:
+        assert load(store, i).run.extra["env"] == {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "1"}

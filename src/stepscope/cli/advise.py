@@ -65,7 +65,8 @@ def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | Non
         console(width=width).print(f"advise --verify: nothing to verify for run {rec.run_id} — no suggestion is a "
                                    f"setting stepscope can apply ({lines})")
         return 0
-    group, outcomes = verify(st, rec, todo, repeat=repeat, together=together, quiet_children=quiet_runs)
+    group, outcomes = verify(st, rec, todo, repeat=repeat, together=together,
+                             children_out="null" if quiet_runs else "stderr" if json else "inherit")
     if json:
         from stepscope.analyze.advisor.verify import VERIFY_SCHEMA
 
@@ -114,7 +115,8 @@ class AdviseCommand:
                                  "--rule, besides that rule's): env:OMP_NUM_THREADS=2, loader:num_workers=4, "
                                  "threads:intra=2, param:batch_size=64")
         parser.add_argument("--quiet-runs", action="store_true",
-                            help="with --verify: the re-runs' standard output is not shown")
+                            help="with --verify: the re-runs' standard output is not shown (with --json it goes "
+                                 "to stderr)")
         add_store_args(parser)
 
     def run(self, args: argparse.Namespace) -> int:

@@ -33,6 +33,9 @@ class Recorded:
     env: dict[str, str]
     params: dict[str, str]
     options: dict[str, Any]
+    env_recorded: bool = False
+    """The run recorded its speed-relevant environment (``env``): variables of that kind it did not have are
+    left out of the re-runs too."""
 
 
 def recorded(store: Store, ref: str) -> Recorded:
@@ -71,7 +74,7 @@ def recorded(store: Store, ref: str) -> Recorded:
                 raise UserError(f"run {rid}'s script {arg} is gone (in {run.cwd}): its command cannot be re-run")
     env = run.extra.get("env")
     return Recorded(rid, run.name, command, run.cwd, dict(env) if isinstance(env, dict) else {}, dict(run.params),
-                    dict(run.options))
+                    dict(run.options), env_recorded=isinstance(env, dict))
 
 
 def plan(store: Store, rec: Recorded, *, rule: str | None,
@@ -101,13 +104,21 @@ def plan(store: Store, rec: Recorded, *, rule: str | None,
 
 
 @contextlib.contextmanager
-def _in(cwd: str) -> Iterator[None]:
+def _as_recorded(rec: Recorded) -> Iterator[None]:
+    """In the run's working directory, without the speed-relevant variables of this shell that the run did not
+    have (the launcher copies this process's environment into the children)."""
+    from stepscope.collect.startup.launch import relevant_env
+
     here = os.getcwd()
-    os.chdir(cwd)
+    dropped = {k: v for k, v in relevant_env(os.environ).items() if rec.env_recorded and k not in rec.env}
+    for k in dropped:
+        del os.environ[k]
+    os.chdir(rec.cwd)
     try:
         yield
     finally:
         os.chdir(here)
+        os.environ.update(dropped)
 
 
 def _options(rec: Recorded) -> Any:
@@ -121,9 +132,10 @@ def _options(rec: Recorded) -> Any:
 
 
 def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, together: bool,
-           quiet_children: bool = False) -> tuple[str, list[Outcome]]:
+           children_out: str = "inherit") -> tuple[str, list[Outcome]]:
     """Run each suggestion's pairs (then, ``together``, the confirmed ones at once); store the group; return its
-    id and the outcomes."""
+    id and the outcomes. ``children_out``: where the runs' standard output goes: "inherit", "null" or "stderr"
+    (``--json`` keeps stdout for its document)."""
     from stepscope.analyze.advisor.verify import combined
 
     group = "verify-" + secrets.token_hex(4)
@@ -139,11 +151,11 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
 
     save()
     for s in todo:
-        outcomes.append(_pairs(store, rec, s, group, repeat, quiet_children))
+        outcomes.append(_pairs(store, rec, s, group, repeat, children_out))
         save()
     both = combined([o for o in outcomes if o.verdict == CONFIRMED]) if together else None
     if both is not None:
-        outcomes.append(_pairs(store, rec, both, group, repeat, quiet_children))
+        outcomes.append(_pairs(store, rec, both, group, repeat, children_out))
         save()
     return group, outcomes
 
@@ -167,7 +179,7 @@ def _mark(store: Store, run_id: str, group: str) -> None:
               "this run's report without it until rebuilt with --rebuild", file=sys.stderr)
 
 
-def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, quiet: bool) -> Outcome:
+def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, children_out: str) -> Outcome:
     from stepscope.analyze.advisor.verify import failed, outcome
     from stepscope.cli.bench import ab_order
     from stepscope.cli.finish import finish_run
@@ -181,11 +193,11 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
     ids: dict[str, list[str]] = {"A": [""] * repeat, "B": [""] * repeat}
     options = _options(rec)
     err = sys.stderr
-    with _in(rec.cwd), progress(2 * repeat, f"verify {s.label}") as bar:
+    with _as_recorded(rec), progress(2 * repeat, f"verify {s.label}") as bar:
         for pair, side in ab_order(repeat):
             argv, env, params = sides[side]
             tags = {"verify": rec.run_id, "verify_change": s.label, "ab": side, "ab_pair": str(pair)}
-            with _quiet_fds() if quiet else contextlib.nullcontext():
+            with _stdout_to(children_out):
                 result = launch(store, list(argv), name=rec.name, params=params, tags=tags, options=options,
                                 group=group, extra_env=env)
             bar.advance(note=f"{side} {result.run_id}")
@@ -212,18 +224,22 @@ def _step_change(store: Store, ids: dict[str, list[str]]) -> Any:
 
 
 @contextlib.contextmanager
-def _quiet_fds() -> Iterator[None]:
-    """The children's stdout to /dev/null (``--quiet-runs``): the pairs print the training's output 2N times."""
+def _stdout_to(where: str) -> Iterator[None]:
+    """The children's stdout (they inherit fd 1) to /dev/null ("null": ``--quiet-runs``, the pairs print the
+    training's output 2N times) or to stderr ("stderr": ``--json``); "inherit" leaves it."""
+    if where == "inherit":
+        yield
+        return
     sys.stdout.flush()
     saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
+    target = os.open(os.devnull, os.O_WRONLY) if where == "null" else os.dup(2)
     try:
-        os.dup2(null, 1)
+        os.dup2(target, 1)
         yield
     finally:
         os.dup2(saved, 1)
         os.close(saved)
-        os.close(null)
+        os.close(target)
 
 
 def stored_outcomes(store: Store, run_id: str) -> list[tuple[str, list[Outcome]]]:

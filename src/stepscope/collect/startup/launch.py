@@ -111,8 +111,9 @@ INDEX_NOTICE_S = 2.0
 
 def create_run(store: Store, command: list[str], *, name: str | None, params: dict[str, str],
                tags: dict[str, str], options: Options, group: str | None = None,
-               index_now: bool = True) -> tuple[Run, Path]:
-    """The run's manifest in a new run directory, and (``index_now``) its index row."""
+               index_now: bool = True, env: Mapping[str, str] | None = None) -> tuple[Run, Path]:
+    """The run's manifest in a new run directory, and (``index_now``) its index row. ``env``: the child's
+    environment where it is not this process's (its speed-relevant variables are recorded)."""
     try:
         _ = store.index  # connect first: an unreachable database leaves no half-written run directory
     except UserError:
@@ -134,7 +135,7 @@ def create_run(store: Store, command: list[str], *, name: str | None, params: di
               software=software, world_size=guess_world_size(command), params=params, tags=tags,
               options=asdict(options), group=group,
               extra={"launcher_pid": os.getpid(), "launcher_host": hostname(),
-                     "launcher_start": process_start_ticks(), "env": relevant_env(os.environ)})
+                     "launcher_start": process_start_ticks(), "env": relevant_env(os.environ if env is None else env)})
     write_manifest(run_dir, run)
     if index_now:
         store.index.upsert_run(run, str(run_dir))
@@ -206,7 +207,8 @@ def launch(store: Store, command: list[str], *, name: str | None = None, params:
     check_command(command)
     options = options or Options()
     run, run_dir = create_run(store, command, name=name, params=dict(params or {}), tags=dict(tags or {}),
-                              options=options, group=group, index_now=False)
+                              options=options, group=group, index_now=False,
+                              env={**os.environ, **extra_env} if extra_env else None)
     env = child_env(run.id, run_dir, options)
     env.update(extra_env or {})
     indexing = _IndexInBackground(store, run, run_dir)
