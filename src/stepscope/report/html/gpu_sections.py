@@ -24,7 +24,7 @@ from stepscope.report.html.page import grid, heading, kv_table, notice, paragrap
 from stepscope.report.html.roofline import roofline_html
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
-from stepscope.report.html.timeline import rank_budget, timeline_html
+from stepscope.report.html.timeline import path_rows, rank_budget, timeline_html
 
 TOP_KERNEL_BARS = 15
 BAR_LABEL_LIMIT = 46
@@ -96,15 +96,16 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
         parts.append(ranks_table(analyses))
     budget = rank_budget(len(analyses))
     lines = {r: timeline_html(tables[r], budget=budget,
-                              critical=critical[r] if critical is not None and r in critical else _path(a))
+                              critical=critical[r] if critical is not None and r in critical else _path(a, tables[r]))
              for r, a in analyses.items() if tables and r in tables}
     parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, "")) for r, a in analyses.items()}))
     return "".join(parts)
 
 
-def _path(a: TraceAnalysis) -> list[int] | None:
-    """The rows of the rank's critical path (its analysis), for the timeline."""
-    return None if a.critical_path is None else a.critical_path.event_rows.tolist()
+def _path(a: TraceAnalysis, table: EventTable) -> Sequence[int] | None:
+    """The rows of the rank's critical path for the timeline: its analysis's, else computed here (the path is
+    opt-in in analyze_trace)."""
+    return a.critical_path.event_rows.tolist() if a.critical_path is not None else path_rows(table)
 
 
 def ranks_table(analyses: Mapping[int, TraceAnalysis]) -> str:
