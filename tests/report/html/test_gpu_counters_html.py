@@ -48,6 +48,19 @@ def test_v100_queue_bandwidth_sequences_annotations() -> None:
     assert f'<td data-v="{float(top.total_ns)}">{duration_ns(top.total_ns)}</td>' in html
 
 
+def test_full_queue_notice(tmp_path: Path) -> None:
+    """1,030 launches at 0..1.029 µs·1000 whose kernels start from 2,000 µs on: the queue holds 1,024 or more from
+    the 1,024th launch (1,023 µs) until the 7th kernel starts (2,006 µs): 983 µs full, said in a notice."""
+    from tests.traces.tracebuild import kernel, launch
+
+    events = [PROFILER_SPAN]
+    for i in range(1030):
+        events += [launch(float(i), 0.5, i + 1), kernel("k", 2000.0 + i, 1, i + 1)]
+    a = analyze_trace(read_trace(write(tmp_path / "rank0.json", events)))
+    assert a.queues is not None and a.queues.streams[0].full_ns == 983_000
+    assert "launch queue was full (≥ 1024 pending) for 983.0 µs: the host waited" in rank_html(a)
+
+
 def test_memory_chart_and_peak_sentence(tmp_path: Path) -> None:
     a = analyze_trace(read_trace(write(tmp_path / "rank0.json", [PROFILER_SPAN, *memory_trace()])))
     html = rank_html(a)

@@ -15,9 +15,10 @@ import numpy.typing as npt
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.annotations import has_gpu_work
 from stepscope.analyze.trace.stepseries import decimated
+from stepscope.report.format import duration_ns
 from stepscope.report.html.charts import Axis, Series, xy_chart
 from stepscope.report.html.names import short_name
-from stepscope.report.html.page import heading, paragraph
+from stepscope.report.html.page import heading, notice, paragraph
 from stepscope.report.html.tables import Col, table
 
 CHART_POINTS = 1_000
@@ -62,7 +63,10 @@ def queue_html(a: TraceAnalysis, t0: int) -> str:
             hint="time at or above the CUDA launch-queue depth"), Col("changes", "changes", "count")]
     rows = [{"stream": s.stream, "max": s.max, "mean": s.mean, "time_mean": s.time_mean, "p50": s.p50, "p75": s.p75,
              "full": s.full_ns, "changes": s.changes} for s in q.streams]
-    return chart + table(cols, rows, table_id=f"queue-table-r{a.rank}")
+    full = [s for s in q.streams if s.full_ns]
+    warn = "".join(notice(f"stream {s.stream}'s launch queue was full (≥ {q.threshold} pending) for "
+                          f"{duration_ns(s.full_ns)}: the host waited in its launch calls", "warn") for s in full)
+    return warn + chart + table(cols, rows, table_id=f"queue-table-r{a.rank}")
 
 
 def memory_html(a: TraceAnalysis, t0: int) -> str:
