@@ -19,6 +19,7 @@ from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Bars, bar_chart
 from stepscope.report.html.escape import esc
+from stepscope.report.html.gpu_counters import counters_html
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
 from stepscope.report.html.roofline import roofline_html
@@ -148,6 +149,7 @@ def rank_html(a: TraceAnalysis, timeline: str = "") -> str:
     if a.launches is not None:
         parts.append(heading("Kernel launches"))
         parts.append(launches_html(a))
+    parts.append(counters_html(a))  # launch queues, memory, copy bandwidth, kernel sequences, annotations
     if a.overlap is not None or a.utilization is not None:
         parts.append(heading("Overlap and utilisation"))
         parts.append(overlap_utilization_html(a))
