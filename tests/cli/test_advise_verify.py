@@ -9,10 +9,12 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import PY, SCRIPTS, Result, load
+from tests.conftest import PY, SCRIPTS, Result, load, stepscope_cmd
 
 SHOWCASE = ("--steps", "14", "--sleep", "0.01", "--batch-size", "8")
 
@@ -107,6 +109,26 @@ def test_runs_that_cannot_be_rerun_get_one_line_and_exit_2(cli: Callable[..., Re
     bad = cli("advise", killed, "--verify", "--repeat", "1")
     assert bad.rc == 2 and "at least 2" in bad.err, bad
     assert _counts(store) == before  # nothing stored: no run, no group
+
+
+def test_a_running_run_is_not_rerun(cli: Callable[..., Result], store: Path, tmp_path: Path) -> None:
+    work = tmp_path / "live"
+    _script(work, "import sys, time\nimport stepscope\nstepscope.step()\nsys.stdin.read()\n")
+    env = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_DB"}
+    proc = subprocess.Popen(stepscope_cmd("run", "--store", str(store), "--quiet", "--", PY, "train.py"), cwd=work,
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((store / "runs").glob("*/ranks/*")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # until the child has recorded its step
+        run_id = next((store / "runs").iterdir()).name
+        before = _counts(store)
+        r = cli("advise", run_id, "--verify", "--repeat", "2")
+        assert r.rc == 2 and f"run {run_id} is still running" in r.err, r
+        assert len(r.err.strip().splitlines()) == 1 and _counts(store) == before
+    finally:
+        proc.communicate(b"", timeout=60)
+    assert proc.returncode == 0
 
 
 def test_reruns_have_the_recorded_environment_and_the_change(cli: Callable[..., Result], store: Path,
