@@ -108,7 +108,7 @@
           var xs = LABEL_W + (s - v0) * scale, ww = Math.max(1, (e - s) * scale);
           ctx.fillRect(xs, top, ww, h);
           if (ww > 40) {
-            ctx.fillStyle = "#fff";
+            ctx.fillStyle = lv.xk[i] < spec.components ? "#fff" : "#1a202c";  // host colours are light
             ctx.fillText(spec.names[lv.xn[i]].slice(0, Math.floor(ww / 6)), Math.max(xs, LABEL_W) + 2, top + h - 3);
           }
           drawn++;
