@@ -215,3 +215,18 @@ def test_torch_memory_records_read_alike(tmp_path: Path) -> None:
     mt = memory_timeline(tables[0])
     assert mt is not None and mt.devices[0].peak_bytes == int(mem["allocated"].max())
     assert mt.devices[0].peak_top_op is not None
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_damaged_memory_records_are_read_as_not_measured(tmp_path: Path, reader: str) -> None:
+    """A record without a usable time is dropped and counted; a figure of the wrong type (an array, a word) is
+    not measured (-1, a change of 0) and counted; the rest of the trace is read as before."""
+    good = _mem(10, 64, 64, 1)
+    no_time = {**_mem(11, 64, 128, 2), "ts": "soon"}
+    wrong = _mem(12, 64, 192, 3)
+    wrong["args"] = {**wrong["args"], "Bytes": [64], "Total Allocated": "lots"}
+    table = _read(tmp_path, [ev("cpu_op", "aten::empty", 0, 100), good, no_time, wrong], reader)
+    assert table.meta.dropped_events == 1 and table.meta.wrong_type_values >= 1
+    assert table.memory["bytes"].tolist() == [64, 0] and table.memory["allocated"].tolist() == [64, -1]
+    mt = memory_timeline(table)
+    assert mt is not None and mt.devices[0].peak_bytes == 64 and mt.devices[0].peak_owner == "aten::empty"
