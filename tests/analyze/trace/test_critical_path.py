@@ -299,7 +299,7 @@ def test_a_cycle_is_no_path() -> None:
     def a(*v: int) -> Any:
         return np.asarray(v, dtype=np.int64)
 
-    g = PathGraph(node_row=a(0, 0), node_start=np.asarray([True, False]), node_ts=a(0, 10),
+    g = PathGraph(node_row=a(0, 0), node_start=np.asarray([True, False]),
                   linked=np.asarray([False, True]), w_in=a(0, 10), kind_in=np.asarray([0, 0], np.int8),
                   attr_in=a(-1, 0), cross_src=a(1), cross_dst=a(0), cross_w=a(0),
                   cross_kind=np.asarray([5], np.int8), notes=())
@@ -340,7 +340,7 @@ def test_segment_by_segment_when_offsets_would_overflow() -> None:
         return np.asarray(v, dtype=np.int64)
 
     g = PathGraph(node_row=a(0, 0, 1, 1, 2, 2), node_start=np.asarray([True, False] * 3),
-                  node_ts=a(0, 1, 2, 3, 4, 5), linked=np.asarray([False, True] * 3), w_in=a(0, big, 0, 7, 0, big),
+                  linked=np.asarray([False, True] * 3), w_in=a(0, big, 0, 7, 0, big),
                   kind_in=np.zeros(6, np.int8), attr_in=a(-1, 0, -1, 1, -1, 2), cross_src=a(1, 3),
                   cross_dst=a(2, 4), cross_w=a(5, 0), cross_kind=np.asarray([3, 5], np.int8), notes=())
     lp = longest(g)
@@ -360,7 +360,7 @@ def test_a_long_hop_chain_does_not_leak_into_the_next_segment() -> None:
         return np.asarray(v, dtype=np.int64)
 
     g = PathGraph(node_row=a([i // 2 for i in range(2 * n)]), node_start=np.asarray([True, False] * n),
-                  node_ts=a(list(range(2 * n))), linked=np.asarray([False, True] * n),
+                  linked=np.asarray([False, True] * n),
                   w_in=a([0, 10] * (n - 1) + [0, 0]), kind_in=np.zeros(2 * n, np.int8),
                   attr_in=a([-1] * (2 * n)), cross_src=a([2 * i + 1 for i in range(n - 2)]),
                   cross_dst=a([2 * i + 2 for i in range(n - 2)]), cross_w=a([0] * (n - 2)),

@@ -244,6 +244,8 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
     except CycleError:
         return None
     ranges, cross = _walk(g, lp)
+    length, rounds = int(lp.dist[ranges[-1][1]]), lp.rounds
+    del lp  # the search's arrays go before the path's are built (a worker's peak)
     nodes, kinds, weights, rows = [], [], [], []
     for i, (j, k) in enumerate(ranges):
         if i:
@@ -257,19 +259,28 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
         rows.append(g.attr_in[j + 1:k + 1])
     node = np.concatenate(nodes)
     ek, ew, er = np.concatenate(kinds), np.concatenate(weights), np.concatenate(rows)
+    del nodes, kinds, weights, rows
+    path_rows = g.node_row[node]
+    span = _node_time(table, g, int(node[-1])) - _node_time(table, g, int(node[0]))
+    size, edges, notes = int(g.node_row.size), g.edges, g.notes
+    del g, node
     # a launch edge is the item's (HTA attributes it to no event: its time is launch delay either way)
     comm = comm_rows(table, rules or ComponentRules.defaults(), gpu)
     bucket = _buckets(table, ek, er, comm)
     breakdown = {name: int(ew[bucket == i].sum()) for i, name in enumerate(KINDS)}
-    path_rows = g.node_row[node]
     _, first = np.unique(path_rows, return_index=True)
     event_rows = path_rows[np.sort(first)]
     return CriticalPath(
-        length_ns=int(lp.dist[node[-1]]), span_ns=int(g.node_ts[node[-1]] - g.node_ts[node[0]]),
-        breakdown_ns=breakdown, top=_top(table, ek, ew, er, bucket), event_rows=event_rows,
-        edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=int(g.node_row.size), graph_edges=g.edges,
-        rounds=lp.rounds, notes=g.notes, collectives=_path_collectives(table, ew, er, bucket, comm),
+        length_ns=length, span_ns=span, breakdown_ns=breakdown, top=_top(table, ew, er, bucket),
+        event_rows=event_rows, edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=size, graph_edges=edges,
+        rounds=rounds, notes=notes, collectives=_path_collectives(table, ew, er, bucket, comm),
         collective_starts=collective_starts(table, comm))
+
+
+def _node_time(table: EventTable, g: PathGraph, node: int) -> int:
+    """A node's time: its event's start, or its end."""
+    r = int(g.node_row[node])
+    return int(table["ts_ns"][r]) + (0 if g.node_start[node] else int(table["dur_ns"][r]))
 
 
 def _buckets(table: EventTable, ek: Array, er: Array, comm: Array) -> Array:
@@ -301,18 +312,19 @@ def comm_rows(table: EventTable, rules: ComponentRules, gpu: GpuView | None = No
     return out
 
 
-def _top(table: EventTable, ek: Array, ew: Array, er: Array, bucket: Array) -> tuple[PathItem, ...]:
+def _top(table: EventTable, ew: Array, er: Array, bucket: Array) -> tuple[PathItem, ...]:
+    """Time on the path per (name, kind), the largest first (counted per name code: no sort of the path)."""
     have = (er >= 0) & (bucket >= 0)
     if not have.any():
         return ()
-    names = table["name"][er[have]].astype(np.int64)
-    key = names * len(KINDS) + bucket[have]
-    uniq, inv = np.unique(key, return_inverse=True)
-    time = np.bincount(inv, weights=ew[have]).astype(np.int64)
-    count = np.bincount(inv)
-    order = np.argsort(-time, kind="stable")[:TOP]
-    return tuple(PathItem(name=table.names[int(uniq[i]) // len(KINDS)], kind=KINDS[int(uniq[i]) % len(KINDS)],
-                          time_ns=int(time[i]), count=int(count[i])) for i in order if time[i] > 0)
+    key = table["name"][er[have]].astype(np.int64) * len(KINDS) + bucket[have]
+    size = len(table.names) * len(KINDS)
+    time = np.bincount(key, weights=ew[have], minlength=size)
+    count = np.bincount(key, minlength=size)
+    hit = np.flatnonzero(count)
+    order = hit[np.argsort(-time[hit], kind="stable")][:TOP]
+    return tuple(PathItem(name=table.names[int(k) // len(KINDS)], kind=KINDS[int(k) % len(KINDS)],
+                          time_ns=int(time[k]), count=int(count[k])) for k in order if time[k] > 0)
 
 
 def _group_of(table: EventTable, rows: Array) -> list[str]:

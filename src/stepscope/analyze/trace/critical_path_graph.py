@@ -59,14 +59,13 @@ class EdgeKind(IntEnum):
 class PathGraph:
     """Nodes laid out chain after chain; edge ``k`` of a chain joins node ``k - 1`` to node ``k``.
 
-    node_row / node_start / node_ts: the event (table row) of each node, whether it is its start, its time.
+    node_row / node_start: the event (table row) of each node and whether the node is its start.
     linked: node k has an in-chain edge from k - 1, of weight ``w_in``, kind ``kind_in``, attributed to row
     ``attr_in`` (-1: none). cross_*: the other edges (launch and sync), sorted by destination.
     """
 
     node_row: Array
     node_start: Array
-    node_ts: Array
     linked: Array
     w_in: Array
     kind_in: Array
@@ -95,101 +94,137 @@ def host_rows(table: EventTable) -> Array:
 
 
 def _euler(table: EventTable, rows: Array) -> tuple[Array, Array, Array, Array]:
-    """Host nodes in call-stack order per thread: (row position, is start, parent position, thread start flag)."""
+    """Host nodes in call-stack order per thread: (row position, is start, parent position, thread start flag),
+    positions int32; every temporary freed as soon as it is used (the graph is built within a worker's memory)."""
+    n = rows.size
     pid, tid = table["pid"][rows], table["tid"][rows]
     ts = table["ts_ns"][rows]
     end = ts + table["dur_ns"][rows]
-    leaf = table["kind"][rows] == EventKind.RUNTIME
-    par = parents(pid, tid, ts, end, leaf)
-    order = thread_order(pid, tid, ts, end).astype(np.int64)
-    pos = np.empty(rows.size, dtype=np.int64)
-    pos[order] = np.arange(rows.size)
-    depth = np.zeros(rows.size, dtype=np.int64)
+    order = thread_order(pid, tid, ts, end)
+    new = np.ones(n, dtype=bool)
+    new[1:] = pid[order][1:] != pid[order][:-1]
+    new[1:] |= tid[order][1:] != tid[order][:-1]
+    par64 = parents(pid, tid, ts, end, table["kind"][rows] == EventKind.RUNTIME)
+    del pid, tid, ts, end
+    par = par64.astype(np.int32)
+    del par64
+    pos = np.empty(n, dtype=np.int32)
+    pos[order] = np.arange(n, dtype=np.int32)
+    thread = np.empty(n, dtype=np.int32)
+    thread[order] = np.cumsum(new, dtype=np.int32)
+    del new, order
+    depth = np.zeros(n, dtype=np.int32)
     up = par.copy()
     while (has := up >= 0).any():  # a call stack is tens deep: one pass per level
         depth += has
         up[has] = par[up[has]]
+    del up, has
     last = pos.copy()  # pre-order position of the last event of each subtree, deepest levels first
     for d in range(int(depth.max(initial=0)), 0, -1):
         at = np.flatnonzero(depth == d)
         np.maximum.at(last, par[at], last[at])
-    n = rows.size
-    key = np.concatenate([2 * pos, 2 * last + 1])  # enter at its own position, exit after its subtree ...
-    sub = np.concatenate([np.zeros(n, np.int64), -depth])  # ... the deepest exit first
-    tok = np.lexsort((sub, key))
-    ev = np.concatenate([np.arange(n), np.arange(n)])[tok]
+    # one sort key: an enter at its own position, an exit after its subtree, the deepest exit first
+    key = np.empty(2 * n, dtype=np.int64)
+    np.left_shift(pos, 17, out=key[:n], dtype=np.int64)
+    np.left_shift(last, 17, out=key[n:], dtype=np.int64)
+    key[n:] |= 1 << 16
+    key[n:] += 0xFFFF - np.minimum(depth, 0xFFFF)
+    del pos, last, depth
+    tok = np.argsort(key).astype(np.int32)
+    del key
     is_start = tok < n
-    thread = np.empty(n, dtype=np.int64)
-    thread[order] = np.cumsum(np.r_[True, (pid[order][1:] != pid[order][:-1]) | (tid[order][1:] != tid[order][:-1])])
-    th = thread[ev]
-    first = np.r_[True, th[1:] != th[:-1]]
-    return ev, is_start, par, first
+    tok[~is_start] -= n
+    th = thread[tok]
+    first = np.ones(2 * n, dtype=bool)
+    np.not_equal(th[1:], th[:-1], out=first[1:])
+    return tok, is_start, par, first
 
 
 def build_graph(table: EventTable) -> PathGraph:
     """The graph of the whole trace (HTA's ``critical_path_analysis`` with the empty annotation)."""
     hrows = host_rows(table)
-    ts_all, dur_all = table["ts_ns"], table["dur_ns"]
-    ev, h_start, hpar, first = _euler(table, hrows)
-    h_row = hrows[ev]
-    h_ts = np.where(h_start, ts_all[h_row], ts_all[h_row] + dur_all[h_row])
-    nh = h_row.size
-    # host in-chain edges
-    prev_start = np.r_[False, h_start[:-1]]
-    w = np.r_[0, np.diff(h_ts)]
+    host_mask = np.zeros(len(table), dtype=bool)
+    host_mask[hrows] = True
+    items, calls, notes = _launched(table, host_mask)
+    del host_mask
+    nh, ng = 2 * hrows.size, 2 * items.size
+    n = nh + ng
+    euler = _euler(table, hrows)  # before the graph's arrays exist: the two peaks do not add up
+    # the graph's arrays, written in place: host chains first, then GPU streams
+    node_row = np.empty(n, dtype=np.int32)
+    node_start = np.empty(n, dtype=bool)
+    linked = np.empty(n, dtype=bool)
+    w_in = np.empty(n, dtype=np.int64)
+    kind_in = np.empty(n, dtype=np.int8)
+    attr_in = np.empty(n, dtype=np.int32)
+    enter_of, exit_of = _host_part(table, hrows, euler, node_row[:nh], node_start[:nh], linked[:nh], w_in[:nh],
+                                   kind_in[:nh], attr_in[:nh])
+    del euler
+    g = _gpu_part(table, items, calls, nh, node_row[nh:], node_start[nh:], linked[nh:], w_in[nh:], kind_in[nh:],
+                  attr_in[nh:])
+    at = np.searchsorted(hrows, g.launch_call)  # the launching calls are host rows: their enter nodes
+    launch_src = enter_of[at].astype(np.int64)
+    s_src, s_dst = _sync_edges(table, g, hrows, exit_of, notes)
+    csrc = np.concatenate([launch_src, s_src])
+    cdst = np.concatenate([g.launch_dst, s_dst])
+    cw = np.concatenate([g.launch_w, np.zeros(s_src.size, np.int64)])
+    ck = np.concatenate([np.full(launch_src.size, EdgeKind.LAUNCH, np.int8), np.full(s_src.size, EdgeKind.SYNC,
+                                                                                      np.int8)])
+    by_dst = np.argsort(cdst, kind="stable")
+    return PathGraph(node_row=node_row, node_start=node_start, linked=linked, w_in=w_in, kind_in=kind_in,
+                     attr_in=attr_in, cross_src=csrc[by_dst], cross_dst=cdst[by_dst], cross_w=cw[by_dst],
+                     cross_kind=ck[by_dst], notes=tuple(notes))
+
+
+def _host_part(table: EventTable, hrows: Array, euler: tuple[Array, Array, Array, Array], node_row: Array,
+               node_start: Array, linked: Array, w: Array, kind: Array, attr: Array) -> tuple[Array, Array]:
+    """Fill the host chains' part of the graph's arrays from :func:`_euler`'s order; return each host row's enter
+    and exit node (by position in ``hrows``)."""
+    ev, h_start, hpar, first = euler
+    node_row[:] = hrows[ev]
+    node_start[:] = h_start
+    np.logical_not(first, out=linked)
+    ts_all = table["ts_ns"]
+    t = ts_all[node_row]  # each node's time: the event's start, or its end
+    t[~h_start] += table["dur_ns"][node_row[~h_start]]
+    w[0] = 0
+    np.subtract(t[1:], t[:-1], out=w[1:])
+    del t
+    np.maximum(w, 0, out=w)
+    prev_start = np.empty(ev.size, dtype=bool)
+    prev_start[:1] = False
+    prev_start[1:] = h_start[:-1]
     root = hpar[ev] < 0
-    dep = ~first & ~prev_start & h_start & root & np.r_[False, root[:-1]]  # a root's exit -> the next root
-    blocking = _named(table, BLOCKING_CALLS)[table["name"][h_row]]
-    kind = np.where(dep, EdgeKind.DEPENDENCY, EdgeKind.CPU).astype(np.int8)
-    w = np.where(dep | (blocking & ~h_start), 0, np.maximum(w, 0))
-    w[first] = 0
+    dep = ~first & ~prev_start & h_start & root
+    dep[1:] &= root[:-1]  # a root's exit -> the next root: a dependency of weight 0
+    del root
+    blocking = _named(table, BLOCKING_CALLS)[table["name"][node_row]] & ~h_start
+    w[dep | blocking | first] = 0
+    del blocking
+    kind[:] = np.where(dep, EdgeKind.DEPENDENCY, EdgeKind.CPU)
     # attribution (HTA's four cases): start->start, start->end: the source; end->end: the destination;
     # end->start: the source's parent
-    src_ev = np.r_[0, ev[:-1]]
-    par_src = hpar[src_ev]
-    attr_pos = np.where(prev_start, src_ev, np.where(~h_start, ev, par_src))
-    attr = np.where(attr_pos >= 0, hrows[np.maximum(attr_pos, 0)], -1)
-    attr[first | dep] = -1
-    enter_node = np.empty(hrows.size, dtype=np.int64)
-    exit_node = np.empty(hrows.size, dtype=np.int64)
-    enter_node[ev[h_start]] = np.flatnonzero(h_start)
-    exit_node[ev[~h_start]] = np.flatnonzero(~h_start)
-    node_of_row = np.full(len(table), -1, dtype=np.int64)  # host row -> its enter node
-    node_of_row[hrows] = enter_node
-    exit_of_row = np.full(len(table), -1, dtype=np.int64)
-    exit_of_row[hrows] = exit_node
-
-    g = _gpu_part(table, node_of_row, nh)
-    notes = list(g.notes)
-    cross_src = [g.launch_src]
-    cross_dst = [g.launch_dst]
-    cross_w = [g.launch_w]
-    s_src, s_dst = _sync_edges(table, g, exit_of_row, notes)
-    cross_src.append(s_src)
-    cross_dst.append(s_dst)
-    cross_w.append(np.zeros(s_src.size, np.int64))
-    ck = np.concatenate([np.full(g.launch_src.size, EdgeKind.LAUNCH, np.int8), np.full(s_src.size, EdgeKind.SYNC,
-                                                                                        np.int8)])
-    csrc, cdst, cw = (np.concatenate(a) for a in (cross_src, cross_dst, cross_w))
-    by_dst = np.argsort(cdst, kind="stable")
-    return PathGraph(
-        node_row=np.concatenate([h_row, g.row]), node_start=np.concatenate([h_start, g.start]),
-        node_ts=np.concatenate([h_ts, g.ts]), linked=np.concatenate([~first, g.linked]),
-        w_in=np.concatenate([w, g.w_in]), kind_in=np.concatenate([kind, g.kind_in]),
-        attr_in=np.concatenate([attr, g.attr_in]), cross_src=csrc[by_dst], cross_dst=cdst[by_dst],
-        cross_w=cw[by_dst], cross_kind=ck[by_dst], notes=tuple(notes))
+    src = np.empty(ev.size, dtype=np.int32)
+    src[:1] = 0
+    src[1:] = ev[:-1]
+    at = np.where(prev_start, src, np.where(h_start, hpar[src], ev))
+    del src, prev_start
+    at[first | dep] = -1
+    attr[:] = -1
+    has = at >= 0
+    attr[has] = hrows[at[has]]
+    del at, has, dep
+    enter_of = np.empty(hrows.size, dtype=np.int32)
+    exit_of = np.empty(hrows.size, dtype=np.int32)
+    enter_of[ev[h_start]] = np.flatnonzero(h_start)
+    exit_of[ev[~h_start]] = np.flatnonzero(~h_start)
+    return enter_of, exit_of
 
 
 @dataclass(frozen=True, slots=True)
 class _Gpu:
-    row: Array
-    start: Array
-    ts: Array
-    linked: Array
-    w_in: Array
-    kind_in: Array
-    attr_in: Array
-    launch_src: Array
+    launch_call: Array
+    """Table rows of the calls behind the launch edges (host rows)."""
     launch_dst: Array
     launch_w: Array
     items: Array
@@ -198,25 +233,28 @@ class _Gpu:
     """Chain id (device, stream) of each item."""
     chain_keys: Array
     end_node: Array
-    notes: tuple[str, ...]
 
 
-def _gpu_part(table: EventTable, node_of_row: Array, base: int) -> _Gpu:
-    """Nodes of the GPU items whose launching call is a host node, chained per (device, stream)."""
-    kind = table["kind"]
-    work = np.flatnonzero(kind_mask(kind, GPU_WORK_KINDS))
+def _launched(table: EventTable, host: Array) -> tuple[Array, Array, list[str]]:
+    """GPU items whose launching call is a host node (and the calls' rows), in (device, stream, start) order."""
+    work = np.flatnonzero(kind_mask(table["kind"], GPU_WORK_KINDS))
     call = pair_calls(table, work, launch_calls(table))
     ok = call >= 0
-    ok[ok] = node_of_row[call[ok]] >= 0
-    items, call = work[ok], call[ok]
+    ok[ok] = host[call[ok]]
     notes = []
     if (~ok).any():
         notes.append(f"{int((~ok).sum())} GPU work items without a launching call in the trace are left out of the "
                      "graph (as HTA does)")
+    items, call = work[ok], call[ok]
+    order = np.lexsort((items, table["stream"][items], table["device"][items]))  # rows are in start order
+    return items[order], call[order], notes
+
+
+def _gpu_part(table: EventTable, items: Array, call: Array, base: int, row: Array, start: Array, linked: Array,
+              w_in: Array, kind_in: Array, attr: Array) -> _Gpu:
+    """Fill the GPU streams' part of the graph's arrays (items chained per (device, stream))."""
     dev = table["device"][items].astype(np.int64)
     stream = table["stream"][items]
-    order = np.lexsort((items, stream, dev))  # rows are in start order: (device, stream, start)
-    items, call, dev, stream = items[order], call[order], dev[order], stream[order]
     n = items.size
     new_chain = np.r_[True, (dev[1:] != dev[:-1]) | (stream[1:] != stream[:-1])] if n else np.zeros(0, bool)
     chain = np.cumsum(new_chain) - 1
@@ -234,26 +272,22 @@ def _gpu_part(table: EventTable, node_of_row: Array, base: int) -> _Gpu:
     after = ~new_chain & ~launch  # from the previous item on the stream
     node = base + np.arange(2 * n, dtype=np.int64)
     start_node, end_node = node[0::2], node[1::2]
-    linked = np.ones(2 * n, dtype=bool)
     linked[0::2] = after
-    w_in = np.zeros(2 * n, dtype=np.int64)
+    linked[1::2] = True
     w_in[0::2] = np.where(after, np.maximum(ts - prev_end, 0), 0)
     w_in[1::2] = end - ts
-    kind_in = np.empty(2 * n, dtype=np.int8)
     kind_in[0::2] = EdgeKind.KERNEL_GAP
     kind_in[1::2] = EdgeKind.KERNEL
-    attr = np.empty(2 * n, dtype=np.int64)
     attr[0::2] = np.where(after, np.r_[-1, items[:-1]], -1)  # a gap is the previous item's (as HTA)
     attr[1::2] = items
-    row = np.repeat(items, 2)
-    start = np.tile(np.array([True, False]), n)
-    nts = np.empty(2 * n, dtype=np.int64)
-    nts[0::2], nts[1::2] = ts, end
+    row[0::2] = items
+    row[1::2] = items
+    start[0::2] = True
+    start[1::2] = False
     keys = np.stack([dev[new_chain], stream[new_chain]], axis=1) if n else np.zeros((0, 2), np.int64)
-    return _Gpu(row=row, start=start, ts=nts, linked=linked, w_in=w_in, kind_in=kind_in, attr_in=attr,
-                launch_src=node_of_row[call[launch]], launch_dst=start_node[launch],
+    return _Gpu(launch_call=call[launch], launch_dst=start_node[launch],
                 launch_w=np.maximum(ts[launch] - call_ts[launch], 0), items=items, chain=chain, chain_keys=keys,
-                end_node=end_node, notes=tuple(notes))
+                end_node=end_node)
 
 
 def _queue_lengths(chain: Array, call_ts: Array, item_ts: Array) -> tuple[Array, Array]:
@@ -273,7 +307,7 @@ def _queue_lengths(chain: Array, call_ts: Array, item_ts: Array) -> tuple[Array,
     return out[:n], out[n:]
 
 
-def _sync_edges(table: EventTable, g: _Gpu, exit_of_row: Array, notes: list[str]) -> tuple[Array, Array]:
+def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array, notes: list[str]) -> tuple[Array, Array]:
     """Edges from the last item on a stream (every stream: Context Sync) to the end of the waiting call."""
     kind = table["kind"]
     syncs = np.flatnonzero(kind == EventKind.SYNC)
@@ -281,7 +315,9 @@ def _sync_edges(table: EventTable, g: _Gpu, exit_of_row: Array, notes: list[str]
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     names = np.asarray(table.names, dtype=object)[table["name"][syncs]]
     call = pair_calls(table, syncs, launch_calls(table))
-    waiter = np.where(call >= 0, exit_of_row[np.maximum(call, 0)], -1)
+    at = np.minimum(np.searchsorted(hrows, call), max(hrows.size - 1, 0))
+    host = (call >= 0) & (hrows[at] == call) if hrows.size else np.zeros(call.size, bool)
+    waiter = np.where(host, exit_of[at], -1) if hrows.size else np.full(call.size, -1)
     at = table["ts_ns"][syncs] + table["dur_ns"][syncs]  # HTA orders syncs by their end among item starts
     item_ts = table["ts_ns"][g.items]
     src, dst = [], []
