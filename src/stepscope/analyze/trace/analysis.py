@@ -103,8 +103,8 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, seq
                   sequence_max: int = MAX_LENGTH, sequence_top: int = TOP,
                   with_critical_path: bool = False) -> TraceAnalysis:
     """Run every analysis on one rank's event table (``sequence_*``: the kernel-sequence lengths and how many
-    sequences of each length to keep). ``with_critical_path``: add the critical path (off by default: its graph
-    needs about twice the table's memory, past a worker's budget of 1.5 times)."""
+    sequences of each length to keep). ``with_critical_path``: add the critical path (off by default: with it a
+    worker peaks at about 1.9 times the table, past its budget of 1.5 times)."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
     steps = step_summary(table, gpu)
