@@ -34,7 +34,7 @@ def test_operator_types_and_concrete_inputs_are_kept(tmp_path: Path, reader: str
     path = tmp_path / "t.json"
     path.write_bytes(RAW)
     t = read_trace(path, reader=reader)
-    by_name = {}
+    by_name: dict[str, list[str | None]] = {}
     for i in range(len(t)):
         code = int(t["optype"][i])
         by_name.setdefault(t.names[int(t["name"][i])], []).append(t.optypes[code] if code >= 0 else None)

@@ -271,3 +271,19 @@ def test_hostile_operator_args_give_no_model_never_an_error(tmp_path: Path) -> N
     r = analyze_trace(table).roofline
     assert r is not None and len(r.ops) == len(weird) and r.modeled_gpu_ns == 0
     assert all(o.family is None and o.no_model for o in r.ops)
+
+
+def test_peaks_are_those_of_the_device_the_kernels_ran_on(tmp_path: Path) -> None:
+    """deviceProperties lists the host's GPUs; the kernels ran on device 0 here, listed second (an H200)."""
+    other = {"id": 1, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16945512448}
+    ran_on = {"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000}
+    path = _roofline_trace(tmp_path / "t.json", other)
+    import json as _json
+
+    doc = _json.loads(path.read_text())
+    doc["deviceProperties"] = [other, ran_on]
+    path.write_text(_json.dumps(doc))
+    r = analyze_trace(read_trace(path)).roofline
+    assert r is not None and r.device == "NVIDIA H200" and r.peaks is not None and r.peaks.label == "H200 SXM"
+    # mm: 137.44 TFLOP/s of the H200's 989.4 bf16 = 13.89%
+    assert r.ops[0].compute_pct == pytest.approx(100 * 137.438953472 / 989.4)

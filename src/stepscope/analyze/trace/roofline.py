@@ -66,10 +66,11 @@ class OpRoofline:
 
 @dataclass(frozen=True, slots=True)
 class Roofline:
-    """device: the trace's first device name. peaks: its row of the peak table (label, source) or None when the
-    device is unknown (no share of peak, no bound). memory_tbps: the memory peak used, memory_source whether
-    it comes from deviceProperties (clock x bus width) or the table. ops: largest GPU time first. gpu_ns: GPU
-    time of kernels launched by operators themselves; modeled_gpu_ns: of which by calls with a model."""
+    """device: the name of the device most kernels ran on (deviceProperties). peaks: its row of the peak table
+    (label, source) or None when the device is unknown (no share of peak, no bound). memory_tbps: the memory
+    peak used, memory_source whether it comes from deviceProperties (clock x bus width) or the table. ops:
+    largest GPU time first. gpu_ns: GPU time of kernels launched by operators themselves; modeled_gpu_ns: of
+    which by calls with a model."""
 
     device: str | None
     peaks: GpuPeaks | None
@@ -96,6 +97,14 @@ def _memory(dev: DeviceInfo | None, peaks: GpuPeaks | None) -> tuple[float | Non
     return (peaks.memory_tbps / peaks.devices_per_card, "table") if peaks else (None, None)
 
 
+def _device(table: EventTable) -> DeviceInfo | None:
+    """The device most kernels ran on (deviceProperties lists every GPU of the host; rank 3 may run on GPU 3),
+    else the first one listed."""
+    ids = table["device"][(table["kind"] == EventKind.KERNEL) & (table["device"] >= 0)]
+    found = table.meta.device(int(np.bincount(ids).argmax())) if ids.size else None
+    return found or (table.meta.devices[0] if table.meta.devices else None)
+
+
 def compute_peak(peaks: GpuPeaks | None, cost: OpCost) -> float | None:
     """TFLOP/s one device reaches for this work: the matrix peak of its precision, or the vector FP32 peak."""
     if peaks is None:
@@ -107,7 +116,7 @@ def compute_peak(peaks: GpuPeaks | None, cost: OpCost) -> float | None:
 def op_roofline(table: EventTable, host: HostTimes) -> Roofline:
     """Group the operator calls that launched GPU work by (name, Input Dims, Input type) and place each on the
     device's roofline."""
-    dev = table.meta.devices[0] if table.meta.devices else None
+    dev = _device(table)
     peaks = lookup(dev.name, dev.total_memory_bytes) if dev else None
     mem, mem_source = _memory(dev, peaks)
     kind = table["kind"][host.rows]
