@@ -45,6 +45,10 @@ def test_gemm_models_on_fixture_events(a100: EventTable) -> None:
     # (512 + 1024*1705 + 1705*512 + 1024*512) * 4 = 3,143,680 * 4
     assert _cost(_event_cost(a100, "aten::addmm", "[[512],[1024,1705],[1705,512],[],[]]")) == \
         ("gemm", 1_787_822_080, 12_574_720, "fp32")
+    # aten::linear [[1024,1705],[512,1705],[512]]: x (1024, 1705) by weight (512, 1705): 2*1024*512*1705, as the
+    # addmm above; (1024*1705 + 512*1705 + 512 + 1024*512) * 4 = 3,143,680 * 4
+    assert _cost(_event_cost(a100, "aten::linear", "[[1024,1705],[512,1705],[512]]")) == \
+        ("gemm", 1_787_822_080, 12_574_720, "fp32")
     sampled = read_trace(FIXTURES / "sampled_128rank" / "rank0.json.gz")
     # aten::bmm [[2048,160,45],[2048,45,20]]: 2*2048*160*20*45; (14,745,600 + 1,843,200 + 6,553,600) * 4
     assert _cost(_event_cost(sampled, "aten::bmm", "[[2048,160,45],[2048,45,20]]")) == \
