@@ -367,3 +367,18 @@ def test_a_long_hop_chain_does_not_leak_into_the_next_segment() -> None:
                   cross_kind=np.full(n - 2, 3, np.int8), notes=())
     want = [0, 10, 10, 20, 20, 30, 30, 40, 40, 50, 0, 0]
     assert longest(g).dist.tolist() == topological_longest(g).tolist() == want
+
+
+def test_report_gpu_section_shows_the_path(tmp_path: Path) -> None:
+    """The run report's GPU section: the path's table under the rank's timeline, computed from the table when
+    the analysis has none (opt-in), and the same path as the analysis's when it has one."""
+    from stepscope.analyze.advisor import Advice
+    from stepscope.report.html.gpu_sections import gpu_section
+
+    table = read_trace(write(tmp_path / "rank0.json", two_stream_trace(), distributedInfo={"rank": 0}))
+    advice = Advice(findings=(), checked=(), notes=())
+    for a in (analyze_trace(table), analyze_trace(table, with_critical_path=True)):
+        html = gpu_section({0: a}, [], advice, tables={0: table})
+        assert "<h3>Critical path</h3>" in html and "160.0 µs over 4 events" in html
+        assert html.index("Critical path") < html.index("Temporal breakdown")
+    assert "Critical path" not in gpu_section({0: analyze_trace(table)}, [], advice)  # no table, no path

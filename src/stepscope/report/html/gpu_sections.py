@@ -14,10 +14,12 @@ from typing import Any
 
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
 from stepscope.analyze.trace.steps import CATEGORIES
 from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Bars, bar_chart
+from stepscope.report.html.critical_path import critical_path_html
 from stepscope.report.html.escape import esc
 from stepscope.report.html.gpu_counters import counters_html
 from stepscope.report.html.names import short_names
@@ -25,7 +27,7 @@ from stepscope.report.html.page import grid, heading, kv_table, notice, paragrap
 from stepscope.report.html.roofline import roofline_html
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
-from stepscope.report.html.timeline import path_rows, rank_budget, timeline_html
+from stepscope.report.html.timeline import rank_budget, timeline_html
 
 TOP_KERNEL_BARS = 15
 BAR_LABEL_LIMIT = 46
@@ -96,17 +98,17 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
         parts.append(heading("Ranks compared"))
         parts.append(ranks_table(analyses))
     budget = rank_budget(len(analyses))
-    lines = {r: timeline_html(tables[r], budget=budget,
-                              critical=critical[r] if critical is not None and r in critical else _path(a, tables[r]))
+    # each rank's critical path: its analysis's, else computed here once (opt-in in analyze_trace) for the
+    # timeline's marks and the path's table
+    paths = {r: a.critical_path if a.critical_path is not None else critical_path(tables[r])
              for r, a in analyses.items() if tables and r in tables}
-    parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, "")) for r, a in analyses.items()}))
+    lines = {r: timeline_html(tables[r], budget=budget,
+                              critical=critical[r] if critical is not None and r in critical else
+                              None if cp is None else cp.event_rows.tolist())
+             for r, cp in paths.items() if tables}
+    parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, ""), paths.get(r, a.critical_path))
+                                  for r, a in analyses.items()}))
     return "".join(parts)
-
-
-def _path(a: TraceAnalysis, table: EventTable) -> Sequence[int] | None:
-    """The rows of the rank's critical path for the timeline: its analysis's, else computed here (the path is
-    opt-in in analyze_trace)."""
-    return a.critical_path.event_rows.tolist() if a.critical_path is not None else path_rows(table)
 
 
 def ranks_table(analyses: Mapping[int, TraceAnalysis]) -> str:
@@ -122,7 +124,7 @@ def ranks_table(analyses: Mapping[int, TraceAnalysis]) -> str:
     return table(cols, rows, table_id="gpu-ranks")
 
 
-def rank_html(a: TraceAnalysis, timeline: str = "") -> str:
+def rank_html(a: TraceAnalysis, timeline: str = "", path: CriticalPath | None = None) -> str:
     r = a.rank
     n_steps = len(a.steps.steps)
     parts = [heading(f"Rank {r}: {n_steps} profiled step(s), {a.events:,} trace events, "
@@ -130,6 +132,9 @@ def rank_html(a: TraceAnalysis, timeline: str = "") -> str:
     parts += [notice(w, "warn") for w in a.warnings]
     parts.append(tiles(headline_tiles(a)))
     parts.append(timeline)
+    if path is not None:
+        parts.append(heading("Critical path"))
+        parts.append(critical_path_html(path, r))
     if a.temporal is not None:
         parts.append(heading("Temporal breakdown"))
         parts.append(grid(temporal_table(a), temporal_chart(a)))
