@@ -120,7 +120,10 @@ def cross_rank_view(c: CrossRankPath) -> RenderableType:
             f"{c.collectives_on_path} collective kernels on its path")
     lines = [Text(head)]
     lines += [Text(f"  {w.text()}") for w in c.waits]
-    if not c.waits and c.collectives_on_path:
+    if not c.clocks_aligned:
+        lines.append(Text(f"  no waits given: in {c.clock_breaks} of the matched collectives a rank started after "
+                          "this rank's kernel had ended — the ranks' clocks disagree", style="yellow"))
+    elif not c.waits and c.collectives_on_path:
         lines.append(Text("  it waited for no other rank at them (it arrived last or with the others)"))
     if c.unmatched:
         lines.append(Text(f"  {c.unmatched} of them not found in the other ranks' traces", style="yellow"))

@@ -382,3 +382,20 @@ def test_report_gpu_section_shows_the_path(tmp_path: Path) -> None:
         assert "<h3>Critical path</h3>" in html and "160.0 µs over 4 events" in html
         assert html.index("Critical path") < html.index("Temporal breakdown")
     assert "Critical path" not in gpu_section({0: analyze_trace(table)}, [], advice)  # no table, no path
+
+
+def test_cross_rank_says_when_clocks_disagree() -> None:
+    """sampled_128rank's ranks 0 and 1: at one of the three SendRecv kernels on rank 0's path (#6) rank 1 starts
+    24.2 ms after rank 0's kernel has ended, so the clocks disagree and no wait is given (the collectives
+    analysis finds the same on these files: 6 of 10 instances)."""
+    folder = next(p.parent for p in FILES if p.parent.name == "sampled_128rank")
+    paths = {r: critical_path(read_trace(folder / f"rank{r}.json.gz")) for r in (0, 1)}
+    cross = cross_rank_path(paths)
+    assert cross is not None and cross.slowest_rank == 0
+    assert [(c.name, c.instance) for c in paths[0].collectives] == [  # type: ignore[union-attr]
+        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", i) for i in (6, 7, 8)]
+    assert (cross.collectives_on_path, cross.unmatched, cross.clock_breaks) == (3, 0, 1)
+    assert not cross.clocks_aligned and cross.waits == ()
+    from stepscope.report.trace_terminal import cross_rank_view
+
+    assert "the ranks' clocks disagree" in _text(cross_rank_view(cross))

@@ -53,6 +53,7 @@ class PathCollective:
     name: str
     instance: int
     start_ns: int
+    end_ns: int
     time_ns: int
 
 
@@ -89,7 +90,7 @@ class CriticalPath:
                 "event_rows": self.event_rows.tolist(), "graph_nodes": self.graph_nodes,
                 "graph_edges": self.graph_edges, "notes": list(self.notes),
                 "collectives": [{"group": c.group, "name": c.name, "instance": c.instance, "start_ns": c.start_ns,
-                                 "time_ns": c.time_ns} for c in self.collectives]}
+                                 "end_ns": c.end_ns, "time_ns": c.time_ns} for c in self.collectives]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +336,7 @@ def _group_of(table: EventTable, rows: Array) -> list[str]:
             a = table.colls[c]
             out.append(f"{a.group_name or a.group_ranks or ''}|{a.name}")
         else:
-            out.append(f"|{table.names[int(table['name'][r])]}")
+            out.append(f"|{table.names[int(table['name'][r])].split('(')[0]}")  # the kernel's name, no parameters
     return out
 
 
@@ -363,5 +364,6 @@ def _path_collectives(table: EventTable, ew: Array, er: Array, bucket: Array,
         key = str(groups_all[at])
         instance = int((groups_all[:at] == key).sum())
         group, _, name = key.partition("|")
-        out.append(PathCollective(group=group, name=name, instance=instance, start_ns=int(ts[r]), time_ns=int(t)))
+        out.append(PathCollective(group=group, name=name, instance=instance, start_ns=int(ts[r]),
+                                  end_ns=int(ts[r] + table["dur_ns"][r]), time_ns=int(t)))
     return tuple(out)
