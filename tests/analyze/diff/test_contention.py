@@ -140,3 +140,12 @@ def test_simulated_real_effects_at_equal_load_are_found() -> None:
     twenty = _verdicts(rng, 1000, sigma=0.02, true_log=math.log(1.2), lat_jump=jump, effect=np.ones(1000),
                        base=learned)
     assert twenty.mean() >= 0.9, twenty.mean()
+
+
+def test_no_run_queue_wait_on_either_side_is_no_shift() -> None:
+    """Both sides' threads never waited for a CPU (latency 0 ms: a quiet host, or a step that mostly sleeps): no
+    shift, not a ZeroDivisionError (it ended `advise --verify` and `bench --ab` with a traceback)."""
+    from stepscope.analyze.diff.contention import Contention, load_shift
+
+    quiet = Contention(latency_ms=0.0, wait_share=0.0, load_avg=0.1, samples=5)
+    assert load_shift(quiet, quiet).shift_log == 0.0

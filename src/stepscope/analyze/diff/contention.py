@@ -165,6 +165,8 @@ def load_shift(base: Contention, exp: Contention) -> LoadShift:
     """The contention shift between the two sides (module docstring)."""
     if base.latency_ms is None or exp.latency_ms is None or base.wait_share is None or exp.wait_share is None:
         return LoadShift(base, exp, None)
-    if exp.latency_ms >= base.latency_ms:
+    if exp.latency_ms == base.latency_ms:  # both 0 too (no run-queue wait at all): no shift, no 0 / 0
+        return LoadShift(base, exp, 0.0)
+    if exp.latency_ms > base.latency_ms:
         return LoadShift(base, exp, -math.log1p(-exp.wait_share * (1.0 - base.latency_ms / exp.latency_ms)))
     return LoadShift(base, exp, math.log1p(-base.wait_share * (1.0 - exp.latency_ms / base.latency_ms)))
