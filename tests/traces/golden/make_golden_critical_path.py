@@ -11,7 +11,8 @@ documented in docs/traces.md:
 - ``HTA_DISABLE_NS_ROUNDING=1`` and ``include_last_profiler_step=True``: every recorded event, ns resolution.
 - ``critical_path_analysis(t, rank, annotation="", instance_id=None)``: the whole trace as the window (the
   empty annotation matches every name, so HTA's window is the first start to the last end), as stepscope's
-  default; one file per trace.
+  default; one file per trace. ``step0``: the same for HTA's own default window, the first ``ProfilerStep``
+  (``annotation="ProfilerStep", instance_id=0``), with the span of the events HTA kept (``window_us``).
 
 Writes ``<folder>__<file stem>__critical_path.json`` next to this script: the path's length (sum of its edge
 weights, µs), the breakdown by HTA's ``bound_by`` (µs), the time on the path per attributed event name (top
@@ -39,12 +40,25 @@ OUT = Path(__file__).resolve().parent
 
 
 def golden_for(path: Path) -> dict[str, Any]:
-    from hta.analyzers.critical_path_analysis import bound_by
     from hta.trace_analysis import TraceAnalysis
 
     ta = TraceAnalysis(trace_files={0: str(path)}, include_last_profiler_step=True)
+    out = _path_golden(ta, "", None)
+    # the first ProfilerStep (HTA's default window): its bounds, length and breakdown
+    try:
+        step = _path_golden(ta, "ProfilerStep", 0)
+        step = {k: step[k] for k in ("length_us", "breakdown_us", "window_us", "graph_nodes", "error") if k in step}
+    except Exception as exc:
+        step = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    out["step0"] = step
+    return out
+
+
+def _path_golden(ta: Any, annotation: str, instance: int | None) -> dict[str, Any]:
+    from hta.analyzers.critical_path_analysis import bound_by
+
     t0 = time.process_time()
-    got = ta.critical_path_analysis(rank=0, annotation="", instance_id=None)
+    got = ta.critical_path_analysis(rank=0, annotation=annotation, instance_id=instance)
     cpu_s = time.process_time() - t0
     if got is None:
         return {"error": "HTA returned None (no annotation matched)"}
@@ -52,6 +66,8 @@ def golden_for(path: Path) -> dict[str, Any]:
     if not ok:
         return {"error": "HTA's longest-path search failed (the graph has a cycle)"}
     df = graph.trace_df
+    base = float(ta.t.min_ts)  # HTA shifts every timestamp by the trace's first; the goldens keep the trace's clock
+    window = [float(df.ts.min()) + base, float((df.ts + df.dur).max()) + base]
     sym = ta.t.symbol_table.get_sym_table()
     nodes = graph.critical_path_nodes
     breakdown: dict[str, float] = defaultdict(float)
@@ -71,14 +87,13 @@ def golden_for(path: Path) -> dict[str, Any]:
             by_event[name] += w
         steps.append({"type": str(e.type.value).removeprefix("critical_path_"), "weight_us": w})
     path = []
-    base = float(ta.t.min_ts)  # HTA shifts every timestamp by the trace's first; the goldens keep the trace's clock
     for n in nodes:
         node = graph.node_list[n]
         ev = int(node.ev_idx)
         path.append({"event": sym[int(df.name.loc[ev])], "ts_us": float(df.ts.loc[ev]) + base,
                      "dur_us": float(df.dur.loc[ev]), "stream": int(df.stream.loc[ev]), "tid": int(df.tid.loc[ev]),
                      "is_start": bool(node.is_start)})
-    return {"length_us": sum(s["weight_us"] for s in steps),
+    return {"length_us": sum(s["weight_us"] for s in steps), "window_us": window,
             "breakdown_us": dict(sorted(breakdown.items())),
             "by_event_us": dict(sorted(by_event.items(), key=lambda kv: -kv[1])[:20]),
             "path_nodes": len(path), "path_events_by_name": _counts(path), "first_nodes": path[:10],

@@ -231,15 +231,16 @@ class CycleError(ValueError):
     """The graph has a cycle: no longest path (HTA fails on such a trace too)."""
 
 
-def critical_path(table: EventTable, *, rules: ComponentRules | None = None,
-                  gpu: GpuView | None = None) -> CriticalPath | None:
+def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu: GpuView | None = None,
+                  window: tuple[int, int] | None = None) -> CriticalPath | None:
     """The critical path of one rank's trace; None when the trace has no host operators or runtime calls, or
     when its graph has a cycle (clocks skewed between host and device).
 
-    gpu: the table's GPU view where already built (its components say which kernels communicate)."""
-    if not host_rows(table).size:  # GPU items join the graph through their launching call: none without host
+    gpu: the table's GPU view where already built (its components say which kernels communicate). window: only
+    the host events starting in it (ns) and the GPU work they launched (:func:`step_window` gives HTA's)."""
+    if not host_rows(table, window).size:  # GPU items join the graph through their launching call: none without
         return None
-    g = build_graph(table)
+    g = build_graph(table, window)
     try:
         lp = longest(g)
     except CycleError:

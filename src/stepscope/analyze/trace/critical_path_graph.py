@@ -87,10 +87,29 @@ def _named(table: EventTable, names: tuple[str, ...]) -> Array:
     return np.asarray([n in want for n in table.names], dtype=bool)
 
 
-def host_rows(table: EventTable) -> Array:
-    """Operators and runtime calls of positive duration (HTA drops zero-length ones: they break its stacks)."""
+def host_rows(table: EventTable, window: tuple[int, int] | None = None) -> Array:
+    """Operators and runtime calls of positive duration (HTA drops zero-length ones: they break its stacks), that
+    start within ``window`` (ns, both ends included) where one is given."""
     kind = table["kind"]
-    return np.flatnonzero(((kind == EventKind.CPU_OP) | (kind == EventKind.RUNTIME)) & (table["dur_ns"] > 0))
+    keep = ((kind == EventKind.CPU_OP) | (kind == EventKind.RUNTIME)) & (table["dur_ns"] > 0)
+    if window is not None:
+        ts = table["ts_ns"]
+        keep &= (ts >= window[0]) & (ts <= window[1])
+    return np.flatnonzero(keep)
+
+
+def step_window(table: EventTable, annotation: str = "ProfilerStep",
+                instances: tuple[int, int] = (0, 0)) -> tuple[int, int] | None:
+    """HTA's window: the events whose name holds ``annotation``, in start order; from the start of instance
+    ``instances[0]`` to the latest end among instances ``instances[0]..instances[1]`` (None: no such instance)."""
+    hit = np.asarray([annotation in n for n in table.names], dtype=bool)
+    rows = np.flatnonzero(hit[table["name"]]) if hit.any() else np.zeros(0, np.int64)
+    lo, hi = instances
+    rows = rows[lo:hi + 1]
+    if not rows.size:
+        return None
+    ts = table["ts_ns"][rows]
+    return int(ts.min()), int((ts + table["dur_ns"][rows]).max())
 
 
 def _euler(table: EventTable, rows: Array) -> tuple[Array, Array, Array, Array]:
@@ -140,9 +159,10 @@ def _euler(table: EventTable, rows: Array) -> tuple[Array, Array, Array, Array]:
     return tok, is_start, par, first
 
 
-def build_graph(table: EventTable) -> PathGraph:
-    """The graph of the whole trace (HTA's ``critical_path_analysis`` with the empty annotation)."""
-    hrows = host_rows(table)
+def build_graph(table: EventTable, window: tuple[int, int] | None = None) -> PathGraph:
+    """The graph of the whole trace (HTA's ``critical_path_analysis`` with the empty annotation), or of the host
+    events that start in ``window`` and the GPU work they launched (HTA's annotation window)."""
+    hrows = host_rows(table, window)
     host_mask = np.zeros(len(table), dtype=bool)
     host_mask[hrows] = True
     items, calls, notes = _launched(table, host_mask)
