@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stepscope.model.changes import OVERRIDES_ENV, Change, apply_changes
 from stepscope.analyze.runs.tune import Dimension, TuneResult, search
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, options_from
 from stepscope.cli.sweep import parse_grid
 from stepscope.errors import UserError
+from stepscope.model.changes import OVERRIDES_ENV, Change, apply_changes
 
 AUTO = ("threads", "workers", "pin_memory", "prefetch")
 """Settings stepscope can change without the user's code (--settings), besides named --param's."""
@@ -143,10 +143,10 @@ def _last_line(path: Path | None) -> str:
     return lines[-1] if lines else ""
 
 
-def _ladder(cores: int, start: int, low: int) -> tuple[str, ...]:
-    """low, 1, 2, 4, ... up to the cores, and the start value, in order."""
+def _ladder(cores: int, start: int, low: int, first: int = 1) -> tuple[str, ...]:
+    """low, first, 2 x first, ... up to the cores, and the start value, in order."""
     values = {low, start, cores}
-    n = 1
+    n = first
     while n < cores:
         values.add(n)
         n *= 2
@@ -181,8 +181,10 @@ def auto_knobs(summary: Any, wanted: Sequence[str]) -> tuple[list[Knob], list[st
         first = loaders[0]
         workers = int(first.get("num_workers") or 0)
         if "workers" in wanted:
-            knobs.append(Knob(Dimension("num_workers", _ladder(cores, workers, 0), str(workers)), "loader",
-                              "num_workers", "DataLoader num_workers", unset=str(workers)))
+            # one worker only moves a loader's wait to another process: the ladder skips it (0, 2, 4, ...)
+            ladder = _ladder(cores, workers, 0, first=2)
+            knobs.append(Knob(Dimension("num_workers", ladder, str(workers)), "loader", "num_workers",
+                              "DataLoader num_workers", unset=str(workers)))
         if "pin_memory" in wanted:
             if summary.run.host.gpus:
                 pin = "true" if first.get("pin_memory") else "false"
