@@ -52,14 +52,18 @@ def unread_status(errors: Sequence[str], total: int) -> int:
     return UNREAD_EXIT
 
 
-def _sequence_options(args: argparse.Namespace) -> dict[str, int | bool]:
+def _sequence_options(args: argparse.Namespace) -> dict[str, int | bool | None]:
     """analyze_trace's kernel-sequence options from ``trace analyze``'s flags (none for other subcommands)."""
     if args.trace_command != "analyze":
         return {}
     lo, hi, top = args.seq_min, args.seq_max, args.seq_top
     if not 1 <= lo <= hi <= 64 or top < 1:
         raise UserError(f"--seq-min {lo} --seq-max {hi} --seq-top {top}: need 1 <= min <= max <= 64 and top >= 1")
-    return {"sequence_min": lo, "sequence_max": hi, "sequence_top": top, "with_critical_path": args.critical_path}
+    step = args.critical_path_step
+    if step is not None and step < 0:
+        raise UserError(f"--critical-path-step {step}: the first ProfilerStep is 0")
+    return {"sequence_min": lo, "sequence_max": hi, "sequence_top": top, "with_critical_path": args.critical_path,
+            "critical_path_step": step}
 
 
 def _emit_json(data: Any) -> None:
@@ -116,6 +120,9 @@ class TraceCommand:
                                help="add each rank's critical path and, for several ranks, whom the longest one "
                                "waited for at collectives (a worker's memory: about 1.9 times its rank's table, "
                                "1.5 without)")
+                p.add_argument("--critical-path-step", type=int, metavar="N",
+                               help="the critical path of the N-th ProfilerStep only (0: the first, HTA's default "
+                               "window) instead of the whole trace")
                 p.add_argument("--all", action="store_true", help="every row of the roofline and collectives "
                                "tables (default: the 20 largest)")
         c = sub.add_parser("comm-matrix", help="rank x rank bytes and time of the communication kernels")

@@ -92,7 +92,8 @@ def critical_path_view(cp: CriticalPath, *, top: int = CRITICAL_TOP) -> Renderab
     """Length, time by kind and the names with the most time on the path (HTA's critical path)."""
     from stepscope.report.html.names import short_name  # here: the html package's __init__ loads its renderers
 
-    t = FitTable(f"critical path: {_us(cp.length_ns)} ({cp.event_rows.size:,} events)", title_style=None,
+    within = f" in a {_us(cp.window_ns[1] - cp.window_ns[0])} window" if cp.window_ns else ""
+    t = FitTable(f"critical path{within}: {_us(cp.length_ns)} ({cp.event_rows.size:,} events)", title_style=None,
                  show_edge=True)
     t.add_column("on the path", prose=True)
     t.add_column("time", justify="right")

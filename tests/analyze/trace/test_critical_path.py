@@ -423,3 +423,18 @@ def test_first_profiler_step_matches_hta(path: Path) -> None:
     for hta_kind, ours in HTA_KINDS.items():
         assert sum(cp.breakdown_ns[k] for k in ours) == pytest.approx(gold["breakdown_us"].get(hta_kind, 0) * 1e3,
                                                                        abs=5e-4 * length), hta_kind
+
+
+def test_cli_critical_path_of_one_step(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--critical-path-step 0` on sampled_128rank/rank0: HTA's first-step path (267,581 µs, golden step0) in the
+    step's window (ProfilerStep#... [..098079292, ..098686604] µs: 607.312 ms)."""
+    from stepscope.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    path = next(str(p) for p in FILES if p.parent.name == "sampled_128rank" and p.name.startswith("rank0"))
+    assert main(["trace", "analyze", "--workers", "1", "--json", "--critical-path-step", "0", path]) == 0
+    cp = json.loads(capsys.readouterr().out)["ranks"][0]["critical_path"]
+    assert cp["length_ns"] == 267_581_000 and cp["window_ns"][1] - cp["window_ns"][0] == 607_312_000
+    assert main(["trace", "analyze", "--workers", "1", "--critical-path-step", "0", path]) == 0
+    assert "critical path in a 607.31 ms window: 267.58 ms" in capsys.readouterr().out
+    assert main(["trace", "analyze", "--workers", "1", "--critical-path-step", "-1", path]) == 2

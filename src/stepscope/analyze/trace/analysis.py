@@ -12,6 +12,7 @@ from stepscope.analyze.trace.bandwidth import Bandwidth, bandwidth
 from stepscope.analyze.trace.collectives import CollectiveCall, rank_collectives
 from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
+from stepscope.analyze.trace.critical_path_graph import step_window
 from stepscope.analyze.trace.device import DeviceSummary, device_summary
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
@@ -101,10 +102,11 @@ class TraceAnalysis:
 
 def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, sequence_min: int = MIN_LENGTH,
                   sequence_max: int = MAX_LENGTH, sequence_top: int = TOP,
-                  with_critical_path: bool = False) -> TraceAnalysis:
+                  with_critical_path: bool = False, critical_path_step: int | None = None) -> TraceAnalysis:
     """Run every analysis on one rank's event table (``sequence_*``: the kernel-sequence lengths and how many
-    sequences of each length to keep). ``with_critical_path``: add the critical path (off by default: with it a
-    worker peaks at about 1.9 times the table, past its budget of 1.5 times)."""
+    sequences of each length to keep). ``with_critical_path``: add the critical path of the whole trace (off by
+    default: with it a worker peaks at about 1.9 times the table, past its budget of 1.5 times);
+    ``critical_path_step``: of that ProfilerStep instance only (0: the first, HTA's default window)."""
     rules = rules or ComponentRules.defaults()
     gpu = gpu_view(table, rules)
     steps = step_summary(table, gpu)
@@ -122,11 +124,20 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, seq
         communication=comm_kernels(table, gpu),
         warnings=tuple(trace_warnings(table, gpu, steps)), roofline=roofline,
         collectives=rank_collectives(table, gpu),
-        critical_path=critical_path(table, rules=rules, gpu=gpu) if with_critical_path else None,
+        critical_path=_critical_path(table, rules, gpu, with_critical_path, critical_path_step),
         queues=queue_lengths(table), bandwidth=bandwidth(table), memory=memory_timeline(table),
         sequences=kernel_sequences(table, min_length=sequence_min, max_length=sequence_max, top=sequence_top),
         annotations=gpu_annotations(table),
     )
+
+
+def _critical_path(table: EventTable, rules: ComponentRules, gpu: GpuView, whole: bool,
+                   step: int | None) -> CriticalPath | None:
+    """The critical path asked for: of the whole trace, or of one ProfilerStep (None where the trace has none)."""
+    if step is not None:
+        window = step_window(table, instances=(step, step))
+        return critical_path(table, rules=rules, gpu=gpu, window=window) if window is not None else None
+    return critical_path(table, rules=rules, gpu=gpu) if whole else None
 
 
 def trace_warnings(table: EventTable, gpu: GpuView, steps: StepSummary) -> list[str]:

@@ -83,11 +83,14 @@ class CriticalPath:
     notes: tuple[str, ...]
     collectives: tuple[PathCollective, ...] = ()
     collective_starts: dict[str, Array] = field(default_factory=dict)
+    window_ns: tuple[int, int] | None = None
+    """The window the path was found in (HTA's annotation window); None: the whole trace."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"length_ns": self.length_ns, "span_ns": self.span_ns, "breakdown_ns": dict(self.breakdown_ns),
                 "top": [t.to_dict() for t in self.top], "events": int(self.event_rows.size),
                 "event_rows": self.event_rows.tolist(), "graph_nodes": self.graph_nodes,
+                "window_ns": list(self.window_ns) if self.window_ns else None,
                 "graph_edges": self.graph_edges, "notes": list(self.notes),
                 "collectives": [{"group": c.group, "name": c.name, "instance": c.instance, "start_ns": c.start_ns,
                                  "end_ns": c.end_ns, "time_ns": c.time_ns} for c in self.collectives]}
@@ -276,7 +279,7 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu
         length_ns=length, span_ns=span, breakdown_ns=breakdown, top=_top(table, ew, er, bucket),
         event_rows=event_rows, edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=size, graph_edges=edges,
         rounds=rounds, notes=notes, collectives=_path_collectives(table, ew, er, bucket, comm),
-        collective_starts=collective_starts(table, comm))
+        collective_starts=collective_starts(table, comm), window_ns=window)
 
 
 def _node_time(table: EventTable, g: PathGraph, node: int) -> int:
