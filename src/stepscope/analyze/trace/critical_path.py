@@ -4,7 +4,8 @@ The graph is :mod:`stepscope.analyze.trace.critical_path_graph`'s. Its longest p
 along a chain (a host thread, a GPU stream) the distance to node k is the best of "start a path at j (or
 arrive at j by a cross edge) and walk the chain from j to k", a running maximum of ``incoming[j] - prefix[j]``
 plus ``prefix[k]``. Cross edges (launches, syncs) feed ``incoming``; rounds repeat until no distance grows
-(one round per hop between chains on the longest path, a handful in practice), each round a few NumPy passes.
+(one round per hop between chains on the longest path, a handful in practice), each round a few NumPy passes;
+past :data:`MAX_ROUNDS` one pass in topological order (in Python) takes over, and finds a cycle if there is one.
 
 The result breaks the path's time down by kind (HTA's ``bound_by``: cpu, gpu compute / communication, the
 gap between kernels on a stream, the launch delay; memory copies apart from compute) and by event name.
@@ -47,7 +48,7 @@ class PathItem:
 @dataclass(frozen=True, slots=True)
 class PathCollective:
     """A communication kernel on the path: its group and instance number (order within the group on this
-    rank, as every rank of the group calls its collectives in the same order), start and time on the path."""
+    rank, as every rank of the group calls its collectives in the same order), start, end and time on the path."""
 
     group: str
     name: str
