@@ -17,6 +17,10 @@ machine as it is, and with a CPU hog pinned to one core:
 6. A/A single pairs against an empty store (study "aa1e": a fresh store per pair, so the floor comes from the
    runs' own dispersion and load) and a +20% change with `bench --ab --repeat 3` (study "ab20": found or
    "cannot tell", never "no significant change").
+7. The second clock (studies "cpu10" and "aacpu"): B does 10% more of the step's Python work (about 3% more wall
+   time on a quiet host, as the step's wait stays), `bench --ab --repeat 5 --metric step_cpu_time --threshold 5`;
+   the verdict on the training thread's CPU time and, from the same pairs, on step time. Under two hogs the CPU
+   clock must find the 10% in at least 9 of 10, and its A/A ("aacpu") must give no faster/slower.
 
 Each study prints k-of-n counts (stderr, one line a study): false verdicts of A/A studies (faster or slower; for
 check, exit 1), misses of step studies (no significant change; for check, exit 0), and cannot-tell answers.
@@ -25,6 +29,7 @@ Every comparison also checks that the headline verdict is the step-time row's ve
 disagree). Prints one JSON document; figures go to docs/diff.md and docs/ci.md.
 
     python benchmarks/verdicts.py [--pairs 20] [--hog off,on,two] [--studies aa1,aa1e,aa3,ab10,ab20] [--out FILE]
+    python benchmarks/verdicts.py --pairs 10 --hog two --studies cpu10,aacpu
 """
 
 from __future__ import annotations
@@ -53,17 +58,22 @@ def sl(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, env=env, timeout=600)
 
 
-def step_cmd(slow_pct: float, steps: int) -> list[str]:
-    return [sys.executable, str(STEP), "--steps", str(steps), "--slow-pct", str(slow_pct)]
+def step_cmd(slow_pct: float, steps: int, cpu_pct: float = 0.0) -> list[str]:
+    return [sys.executable, str(STEP), "--steps", str(steps), "--slow-pct", str(slow_pct),
+            "--cpu-slow-pct", str(cpu_pct)]
 
 
-def verdict_of(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    row = next(r for r in doc["overview"] if r["key"] == "step_time_median_ns")
+ROW_OF = {"step_time": "step_time_median_ns", "step_cpu_time": "step_cpu_time_median_ns"}
+
+
+def verdict_of(doc: dict[str, Any], metric: str = "step_time") -> tuple[str, dict[str, Any]]:
+    row = next(r for r in doc["overview"] if r["key"] == ROW_OF[metric])
     ch = row["change"]
-    if doc["verdict"] != ch["verdict"]:  # the headline is the step-time row's verdict, by construction
+    if doc.get("metric", "step_time") == metric and doc["verdict"] != ch["verdict"]:
+        # the headline is the verdict of the chosen metric's row, by construction
         raise AssertionError(f"headline {doc['verdict']} vs row {ch['verdict']}")
     for f in doc["findings"]:
-        if f["kind"] == "step_time" and f["verdict"] != ch["verdict"]:
+        if f["kind"] == metric and f["verdict"] != ch["verdict"]:
             raise AssertionError(f"finding {f['verdict']} vs row {ch['verdict']}")
     return ch["verdict"], ch
 
@@ -101,6 +111,24 @@ def ab(store: Path, steps: int, repeat: int, slow_pct: float) -> dict[str, Any]:
     v, ch = verdict_of(doc)
     return {"verdict": v, "ratio": ch["ratio"], "ci": [ch["ci_low"], ch["ci_high"]], "mde": ch["mde"],
             "noisy_runs": sum(q["noisy"] for q in doc["quality"])}
+
+
+def ab_cpu(store: Path, steps: int, repeat: int, cpu_pct: float, threshold: float = 5.0) -> dict[str, Any]:
+    """`bench --ab --metric step_cpu_time --threshold 5` of B doing ``cpu_pct``% more Python work a step: the CPU
+    verdict (the headline) and, from the same pairs, the wall-time verdict `bench --ab` gives without --metric.
+    The threshold is the gate's default tolerance (check --max-regression 5%): at bench's default 2% an A/A study
+    on the CPU clock meets the 95% interval's own false rate (1 of 10 seen; benchmarks/RESULTS.md)."""
+    p = sl("bench", "--ab", "--repeat", str(repeat), "--sample-interval", "0.2", "--metric", "step_cpu_time",
+           "--threshold", f"{threshold:g}", "--json", "--", *step_cmd(0, steps), "--", *step_cmd(0, steps, cpu_pct),
+           store=store)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr[-1000:])
+    doc = json.loads(p.stdout)["diff"]
+    v, ch = verdict_of(doc, "step_cpu_time")
+    wv, wch = verdict_of(doc, "step_time")
+    return {"verdict": v, "ratio": ch["ratio"], "ci": [ch["ci_low"], ch["ci_high"]], "mde": ch["mde"],
+            "wall_verdict": wv, "wall_ratio": wch["ratio"], "wall_mde": wch["mde"],
+            "noisy_runs": sum(q["noisy"] for q in doc["quality"]), "load_avg": round(os.getloadavg()[0], 2)}
 
 
 REPO_SCRIPT = """import time
@@ -188,13 +216,17 @@ STUDIES: dict[str, tuple[str, Any]] = {
     "ab5": ("+5%, bench --ab --repeat 5", lambda s, n: ab(s, n, 5, 5.0)),
     "ab10r5": ("+10%, bench --ab --repeat 5", lambda s, n: ab(s, n, 5, 10.0)),
     "check": ("check: 10 commits A/A at 3 repeats; 20% step at commit 6 with 3 repeats", check_study),
+    "cpu10": ("+10% CPU work, bench --ab --repeat 5 --metric step_cpu_time --threshold 5 (and step time from the "
+              "same pairs)", lambda s, n: ab_cpu(s, n, 5, 10.0)),
+    "aacpu": ("A/A, bench --ab --repeat 5 --metric step_cpu_time --threshold 5 (and step time from the same pairs)",
+              lambda s, n: ab_cpu(s, n, 5, 0.0)),
 }
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(r["verdict"] for r in results)
     mdes = [r["mde"] for r in results if r.get("mde") is not None]
-    keys = ("aa_exit_codes", "step_exit", "step_named", "changes")
+    keys = ("aa_exit_codes", "step_exit", "step_named", "changes", "wall_verdict", "wall_ratio", "ci", "load_avg")
     if "waits" in results[0]:  # one run a side: each pair's ratio, the change the floor required, and the loads
         extra_pairs = [{"ratio": round(r["ratio"], 3), "need": None if r["need"] is None else round(r["need"], 3),
                         "verdict": r["verdict"], "waits": r["waits"], "latency_ms": r["latency_ms"],
@@ -222,6 +254,13 @@ def k_of_n(key: str, results: list[dict[str, Any]]) -> str:
                 f"PASS in {steps.count(0)} of {n}")
     v = Counter(r["verdict"] for r in results)
     called, untold, quiet = v["faster"] + v["slower"], v["inconclusive"], v["no_significant_change"]
+    if "wall_verdict" in results[0]:  # one line per clock, the same pairs
+        w = Counter(r["wall_verdict"] for r in results)
+        return "; ".join(f"{key} {clock}: " + (
+            f"faster/slower {c['faster'] + c['slower']} of {n}" if key.startswith("aa") else
+            f"slower {c['slower']} of {n}, faster {c['faster']} of {n}") +
+            f", cannot tell {c['inconclusive']} of {n}, no change {c['no_significant_change']} of {n}"
+            for clock, c in (("step_cpu_time", v), ("step_time", w)))
     if key.startswith("aa"):
         return f"{key}: faster/slower {called} of {n}, cannot tell {untold} of {n}, no change {quiet} of {n}"
     return (f"{key}: slower {v['slower']} of {n}, cannot tell {untold} of {n}, missed (no change) {quiet} of {n}, "

@@ -45,6 +45,8 @@ class BenchCommand:
         parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         parser.add_argument("--exit-code", action="store_true",
                             help="with --ab: exit 1 when B is slower, 2 when the pairs cannot tell, 0 otherwise")
+        parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
+                            help="with --ab: smallest relative change called a change, in %% (default: 2, as diff)")
         add_metric_arg(parser)
         add_collection_args(parser)
         add_store_args(parser)
@@ -54,6 +56,8 @@ class BenchCommand:
         if args.repeat < 1 or args.warmup_runs < 0:
             raise UserError(f"--repeat {args.repeat} / --warmup-runs {args.warmup_runs}: need at least 1 repeat "
                             "and 0 or more warm-up runs")
+        if not 0 <= args.threshold < 100:
+            raise UserError(f"--threshold {args.threshold}: must be a percentage in [0, 100), e.g. 2")
         if args.ab:
             return run_ab(args)
         return run_repeats(args)
@@ -180,7 +184,7 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     metric = checked_metric(getattr(args, "metric", "step_time"), [*a, *b])
     result = diff(DiffSide(f"{group}:A", data=a[0], repeats=tuple(a[1:])),
                   DiffSide(f"{group}:B", data=b[0], repeats=tuple(b[1:])),
-                  settings=DiffSettings(paired=True, metric=metric))
+                  settings=DiffSettings(paired=True, metric=metric, threshold=getattr(args, "threshold", 2.0) / 100))
 
     code = verdict_exit(result) if args.exit_code else 0
     if args.json:
@@ -191,6 +195,8 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
 
     out = console()
     metric_flag = "" if metric == "step_time" else f" --metric {metric}"
+    if result.settings.threshold != 0.02:
+        metric_flag += f" --threshold {100 * result.settings.threshold:g}"
     drift = result.drift.message() if result.drift is not None else None
     out.print(Group(verdict_panel(result), overview(result.overview),
                     *([Text(drift, style="yellow")] if drift else []),

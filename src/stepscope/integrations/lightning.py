@@ -265,6 +265,7 @@ class StepscopeCallback(pl.Callback):
         saved, self._saved = self._saved, None
         if saved is not None:  # the training step resumes now: validation time is not in it
             saved.start = _perf() if saved.start is not None else None
+            saved.cpu0, saved.pcpu0 = time.thread_time_ns(), time.process_time_ns()  # nor its CPU time
             s.step = saved
         try:
             self._log_trainer_metrics(trainer, s)
