@@ -438,3 +438,16 @@ def test_cli_critical_path_of_one_step(capsys: pytest.CaptureFixture[str], monke
     assert main(["trace", "analyze", "--workers", "1", "--critical-path-step", "0", path]) == 0
     assert "critical path in a 607.31 ms window: 267.58 ms" in capsys.readouterr().out
     assert main(["trace", "analyze", "--workers", "1", "--critical-path-step", "-1", path]) == 2
+
+
+def test_report_names_the_wait_across_ranks(tmp_path: Path) -> None:
+    from stepscope.analyze.advisor import Advice
+    from stepscope.report.html.gpu_sections import gpu_section
+
+    two_rank_set(tmp_path)
+    tables = {r: read_trace(tmp_path / str(r) / "rank.json") for r in (0, 1)}
+    html = gpu_section({r: analyze_trace(t) for r, t in tables.items()}, [], Advice(findings=(), checked=(), notes=()),
+                       tables=tables)
+    assert "rank 0 has the longest (460.0 µs), with 2 collective kernels on it" in html
+    assert "rank 0 waited 0.250 ms for rank 1 in allreduce #0" in html.replace("<wbr>", "")
+    assert html.index("Ranks compared") < html.index("Critical path across ranks") < html.index("Rank 0:")

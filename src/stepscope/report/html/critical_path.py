@@ -4,6 +4,7 @@ the most time on it (the timeline marks its events). Renders only."""
 from __future__ import annotations
 
 from stepscope.analyze.trace.critical_path import CriticalPath
+from stepscope.analyze.trace.critical_path_ranks import CrossRankPath
 from stepscope.report import format as f
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import notice, paragraph
@@ -30,3 +31,19 @@ def critical_path_html(cp: CriticalPath, rank: int) -> str:
                  Col("count", "edges", "count"), Col("time", "time on the path", "ns"),
                  Col("pct", "of the path", "%")], items, table_id=f"cp-top-{rank}")
     return lead + by_kind + top + "".join(notice(n, "warn") for n in cp.notes)
+
+
+def cross_rank_html(c: CrossRankPath) -> str:
+    """Whom the rank with the longest critical path waited for at the collectives on its path."""
+    head = (f"Critical path across ranks: rank {c.slowest_rank} has the longest "
+            f"({f.duration_ns(c.lengths[c.slowest_rank])}), with {c.collectives_on_path:,} collective kernels on it.")
+    if not c.clocks_aligned:
+        return paragraph(head) + notice(f"No waits given: in {c.clock_breaks} of the matched collectives a rank "
+                                        "started after this rank's kernel had ended, so the ranks' clocks disagree.",
+                                        "warn")
+    if not c.waits:
+        return paragraph(head + " It waited for no other rank at them.")
+    rows = [{"text": w.text(), "wait": w.wait_ns, "path": w.on_path_ns} for w in c.waits]
+    return paragraph(head) + table([Col("text", "wait", "text"), Col("wait", "waited", "ns"),
+                                    Col("path", "kernel's time on the path", "ns")], rows,
+                                   table_id="cp-cross-ranks")

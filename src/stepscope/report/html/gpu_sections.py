@@ -15,11 +15,12 @@ from typing import Any
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.trace.analysis import TraceAnalysis
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
+from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
 from stepscope.analyze.trace.steps import CATEGORIES
 from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Bars, bar_chart
-from stepscope.report.html.critical_path import critical_path_html
+from stepscope.report.html.critical_path import critical_path_html, cross_rank_html
 from stepscope.report.html.escape import esc
 from stepscope.report.html.gpu_counters import counters_html
 from stepscope.report.html.names import short_names
@@ -94,14 +95,17 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
                                "No profiled window in this run: record one with stepscope run --profile-steps N "
                                "to see kernels, operators, GPU idle time and overlap."))
         return "".join(parts)
+    # each rank's critical path: its analysis's, else computed here once (opt-in in analyze_trace) for the
+    # timeline's marks, the path's table and whom the longest rank waited for
+    paths = {r: a.critical_path if a.critical_path is not None else critical_path(tables[r])
+             for r, a in analyses.items() if tables and r in tables}
     if len(analyses) > 1:
         parts.append(heading("Ranks compared"))
         parts.append(ranks_table(analyses))
+        cross = cross_rank_path({**{r: a.critical_path for r, a in analyses.items()}, **paths})
+        if cross is not None:
+            parts.append(cross_rank_html(cross))
     budget = rank_budget(len(analyses))
-    # each rank's critical path: its analysis's, else computed here once (opt-in in analyze_trace) for the
-    # timeline's marks and the path's table
-    paths = {r: a.critical_path if a.critical_path is not None else critical_path(tables[r])
-             for r, a in analyses.items() if tables and r in tables}
     lines = {r: timeline_html(tables[r], budget=budget,
                               critical=critical[r] if critical is not None and r in critical else
                               None if cp is None else cp.event_rows.tolist())
