@@ -105,6 +105,10 @@ def critical_path_view(cp: CriticalPath, *, top: int = CRITICAL_TOP) -> Renderab
     for item in cp.top[:top]:
         t.add_row(Text(f"  {short_name(item.name)} ({PATH_KINDS.get(item.kind, item.kind)})"), _us(item.time_ns),
                   _pct(100.0 * item.time_ns / length))
+    if cp.operators:
+        t.add_row(Text("operators, with the GPU work they launched"), "", "")
+        for op in cp.operators[:top]:
+            t.add_row(Text(f"  {short_name(op.name)}"), _us(op.time_ns), _pct(100.0 * op.time_ns / length))
     parts: list[RenderableType] = [t]
     parts += [Text(f"note: {n}", style="yellow") for n in cp.notes]
     return Group(*parts)

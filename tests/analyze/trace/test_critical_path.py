@@ -451,3 +451,27 @@ def test_report_names_the_wait_across_ranks(tmp_path: Path) -> None:
     assert "rank 0 has the longest (460.0 µs), with 2 collective kernels on it" in html
     assert "rank 0 waited 0.250 ms for rank 1 in allreduce #0" in html.replace("<wbr>", "")
     assert html.index("Ranks compared") < html.index("Critical path across ranks") < html.index("Rank 0:")
+
+
+def test_operators_on_the_path_pay_for_the_work_they_launched(tmp_path: Path) -> None:
+    """The sync trace with External ids: ``train`` (ext 5) holds ``aten::mm`` (ext 6) [8, 18), which launches the
+    kernel (the call and the kernel carry ext 6). Path 90 µs: train start -> mm start (8, train's) -> call start
+    (2, mm's) -> kernel start (launch delay 10) -> kernel end (60) -> sync -> wait's end -> train's end (10,
+    train's). So ``aten::mm`` 2 + 10 + 60 = 72 µs, ``train`` 18 µs; the call itself none (the path leaves it at
+    its start)."""
+    events = [ev("cpu_op", "train", 0, 100, **{"External id": 5}), ev("cpu_op", "aten::mm", 8, 10,
+                                                                     **{"External id": 6}),
+              launch(10, 5, 1, 6), ev("cuda_runtime", "cudaStreamSynchronize", 20, 70, correlation=2),
+              kernel("gemm_kernel", 20, 60, 1, **{"External id": 6}), _sync("Stream Sync", 80, 9, 2)]
+    _, cp = _path(tmp_path, events)
+    assert cp.length_ns == 90_000
+    ops = {o.name: o.time_ns for o in cp.operators}
+    assert ops == {"aten::mm": 72_000, "train": 18_000}
+    assert sum(ops.values()) == cp.length_ns
+    from stepscope.report.html.critical_path import critical_path_html
+    from stepscope.report.trace_terminal import critical_path_view
+
+    out = _text(critical_path_view(cp))
+    assert "operators, with the GPU work they launched" in out and "80.0%" in out  # aten::mm: 72 of 90
+    html = critical_path_html(cp, 0)
+    assert 'id="cp-ops-0"' in html and "72.0 µs" in html and cp.to_dict()["operators"][0]["name"] == "aten::mm"

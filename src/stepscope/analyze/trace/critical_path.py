@@ -86,10 +86,13 @@ class CriticalPath:
     collective_starts: dict[str, Array] = field(default_factory=dict)
     window_ns: tuple[int, int] | None = None
     """The window the path was found in (HTA's annotation window); None: the whole trace."""
+    operators: tuple[PathItem, ...] = ()
+    """CPU operators with the most time on the path, the GPU work they launched included (kind "operator")."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"length_ns": self.length_ns, "span_ns": self.span_ns, "breakdown_ns": dict(self.breakdown_ns),
-                "top": [t.to_dict() for t in self.top], "events": int(self.event_rows.size),
+                "top": [t.to_dict() for t in self.top], "operators": [o.to_dict() for o in self.operators],
+                "events": int(self.event_rows.size),
                 "event_rows": self.event_rows.tolist(), "graph_nodes": self.graph_nodes,
                 "window_ns": list(self.window_ns) if self.window_ns else None,
                 "graph_edges": self.graph_edges, "notes": list(self.notes),
@@ -253,12 +256,14 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu
     length, rounds = int(lp.dist[ranges[-1][1]]), lp.rounds
     del lp  # the search's arrays go before the path's are built (a worker's peak)
     nodes, kinds, weights, rows = [], [], [], []
+    launched = []  # per cross edge on the path: the item a launch edge leads to (its operator pays the delay)
     for i, (j, k) in enumerate(ranges):
         if i:
             e = cross[i - 1]
             kinds.append(np.asarray([g.cross_kind[e]], np.int8))
             weights.append(np.asarray([g.cross_w[e]], np.int64))
             rows.append(np.asarray([-1], np.int64))
+            launched.append(int(g.node_row[g.cross_dst[e]]) if g.cross_kind[e] == EdgeKind.LAUNCH else -1)
         nodes.append(np.arange(j, k + 1))
         kinds.append(g.kind_in[j + 1:k + 1])
         weights.append(g.w_in[j + 1:k + 1])
@@ -270,6 +275,8 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu
     span = _node_time(table, g, int(node[-1])) - _node_time(table, g, int(node[0]))
     size, edges, notes = int(g.node_row.size), g.edges, g.notes
     del g, node
+    op_rows = er.astype(np.int64)
+    op_rows[np.flatnonzero(ek == EdgeKind.LAUNCH)] = [r for r in launched if r >= 0]
     # a launch edge is the item's (HTA attributes it to no event: its time is launch delay either way)
     comm = comm_rows(table, rules or ComponentRules.defaults(), gpu)
     bucket = _buckets(table, ek, er, comm)
@@ -278,6 +285,7 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu
     event_rows = path_rows[np.sort(first)]
     return CriticalPath(
         length_ns=length, span_ns=span, breakdown_ns=breakdown, top=_top(table, ew, er, bucket),
+        operators=_operators(table, ew, op_rows, bucket),
         event_rows=event_rows, edge_kind=ek, edge_weight=ew, edge_row=er, graph_nodes=size, graph_edges=edges,
         rounds=rounds, notes=notes, collectives=_path_collectives(table, ew, er, bucket, comm),
         collective_starts=collective_starts(table, comm), window_ns=window)
@@ -331,6 +339,32 @@ def _top(table: EventTable, ew: Array, er: Array, bucket: Array) -> tuple[PathIt
     order = hit[np.argsort(-time[hit], kind="stable")][:TOP]
     return tuple(PathItem(name=table.names[int(k) // len(KINDS)], kind=KINDS[int(k) % len(KINDS)],
                           time_ns=int(time[k]), count=int(count[k])) for k in order if time[k] > 0)
+
+
+def _operators(table: EventTable, ew: Array, rows: Array, bucket: Array) -> tuple[PathItem, ...]:
+    """Time on the path per CPU operator: its own host edges, and the GPU time, gaps and launch delays of the
+    work it launched (GPU items and runtime calls name their operator by ``External id``). Kind "operator";
+    time not traced to an operator is left out."""
+    keep = (rows >= 0) & (bucket >= 0)
+    rows, w = rows[keep], ew[keep]
+    kind, ext = table["kind"], table["external_id"]
+    op_at = np.flatnonzero((kind == EventKind.CPU_OP) & (ext >= 0))
+    op_at = op_at[np.argsort(ext[op_at], kind="stable")]
+    own = kind[rows] == EventKind.CPU_OP
+    want = ext[rows]
+    i = np.clip(np.searchsorted(ext[op_at], want), 0, max(op_at.size - 1, 0))
+    found = (want >= 0) & (op_at.size > 0) & (ext[op_at][i] == want) if op_at.size else np.zeros(rows.size, bool)
+    op = np.where(own, rows, np.where(found, op_at[i] if op_at.size else -1, -1))
+    has = op >= 0
+    if not has.any():
+        return ()
+    names = table["name"][op[has]].astype(np.int64)
+    time = np.bincount(names, weights=w[has], minlength=len(table.names))
+    count = np.bincount(names, minlength=len(table.names))
+    hit = np.flatnonzero(count)
+    order = hit[np.argsort(-time[hit], kind="stable")][:TOP]
+    return tuple(PathItem(name=table.names[int(k)], kind="operator", time_ns=int(time[k]), count=int(count[k]))
+                 for k in order if time[k] > 0)
 
 
 def _group_of(table: EventTable, rows: Array) -> list[str]:

@@ -30,7 +30,14 @@ def critical_path_html(cp: CriticalPath, rank: int) -> str:
     top = table([Col("name", "name", "text", title_key="full"), Col("kind", "as", "text"),
                  Col("count", "edges", "count"), Col("time", "time on the path", "ns"),
                  Col("pct", "of the path", "%")], items, table_id=f"cp-top-{rank}")
-    return lead + by_kind + top + "".join(notice(n, "warn") for n in cp.notes)
+    ops = ""
+    if cp.operators:
+        names = short_names([o.name for o in cp.operators])
+        ops = table([Col("name", "operator (with the GPU work it launched)", "text", title_key="full"),
+                     Col("time", "time on the path", "ns"), Col("pct", "of the path", "%")],
+                    [{"name": names[i], "full": o.name, "time": o.time_ns, "pct": 100.0 * o.time_ns / length}
+                     for i, o in enumerate(cp.operators)], table_id=f"cp-ops-{rank}")
+    return lead + by_kind + top + ops + "".join(notice(n, "warn") for n in cp.notes)
 
 
 def cross_rank_html(c: CrossRankPath) -> str:
