@@ -262,7 +262,7 @@ def critical_path(table: EventTable, *, rules: ComponentRules | None = None, gpu
             e = cross[i - 1]
             kinds.append(np.asarray([g.cross_kind[e]], np.int8))
             weights.append(np.asarray([g.cross_w[e]], np.int64))
-            rows.append(np.asarray([-1], np.int64))
+            rows.append(np.asarray([-1], np.int32))
             launched.append(int(g.node_row[g.cross_dst[e]]) if g.cross_kind[e] == EdgeKind.LAUNCH else -1)
         nodes.append(np.arange(j, k + 1))
         kinds.append(g.kind_in[j + 1:k + 1])
