@@ -162,8 +162,11 @@ def test_check_gates_on_cpu_time(tmp_path, monkeypatch, capsys) -> None:  # type
         date = f"2024-03-{i + 1:02d}T12:00:00+00:00"
         git(repo, "commit", "-q", "-m", f"c{i}", env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
         monkeypatch.chdir(repo)
+        capsys.readouterr()
         assert main(["bench", "--store", str(store), "--repeat", "3", "--sample-interval", "0", "--warmup-steps",
                      str(WARMUP), "--name", "tiny", "--", PY, SCRIPT, *args]) == 0
+        table = capsys.readouterr().out  # the benchmark's table: the CPU clocks beside step time
+        assert "step_time_median_s" in table and "step_cpu_time_median_s" in table
     base = ("check", "--store", str(store), "--max-regression", "5%", "--json")
     rc, doc = run_json(capsys, *base)
     assert rc == 0, doc

@@ -100,3 +100,27 @@ def test_first_step_not_started_at_a_boundary_is_not_measured(cpu_run: tuple[Any
     _, thread, process = _cols(data)
     assert np.isnan(thread[0]) and np.isnan(process[0])
     assert np.isfinite(thread[1:]).all() and np.isfinite(process[1:]).all()
+
+
+def test_keras_fit_steps_carry_the_cpu_clocks(tmp_path: Path) -> None:
+    """Keras fit's steps end in the same place (Session.mark_step): a callback sleeps 50 ms inside every step, and
+    the thread's CPU time leaves that sleep out while the wall clock holds it."""
+    import subprocess
+
+    from tests.conftest import PY, SCRIPTS, stepscope_cmd
+
+    pytest.importorskip("keras")
+    proc = subprocess.run(stepscope_cmd("run", "--store", str(tmp_path / "store"), "--quiet", "--sample-interval",
+                                        "0.2", "--", PY, str(SCRIPTS / "keras_slow_fit.py"), "--sleep", "0",
+                                        "--prefetch", "--step-sleep", "0.05"),
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = load(tmp_path / "store")
+    wall, thread, process = _cols(data)
+    assert data.ranks[0].stream.step_source == "keras" and len(wall) >= 8
+    later = slice(1, None)  # step 0 holds the graph's tracing
+    assert np.isfinite(thread[later]).all() and (thread[later] > 0).all()
+    assert (thread[later] <= wall[later] + 1e6).all(), (thread, wall)
+    # the sleep is not CPU time (an epoch's first step may start after its batch's sleep: the median step)
+    assert float(np.median(wall[later] - thread[later])) >= 0.045e9, (thread, wall)
+    assert (process[later] >= thread[later] - 1e6).all()
