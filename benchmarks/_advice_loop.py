@@ -5,10 +5,12 @@
 - ``threads``: matrix products on batches from a DataLoader, torch's intra-op threads from the environment
   (OMP_NUM_THREADS), meant to be started as two processes (torchrun) with more threads than the host has cores;
 - ``ddp``: DDP on gloo (torchrun, 2 ranks) over a stack of linear layers with gradient buckets of --bucket-mb
-  MiB (tiny by default: one all-reduce per few layers' gradients, every step).
+  MiB (tiny by default: one all-reduce per layer's gradients, every step); --sync-every k all-reduces every k-th
+  step only (the timing of gradient accumulation over k micro-batches under no_sync()).
 """
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -39,6 +41,9 @@ def main() -> None:
     p.add_argument("--width", type=int, default=384)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--bucket-mb", type=float, default=0.02)
+    p.add_argument("--sync-every", type=int, default=1,
+                   help="ddp: all-reduce every k-th step only (the others' backward under no_sync(): the timing of "
+                        "gradient accumulation over k micro-batches, one optimizer step per micro-batch)")
     args = p.parse_args()
     torch.manual_seed(0)
     ddp = args.mode == "ddp"
@@ -62,9 +67,11 @@ def main() -> None:
         model = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     loader = DataLoader(data, batch_size=args.batch_size, num_workers=args.workers)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for x, y in loader:
+    for i, (x, y) in enumerate(loader):
         opt.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
+        skip = ddp and (i + 1) % args.sync_every != 0
+        with model.no_sync() if skip else contextlib.nullcontext():  # type: ignore[operator]
+            nn.functional.cross_entropy(model(x), y).backward()  # type: ignore[no-untyped-call]
         opt.step()
     if ddp:
         dist.destroy_process_group()

@@ -8,8 +8,10 @@ realised saving per step (A - B, geometric means of the runs' median step times)
 - ``loader``: a Dataset sleeping 3 ms a sample read with num_workers=0 -> input-bound, the rule's num_workers;
 - ``threads``: two processes (torchrun) asking for 8 intra-op threads each (OMP_NUM_THREADS=8; torch caps it at
   the logical cores, so on a 2-core host 2 x 2 threads) -> cpu-oversubscription, the rule's torch threads;
-- ``ddp``: DDP on gloo, 2 ranks, gradient buckets of 0.02 MiB -> the communication rule that fires; its remedy is a
-  code change, so B is the workload's own --bucket-mb 25 (DDP's default buckets; ``--change param:bucket_mb=25``);
+- ``ddp``: DDP on gloo, 2 ranks, gradient buckets of 0.02 MiB -> comm-not-overlapped (latency-bound). Its remedy is
+  a code change, so B is made by the workload's own settings, each its own series: --sync-every 4 (the rule's
+  remedy: the all-reduce once per 4 micro-batches, under no_sync() for the others) and --bucket-mb 25 (DDP's
+  default buckets: the same bytes in fewer calls);
 - ``pinned``: pageable host-to-device copies need a CUDA GPU: skipped with a line where there is none.
 
 Prints one line per rule (predicted, realised with interval, realised / predicted, verdict) and a JSON document
@@ -35,14 +37,16 @@ PY = sys.executable
 TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "loader": {"cmd": [PY, LOOP, "loader"], "rules": ["input-bound"], "env": {}},
+    "loader": {"cmd": [PY, LOOP, "loader"], "rules": {"input-bound": []}, "env": {}},
     "threads": {"cmd": [*TORCHRUN, LOOP, "threads", "--steps", "15", "--batch-size", "64",
                             "--width", "256"],
-                "rules": ["cpu-oversubscription"], "env": {"OMP_NUM_THREADS": "8"}},
+                "rules": {"cpu-oversubscription": []}, "env": {"OMP_NUM_THREADS": "8"}},
     "ddp": {"cmd": [*TORCHRUN, LOOP, "ddp", "--steps", "20", "--width", "256",
-                        "--bucket-mb", "0.02"],
-            "rules": ["comm-not-overlapped", "rank-imbalance"], "env": {}, "change": ["param:bucket_mb=25"]},
+                        "--bucket-mb", "0.02", "--sync-every", "1"],
+            "rules": {"comm-not-overlapped": ["param:sync_every=4", "param:bucket_mb=25"]}, "env": {}},
 }
+"""Per workload: its rules and, for a rule whose remedy is a code change, the settings of the workload that make
+that remedy (each measured as its own A/B series; none: the rule's own change)."""
 
 
 def stepscope(store: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -65,31 +69,37 @@ def calibrate(name: str, spec: dict[str, Any], store: Path, repeat: int) -> list
     advice = json.loads(stepscope(store, ["advise", run_id, "--json"], env).stdout)
     fired = {f["rule_id"]: f for f in advice["findings"]}
     rows = []
-    for rule in spec["rules"]:
+    for rule, remedies in spec["rules"].items():
         f = fired.get(rule)
         if f is None:
             continue
-        changes = [a for c in spec.get("change", []) for a in ("--change", c)]
-        ver = stepscope(store, ["advise", run_id, "--verify", "--repeat", str(repeat), "--rule", rule, *changes,
-                                "--quiet-runs", "--json"], env)
-        row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id,
-                               "predicted_s_per_step": f["saving_s_per_step"], "basis": f["saving_basis"],
-                               "change": (f.get("change") or {}).get("label") or " ".join(spec.get("change", []))}
-        if ver.returncode != 0:
-            row["error"] = ver.stderr.strip().splitlines()[-1] if ver.stderr.strip() else f"exit {ver.returncode}"
-            rows.append(row)
-            continue
-        out = json.loads(ver.stdout)["outcomes"][0]
-        row.update({k: out.get(k) for k in ("verdict", "pairs", "baseline_step_s", "experiment_step_s",
-                                            "saving_s_per_step", "saving_low_s", "saving_high_s", "ratio", "mde")})
-        row["realised_s_per_step"] = row.pop("saving_s_per_step")
-        pred, real = row["predicted_s_per_step"], row["realised_s_per_step"]
-        row["realised_over_predicted"] = real / pred if pred and real is not None else None
-        rows.append(row)
+        for change in remedies or [None]:
+            rows.append(_verify(store, name, run_id, rule, f, change, repeat, env))
     if not rows:
         rows.append({"workload": name, "error": "no rule of " + ", ".join(spec["rules"]) + " fired; fired: " +
                      (", ".join(fired) or "none")})
     return rows
+
+
+def _verify(store: Path, name: str, run_id: str, rule: str, f: dict[str, Any], change: str | None, repeat: int,
+            env: dict[str, str]) -> dict[str, Any]:
+    """One A/B series: B with the rule's change, or with ``change`` (KIND:KEY=VALUE) where given."""
+    changes = ["--change", change] if change else []
+    ver = stepscope(store, ["advise", run_id, "--verify", "--repeat", str(repeat), "--rule", rule, *changes,
+                            "--quiet-runs", "--json"], env)
+    row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id,
+                           "predicted_s_per_step": f["saving_s_per_step"], "basis": f["saving_basis"],
+                           "change": change or (f.get("change") or {}).get("label")}
+    if ver.returncode != 0:
+        row["error"] = ver.stderr.strip().splitlines()[-1] if ver.stderr.strip() else f"exit {ver.returncode}"
+        return row
+    out = json.loads(ver.stdout)["outcomes"][0]
+    row.update({k: out.get(k) for k in ("verdict", "pairs", "baseline_step_s", "experiment_step_s",
+                                        "saving_s_per_step", "saving_low_s", "saving_high_s", "ratio", "mde")})
+    row["realised_s_per_step"] = row.pop("saving_s_per_step")
+    pred, real = row["predicted_s_per_step"], row["realised_s_per_step"]
+    row["realised_over_predicted"] = real / pred if pred and real is not None else None
+    return row
 
 
 def _ms(v: float | None) -> str:
