@@ -33,15 +33,12 @@
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
   }
 
-  function tickLabel(v, step) {
-    var units = [[1e9, " s"], [1e6, " ms"], [1e3, " µs"], [1, " ns"]];
-    for (var i = 0; i < units.length; i++) {
-      if (step >= units[i][0] || i === units.length - 1) {
-        var x = v / units[i][0], dec = Math.max(0, -Math.floor(Math.log10(step / units[i][0]) + 1e-9));
-        return x.toFixed(dec) + units[i][1];
-      }
-    }
-    return String(v);
+  function tickLabel(v, step, ref) {
+    // the unit of the view's end (100.2 ms, not 100200 µs), as many decimals as the step needs
+    var units = [[1e9, " s"], [1e6, " ms"], [1e3, " µs"], [1, " ns"]], u = units[units.length - 1];
+    for (var i = 0; i < units.length; i++) if (ref >= units[i][0]) { u = units[i]; break; }
+    var dec = Math.max(0, -Math.floor(Math.log10(step / u[0]) + 1e-9));
+    return (v / u[0]).toFixed(dec) + u[1];
   }
 
   function Timeline(fig) {
@@ -138,7 +135,7 @@
       for (; t <= v1; t += step) {
         var x = Math.round(LABEL_W + (t - v0) * scale) + 0.5;
         ctx.beginPath(); ctx.moveTo(x, AXIS_H - 5); ctx.lineTo(x, height); ctx.stroke();
-        ctx.fillText(tickLabel(t, step), x + 2, AXIS_H - 8);
+        ctx.fillText(tickLabel(t, step, v1), x + 2, AXIS_H - 8);
       }
       if (drag && drag.axis) {
         ctx.fillStyle = "rgba(66,153,225,0.25)";
