@@ -19,6 +19,7 @@ import numpy.typing as npt
 from stepscope.analyze.trace.intervals import merge
 from stepscope.analyze.trace.launches import launch_calls, pair_calls
 from stepscope.analyze.trace.sets import kind_mask, unique_inverse
+from stepscope.analyze.trace.stepseries import distinct
 from stepscope.model.events import GPU_WORK_KINDS, EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -98,7 +99,7 @@ def _durations(table: EventTable, rows: Array, gpu_ns: Array | None, items: Arra
 def _launched_inside(table: EventTable, ann: Array) -> tuple[Array | None, Array | None]:
     """Per distinct annotation name (codes ascending): GPU time and items launched inside its ranges; None
     without launched GPU work in the trace (not measurable, rather than zero)."""
-    names = np.unique(table["name"][ann])
+    names = distinct(table["name"][ann])  # (np.unique would import numpy.ma)
     gpu_ns, counts = np.zeros(names.size, dtype=np.int64), np.zeros(names.size, dtype=np.int64)
     work = np.flatnonzero(kind_mask(table["kind"], GPU_WORK_KINDS) & (table["correlation"] >= 0))
     call = pair_calls(table, work, launch_calls(table))

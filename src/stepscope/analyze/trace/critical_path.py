@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from stepscope.analyze.trace.critical_path_graph import EdgeKind, PathGraph, build_graph, host_rows
 from stepscope.analyze.trace.gpuview import GpuView, KernelType
+from stepscope.analyze.trace.stepseries import distinct
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 
@@ -317,7 +318,7 @@ def comm_rows(table: EventTable, rules: ComponentRules, gpu: GpuView | None = No
     if gpu is not None:
         out[gpu.rows[gpu.ktype == KernelType.COMMUNICATION]] = True
         return out
-    names = np.unique(table["name"][kernel])  # only kernels' names are classified (the rules are regexes)
+    names = distinct(table["name"][kernel])  # only kernels' names are classified (the rules are regexes)
     comps = rules.component_names()
     if names.size and "communication" in comps:
         is_comm = np.zeros(len(table.names), dtype=bool)

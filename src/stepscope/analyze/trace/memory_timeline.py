@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyze.trace.nesting import parents
-from stepscope.analyze.trace.stepseries import SERIES_KEEP, decimated, keep_index
+from stepscope.analyze.trace.stepseries import SERIES_KEEP, decimated, distinct, keep_index
 from stepscope.model.events import EventKind, EventTable
 
 Array = npt.NDArray[Any]
@@ -103,7 +103,7 @@ def memory_timeline(table: EventTable, *, max_points: int | None = SERIES_KEEP) 
     # one int64 per (device type, device id): type in the high half, id (-1 for the CPU) in the low half
     key = (mem["device_type"].astype(np.int64) << 32) + (mem["device"].astype(np.int64) + 1)
     out = []
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():  # (np.unique would import numpy.ma)
         dtype, dev = k >> 32, (k & 0xFFFFFFFF) - 1
         sel = np.flatnonzero(key == k)
         out.append(_device(table, sel, dtype, dev, owner, top, note, max_points))
@@ -123,8 +123,8 @@ def _device(table: EventTable, sel: Array, dtype: int, dev: int, owner: Array, t
         return table.names[table["name"][r]] if r >= 0 else None
 
     points = int(ts.size)
-    keep = (np.union1d(keep_index(alloc, max_points), keep_index(reserved, max_points)) if max_points is not None
-            else slice(None))
+    keep = (distinct(np.concatenate([keep_index(alloc, max_points), keep_index(reserved, max_points)]))
+            if max_points is not None else slice(None))  # (np.union1d would import numpy.ma)
     return DeviceMemory(
         device=dev, device_type=DEVICE_TYPES.get(dtype, str(dtype)), ts_ns=ts[keep], allocated=alloc[keep],
         reserved=reserved[keep] if (reserved >= 0).all() else None, allocations=int((delta > 0).sum()),

@@ -65,11 +65,41 @@ def describe(values: Array) -> dict[str, float]:
     """pandas ``describe`` of a sample (count, mean, sample std, min, quartiles, max), as HTA summarises."""
     v = values.astype(np.float64)
     n = v.size
-    q = np.percentile(v, [25, 50, 75]) if n else np.full(3, np.nan)
-    return {"count": float(n), "mean": float(v.mean()) if n else float("nan"),
-            "std": float(v.std(ddof=1)) if n > 1 else float("nan"),
-            "min": float(v.min()) if n else float("nan"), "p25": float(q[0]), "p50": float(q[1]),
-            "p75": float(q[2]), "max": float(v.max()) if n else float("nan")}
+    mean = float(v.mean()) if n else float("nan")
+    std = float(v.std(ddof=1)) if n > 1 else float("nan")
+    v.sort()  # in place: the mean and std above keep NumPy's summation order
+    q = [_sorted_quantile(v, p) for p in (0.25, 0.5, 0.75)] if n else [float("nan")] * 3
+    return {"count": float(n), "mean": mean, "std": std, "min": float(v.min()) if n else float("nan"),
+            "p25": q[0], "p50": q[1], "p75": q[2], "max": float(v.max()) if n else float("nan")}
+
+
+def _sorted_quantile(s: Array, q: float) -> float:
+    """``np.percentile(s, 100 * q)`` (linear) of a sorted, non-empty float64 array, figure for figure: NumPy's
+    virtual index, neighbours and interpolation (its own call imports numpy.ma on first use, which a worker's
+    first rank would keep for good)."""
+    n = s.size
+    if np.isnan(s[-1]):  # NaN sorts last; NumPy's quantile of a sample with NaN is NaN
+        return float("nan")
+    vi = n * q + (1 - q) - 1  # NumPy's _compute_virtual_index for alpha = beta = 1
+    lo = min(max(int(np.floor(vi)), 0), n - 1)
+    hi = min(lo + 1, n - 1)
+    gamma = vi - lo
+    below, above = s[lo], s[hi]
+    diff = above - below
+    if gamma >= 0.5:
+        return float(above - diff * (1 - gamma))
+    return float(below + diff * gamma)
+
+
+def distinct(a: Array) -> Array:
+    """``np.unique(a)`` of an integer array (sorted distinct values), without NumPy's import of numpy.ma."""
+    s = np.sort(a)
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def time_weighted_mean(ts: Array, v: Array) -> float | None:
@@ -90,7 +120,7 @@ def keep_index(v: Array, points: int) -> Array:
     bucket = np.repeat(np.arange(buckets), np.diff(edges))
     order = np.lexsort((v, bucket))  # within each bucket (a range of indices) by value
     sel = np.concatenate([edges[:-1], order[edges[:-1]], order[edges[1:] - 1], [n - 1]])
-    return np.unique(sel)
+    return distinct(sel)
 
 
 def decimated(ts: Array, v: Array, points: int = SERIES_POINTS) -> tuple[list[int], list[float]]:
@@ -100,4 +130,4 @@ def decimated(ts: Array, v: Array, points: int = SERIES_POINTS) -> tuple[list[in
 
 
 __all__ = ["SERIES_KEEP", "SERIES_POINTS", "Changes", "changes", "collapsed", "decimated", "describe",
-           "group_slices", "keep_index", "time_weighted_mean"]
+           "distinct", "group_slices", "keep_index", "time_weighted_mean"]
