@@ -68,11 +68,11 @@ def host_times(table: EventTable, gpu: GpuView) -> HostTimes:
     dev_self = np.zeros(rows.size, dtype=np.int64)
     hit = owner >= 0
     np.add.at(dev_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
+    dev_total = subtree_sums(dev_self, par)  # the peak: before kernel_self exists (owner is per GPU item, smaller)
     kernel_self = np.zeros(rows.size, dtype=np.int64)
     hit &= (gpu.kind == EventKind.KERNEL) & (gpu.ktype != KernelType.COMMUNICATION)
     np.add.at(kernel_self, owner[hit], table["dur_ns"][gpu.rows[hit]])
     del owner, hit
-    dev_total = subtree_sums(dev_self, par)
     cpu_self = table["dur_ns"][rows]
     child = np.zeros(rows.size, dtype=np.int64)  # summed durations of each event's children
     for i in range(0, rows.size, BLOCK_EVENTS):
