@@ -124,3 +124,32 @@ def test_keras_fit_steps_carry_the_cpu_clocks(tmp_path: Path) -> None:
     # the sleep is not CPU time (an epoch's first step may start after its batch's sleep: the median step)
     assert float(np.median(wall[later] - thread[later])) >= 0.045e9, (thread, wall)
     assert (process[later] >= thread[later] - 1e6).all()
+
+
+def test_lightning_step_after_validation_leaves_its_cpu_out(tmp_path: Path) -> None:
+    """Lightning's training step resumes after validation with its wall clock restarted (validation time is not
+    in it): its CPU clocks restart with it, so no training step holds more thread CPU time than wall time."""
+    import subprocess
+
+    from tests.conftest import PY, SCRIPTS, stepscope_cmd
+
+    pytest.importorskip("lightning")
+    proc = subprocess.run(stepscope_cmd("run", "--store", str(tmp_path / "store"), "--quiet", "--sample-interval",
+                                        "0.2", "--", PY, str(SCRIPTS / "lightning_train.py"), "--val-work", "1000000"),
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = load(tmp_path / "store")
+    steps = data.ranks[0].steps
+    train = steps.take(steps["phase"] == 0)
+    wall, thread, process = train.duration_ns.astype("float64"), train["thread_cpu_ns"], train["process_cpu_ns"]
+    assert data.ranks[0].stream.step_source == "lightning" and len(train) == 20
+    measured = np.isfinite(thread)
+    assert measured[1:].all()
+    # step 10 follows epoch 0's validation, 4 batches of a million-iteration loop each (tens of ms of CPU time
+    # each): its CPU time held them while its wall clock did not
+    val = steps.take(steps["phase"] == 1)
+    val_cpu = float(np.nansum(val["thread_cpu_ns"][:4]))
+    assert val_cpu > 40e6, val_cpu / 1e6
+    assert thread[10] < 0.5 * val_cpu, (thread[10] / 1e6, val_cpu / 1e6)
+    assert (thread[measured] <= wall[measured] + 1e6).all(), (thread / 1e6, wall / 1e6)
+    assert (process[measured] >= thread[measured] - 1e6).all()
