@@ -124,7 +124,7 @@ def bandwidth(table: EventTable, *, max_points: int | None = SERIES_KEEP) -> Ban
     out = []
     for g, sl in group_slices(ch.group):
         mine = group == g
-        t, v = collapsed(ch, np.arange(sl.start, sl.stop))
+        t, v = collapsed(ch, sl)
         d = describe(ch.value[sl][ch.value[sl] > 0])
         b = nbytes[mine]
         starts, ends = merge(ts[mine], end[mine])

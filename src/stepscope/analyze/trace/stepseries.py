@@ -41,9 +41,9 @@ def changes(group: Array, ts_ns: Array, delta: Array, *, count: Array | None = N
     return Changes(group=group[order], ts_ns=ts_ns[order], value=value)
 
 
-def collapsed(ch: Changes, sel: Array) -> tuple[Array, Array]:
-    """The step function of the events ``sel`` (one group, in order): one point per distinct time, holding the
-    value after every change at that time."""
+def collapsed(ch: Changes, sel: Array | slice) -> tuple[Array, Array]:
+    """The step function of the events ``sel`` (one group, in order; a slice reads views, not copies): one point
+    per distinct time, holding the value after every change at that time."""
     ts, v = ch.ts_ns[sel], ch.value[sel]
     if not ts.size:
         return ts, v
