@@ -18,6 +18,7 @@ from stepscope.model.tables import RunData
 if TYPE_CHECKING:  # the advisor is imported where advice is asked for: the end-of-run summary needs none of it
     from stepscope.analyze.advisor import Advice, AdvisorInput, CommFacts, TraceFacts
     from stepscope.analyze.trace.analysis import TraceAnalysis
+    from stepscope.analyze.trace.critical_path import CriticalPath
     from stepscope.analyze.trace.multirank import TraceSetAnalysis
     from stepscope.store import Store
 
@@ -71,6 +72,19 @@ class RunAnalysis:
         from stepscope.analyze.trace.analysis import analyze_trace
 
         return {rank: analyze_trace(t) for rank, t in self.traces.tables.items()}
+
+    @cached_property
+    def critical_paths(self) -> dict[int, CriticalPath | None]:
+        """Each rank's critical path of its whole trace (None: no host operators or runtime calls), computed once
+        for every consumer (the report's timelines, path tables and cross-rank wait): the report of many ranks
+        renders without analysing. Not part of ``trace_analyses``: a path costs about half a rank's analysis, and
+        show, advise and the index need none."""
+        if not self.traces.tables:
+            return {}
+        from stepscope.analyze.trace.critical_path import critical_path
+
+        return {rank: a.critical_path if (a := self.trace_analyses.get(rank)) is not None and a.critical_path
+                is not None else critical_path(t) for rank, t in self.traces.tables.items()}
 
     @cached_property
     def trace_set(self) -> TraceSetAnalysis | None:

@@ -14,12 +14,14 @@ from typing import Any
 
 from stepscope.analyze.advisor import Advice
 from stepscope.analyze.trace.analysis import TraceAnalysis
+from stepscope.analyze.trace.collectives import CollectiveSet
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
 from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
 from stepscope.analyze.trace.steps import CATEGORIES
 from stepscope.model.events import EventTable
 from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Bars, bar_chart
+from stepscope.report.html.collectives import collectives_html
 from stepscope.report.html.critical_path import critical_path_html, cross_rank_html
 from stepscope.report.html.escape import esc
 from stepscope.report.html.gpu_counters import counters_html
@@ -84,9 +86,13 @@ def per_rank(group: str, blocks: Mapping[int, str]) -> str:
 
 def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], advice: Advice,
                 tables: Mapping[int, EventTable] | None = None,
-                critical: Mapping[int, Sequence[int]] | None = None) -> str:
+                critical: Mapping[int, Sequence[int]] | None = None,
+                collectives: CollectiveSet | None = None,
+                paths: Mapping[int, CriticalPath | None] | None = None) -> str:
     """``tables``: each rank's events, for its timeline (none drawn without); ``critical``: each rank's
-    critical-path event indices (rows of its table), marked on the timeline (else its analysis's path)."""
+    critical-path event indices (rows of its table), marked on the timeline (else its analysis's path);
+    ``collectives``: the ranks' collectives matched across ranks (RunAnalysis.trace_set); ``paths``: each rank's
+    critical path computed once by the caller (RunAnalysis.critical_paths) — without them, computed here."""
     parts = [notice(p, "warn") for p in problems]
     if not analyses:
         no_steps = any("no training step was seen" in n for n in advice.notes)
@@ -97,19 +103,23 @@ def gpu_section(analyses: Mapping[int, TraceAnalysis], problems: Sequence[str], 
         return "".join(parts)
     # each rank's critical path: its analysis's, else computed here once (opt-in in analyze_trace) for the
     # timeline's marks, the path's table and whom the longest rank waited for
-    paths = {r: a.critical_path if a.critical_path is not None else critical_path(tables[r])
-             for r, a in analyses.items() if tables and r in tables}
+    if paths is None:
+        paths = {r: a.critical_path if a.critical_path is not None else critical_path(tables[r])
+                 for r, a in analyses.items() if tables and r in tables}
     if len(analyses) > 1:
         parts.append(heading("Ranks compared"))
         parts.append(ranks_table(analyses))
         cross = cross_rank_path({**{r: a.critical_path for r, a in analyses.items()}, **paths})
         if cross is not None:
             parts.append(cross_rank_html(cross))
+        if collectives is not None:
+            parts.append(heading("Collectives across ranks"))
+            parts.append(collectives_html(collectives))
     budget = rank_budget(len(analyses))
     lines = {r: timeline_html(tables[r], budget=budget,
                               critical=critical[r] if critical is not None and r in critical else
                               None if cp is None else cp.event_rows.tolist())
-             for r, cp in paths.items() if tables}
+             for r, cp in paths.items() if tables and r in tables}
     parts.append(per_rank("gpu", {r: rank_html(a, lines.get(r, ""), paths.get(r, a.critical_path))
                                   for r, a in analyses.items()}))
     return "".join(parts)

@@ -19,10 +19,9 @@ from stepscope.report import format as f
 from stepscope.report.html.charts import Axis, Band, Series, xy_chart
 from stepscope.report.html.flamegraph import CSS as FLAME_CSS
 from stepscope.report.html.flamegraph import FLAME_JS, flamegraph_section
-from stepscope.report.html.gpu_sections import RANK_CSS, RANK_JS
+from stepscope.report.html.gpu_sections import RANK_CSS, RANK_JS, gpu_section
 from stepscope.report.html.page import Section, heading, kv_table, notice, paragraph, render_page, tiles
 from stepscope.report.html.run_sections import (
-    kernels_section,
     memory_section,
     metrics_section,
     model_section,
@@ -65,7 +64,9 @@ def render_run_report(ra: RunAnalysis, verifications: Sequence[tuple[str, Sequen
         *([flame] if (flame := flamegraph_section(data)) is not None else []),
         Section("system", "System", system_section(data, summary)),
         Section("memory", "Memory", memory_section(summary, traces or {})),
-        Section("kernels", "GPU and operators", kernels_section(advice, ra.trace_analyses, trace_problems, traces),
+        Section("kernels", "GPU and operators", gpu_section(
+            ra.trace_analyses, trace_problems, advice, traces,
+            collectives=ra.trace_set.collectives if ra.trace_set is not None else None, paths=ra.critical_paths),
                 note="From each rank's profiled window (torch.profiler trace), the figures of stepscope trace analyze; "
                      "times are totals over the window unless noted."),
         Section("model", "Model", model_section(summary)),
