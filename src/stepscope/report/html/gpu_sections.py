@@ -28,6 +28,8 @@ from stepscope.report.html.gpu_counters import counters_html
 from stepscope.report.html.names import short_names
 from stepscope.report.html.page import grid, heading, kv_table, notice, paragraph, tiles
 from stepscope.report.html.roofline import roofline_html
+from stepscope.report.html.roofline_chart import CSS as ROOFLINE_CSS
+from stepscope.report.html.roofline_chart import roofline_chart
 from stepscope.report.html.tables import Col, table
 from stepscope.report.html.timeline import CSS as TIMELINE_CSS
 from stepscope.report.html.timeline import rank_budget, timeline_html
@@ -55,7 +57,7 @@ RANK_JS = """
 """
 RANK_CSS = (".ss-rankbar{margin:6px 0 10px;font-size:13px}.ss-rankbar select{margin-left:6px;padding:2px 6px}"
             ".ss-rank-block[hidden]{display:none}"
-            "#kernels table.ss-table td.text{word-break:normal;overflow-wrap:normal}" + TIMELINE_CSS)
+            "#kernels table.ss-table td.text{word-break:normal;overflow-wrap:normal}" + TIMELINE_CSS + ROOFLINE_CSS)
 
 
 def pct(v: float | None) -> str:
@@ -177,6 +179,7 @@ def rank_html(a: TraceAnalysis, timeline: str = "", path: CriticalPath | None = 
     if a.roofline is not None and a.roofline.ops:
         parts.append(heading("Operators on the roofline"))
         parts.append(roofline_html(a.roofline, a.rank))
+        parts.append(roofline_chart(a.roofline, a.rank))
     parts.append(heading("Module tree"))
     parts.append(modules_table(a))
     return "".join(parts)
