@@ -24,7 +24,8 @@ from stepscope.analyze.stats import NoiseFloor
 
 DIFF_SCHEMA = "stepscope.diff/2"
 """2: run-level verdicts (``change.method``, ``mde``, ``noise_floor``; verdict ``inconclusive``), ``runs`` per
-side, ``quality`` and ``noise_floor``; the per-step Mann-Whitney test no longer decides a verdict."""
+side, ``quality`` and ``noise_floor``; the per-step Mann-Whitney test no longer decides a verdict. Added since,
+compatibly: ``metric`` (the clock the verdict is decided on) and the CPU-time overview rows."""
 
 
 @dataclass(frozen=True, slots=True)
