@@ -1,18 +1,14 @@
 """A worker's peak for one rank, measured in a fresh process: the rank's table plus the reader's and the
 analyses' working sets. A rank of 107,732 events (the A100 NCCL fixture repeated, as benchmarks/trace_scale.py
 builds it) is read and analysed by ``run_rank`` twice in one process, then read alone twice in another; for each
-rank, the process's VmHWM, reset just before it, less its RSS then, is the rank's growth. Measured here (results
-identical before and after): before the memory work of issue 17, 2.28x the table for the first rank and 2.14x
-for the next; after the analyses' working sets were first cut, 1.62x and 1.45-1.49x, a later read alone
-1.36-1.37x; with the compiled reader's typed, mapped columns the later read alone 1.16-1.17x, the first two
-unchanged (1.60-1.61x, 1.46-1.47x): the analysis set the peak. Since the analyses work a thread, a block of rows
-or a category at a time with int32 positions (``host_times``, ``step_summary``, ``operator_table``) and the
-launch percentiles no longer import numpy.ma: 1.44-1.45x for the first rank, 1.28-1.29x for the next. The first
-rank of a process still peaks about 0.16x higher: it faults in for good ~2.4 MB of code pages (numpy and the
-extension touched for the first time). Bounds: the issue's 1.5x for every rank, the first included; 1.35x for a
-later one (the code before this change: 1.60x and 1.46-1.47x, failing both); a later read alone 1.25x. The
-figures repeat to 0.01 for a given script, but a trivial change to the measuring script itself moves the steady
-figure by up to 0.03 (heap layout; before and after this change alike).
+rank, the process's VmHWM, reset just before it, less its RSS then, is the rank's growth. Now (5 runs): 1.39-1.40x
+the table for the first rank, 1.28-1.30x for the next, a later read alone 1.16-1.17x; with ``--critical-path``
+1.86-1.88x and 1.69-1.70x (history: benchmarks/RESULTS.md, "Trace worker peak memory"). The first rank of a
+process peaks about 0.1x higher: it faults in for good the code pages numpy and the extension touch for the first
+time (no analysis may import numpy.ma: tests/analyze/trace/test_no_numpy_ma.py). Bounds: the issue's 1.5x for
+every rank, the first included; 1.35x for a later one; a later read alone 1.25x. The figures repeat to 0.01 for a
+given tree, but a trivial change to the code or the measuring script (an import's order) moves them by up to 0.03
+(heap layout).
 """
 
 from __future__ import annotations

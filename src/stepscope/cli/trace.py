@@ -119,7 +119,7 @@ class TraceCommand:
                 p.add_argument("--critical-path", action="store_true",
                                help="add each rank's critical path and, for several ranks, whom the longest one "
                                "waited for at collectives (a worker's memory: about 1.9 times its rank's table, "
-                               "1.5 without)")
+                               "1.4 without)")
                 p.add_argument("--critical-path-step", type=int, metavar="N",
                                help="the critical path of the N-th ProfilerStep only (0: the first, HTA's default "
                                "window) instead of the whole trace")

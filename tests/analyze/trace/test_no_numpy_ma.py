@@ -1,5 +1,5 @@
 """A worker's analyses never import numpy.ma (NumPy's ``np.percentile`` and flag-less ``np.unique`` do, on first
-use): its first rank would keep that module's memory for good, about 0.17x a 107,732-event table
+use): its first rank would keep that module's memory for good, about 0.08x a 107,732-event table
 (tests/executor/test_rank_peak.py). The series' quartiles and distinct values stay NumPy's, figure for figure."""
 
 from __future__ import annotations
