@@ -24,10 +24,10 @@ class BenchCommand:
 
     With --ab, two commands (separated by `--`) are run as N interleaved pairs, A B / B A alternately so that
     drift of the machine hits both alike, and compared with a paired test on the per-pair ratios of median
-    step time: the verdict, its interval and the minimum detectable effect are printed (`stepscope diff
-    GROUP:A GROUP:B` shows it again, with every table). It exits 0 whatever the verdict; with --exit-code 1 when B
-    is slower, 2 when the pairs cannot tell (inconclusive), 0 otherwise. A failing run's exit code is returned as
-    is, either way."""
+    step time, at 99% (--confidence): the verdict, its interval and the minimum detectable effect are printed
+    (`stepscope diff GROUP:A GROUP:B --confidence 0.99` shows it again, with every table). It exits 0 whatever
+    the verdict; with --exit-code 1 when B is slower, 2 when the pairs cannot tell (inconclusive), 0 otherwise. A
+    failing run's exit code is returned as is, either way."""
 
     name = "bench"
     help = "run a command N times as one benchmark, or two commands as interleaved A/B pairs (--ab)"
@@ -47,6 +47,9 @@ class BenchCommand:
                             help="with --ab: exit 1 when B is slower, 2 when the pairs cannot tell, 0 otherwise")
         parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                             help="with --ab: smallest relative change called a change, in %% (default: 2, as diff)")
+        parser.add_argument("--confidence", type=float, default=None, metavar="C",
+                            help="with --ab: level of the paired interval (default: 0.99, at most 1 A/A study in "
+                                 "100 called faster or slower)")
         add_metric_arg(parser)
         add_collection_args(parser)
         add_store_args(parser)
@@ -58,6 +61,8 @@ class BenchCommand:
                             "and 0 or more warm-up runs")
         if not 0 <= args.threshold < 100:
             raise UserError(f"--threshold {args.threshold}: must be a percentage in [0, 100), e.g. 2")
+        if args.confidence is not None and not 0 < args.confidence < 1:
+            raise UserError(f"--confidence {args.confidence}: must be between 0 and 1, e.g. 0.99")
         if args.ab:
             return run_ab(args)
         return run_repeats(args)
@@ -172,9 +177,20 @@ def run_ab(args: argparse.Namespace) -> int:
     return report_ab(store, group, ids, args)
 
 
+def ab_settings(args: argparse.Namespace, metric: str) -> Any:
+    """The verdict settings of an interleaved study: paired, at ``BENCH_CONFIDENCE`` unless --confidence says
+    otherwise (a 95% interval calls 1 A/A study in 20; benchmarks/ab_coverage.py)."""
+    from stepscope.analyze.diff import DiffSettings
+    from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
+
+    confidence = getattr(args, "confidence", None)
+    return DiffSettings(paired=True, metric=metric, threshold=getattr(args, "threshold", 2.0) / 100,
+                        confidence=BENCH_CONFIDENCE if confidence is None else confidence)
+
+
 def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.Namespace) -> int:
     """The paired diff of the A and B runs, printed (verdict first) or as JSON."""
-    from stepscope.analyze.diff import DiffSettings, DiffSide, diff
+    from stepscope.analyze.diff import DiffSide, diff
     from stepscope.cli.diff import checked_metric, verdict_exit
     from stepscope.report.diff_terminal import overview, verdict_panel
     from stepscope.report.terminal import console
@@ -184,7 +200,7 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     metric = checked_metric(getattr(args, "metric", "step_time"), [*a, *b])
     result = diff(DiffSide(f"{group}:A", data=a[0], repeats=tuple(a[1:])),
                   DiffSide(f"{group}:B", data=b[0], repeats=tuple(b[1:])),
-                  settings=DiffSettings(paired=True, metric=metric, threshold=getattr(args, "threshold", 2.0) / 100))
+                  settings=ab_settings(args, metric))
 
     code = verdict_exit(result) if args.exit_code else 0
     if args.json:
@@ -197,6 +213,7 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     metric_flag = "" if metric == "step_time" else f" --metric {metric}"
     if result.settings.threshold != 0.02:
         metric_flag += f" --threshold {100 * result.settings.threshold:g}"
+    metric_flag += f" --confidence {result.settings.confidence:g}"  # diff's default level is 95%
     drift = result.drift.message() if result.drift is not None else None
     out.print(Group(verdict_panel(result), overview(result.overview),
                     *([Text(drift, style="yellow")] if drift else []),
