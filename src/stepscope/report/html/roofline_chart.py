@@ -38,7 +38,10 @@ def _compute_roofs(r: Roofline, ops: list[OpRoofline]) -> list[tuple[str, float]
     roofs = {f"{p} matrix": r.peaks.matrix_tflops[p] / per
              for p in sorted({o.precision for o in ops if o.precision}) if p in r.peaks.matrix_tflops}
     roofs["fp32 vector"] = r.peaks.vector_fp32_tflops / per
-    return sorted(roofs.items(), key=lambda kv: -kv[1])
+    merged: dict[float, list[str]] = {}  # roofs of one height drawn once, their names joined (A100: fp32 19.5)
+    for label, peak in roofs.items():
+        merged.setdefault(peak, []).append(label)
+    return sorted(((", ".join(labels), peak) for peak, labels in merged.items()), key=lambda kv: -kv[1])
 
 
 def why_no_chart(r: Roofline) -> str | None:
@@ -86,9 +89,10 @@ def roofline_chart(r: Roofline, rank: int) -> str:
         for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):
             v = 10.0 ** e
             if axis == "x":
+                anchor = "end" if v >= x_hi else "start" if v <= x_lo else "middle"  # the ends stay inside
                 out.append(f'<line x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="{TOP}" y2="{TOP + ph}" stroke="#eee"/>'
                            f'<text class="tick-x" x="{sx(v):.1f}" y="{TOP + ph + 14}" '
-                           f'text-anchor="middle">{_tick(v)}</text>')
+                           f'text-anchor="{anchor}">{_tick(v)}</text>')
             else:
                 out.append(f'<line x1="{LEFT}" x2="{LEFT + pw}" y1="{sy(v):.1f}" y2="{sy(v):.1f}" stroke="#eee"/>'
                            f'<text class="tick-y" x="{LEFT - 5}" y="{sy(v) + 4:.1f}" '
@@ -97,15 +101,17 @@ def roofline_chart(r: Roofline, rank: int) -> str:
                f'<text transform="translate(14 {TOP + ph / 2}) rotate(-90)" text-anchor="middle">'
                "achieved TFLOP/s</text>")
     colors = ["#dc2626", "#7c3aed", "#059669", "#0891b2", "#6b7280"]
+    label_y = -1e9
     for i, (label, peak) in enumerate(roofs):  # each roof: memory slope up to its ridge, then flat
         ridge = peak / mem
         x0 = max(x_lo, y_lo / mem)
         pts = [(x0, x0 * mem), (ridge, peak), (x_hi, peak)] if ridge > x0 else [(x_lo, peak), (x_hi, peak)]
         d = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in pts)
+        label_y = max(sy(peak) - 4, label_y + 14)  # above its roof, or under the label above when close
         out.append(f'<polyline class="roof" points="{d}" stroke="{colors[i % len(colors)]}">'
                    f"<title>{esc(label)} peak {peak:g} TFLOP/s; memory {mem:g} TB/s; ridge {ridge:.3g} FLOP/byte"
                    f"</title></polyline>"
-                   f'<text class="roof-label" x="{LEFT + pw - 4}" y="{sy(peak) - 4:.1f}" text-anchor="end" '
+                   f'<text class="roof-label" x="{LEFT + pw - 4}" y="{label_y:.1f}" text-anchor="end" '
                    f'fill="{colors[i % len(colors)]}">{esc(label)} {peak:g} TFLOP/s</text>')
     biggest = max(o.gpu_ns for o in ops) or 1
     for o in reversed(ops):  # the largest drawn last, on top
