@@ -5,6 +5,8 @@ once instead of computing them while rendering."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from stepscope.report.html.collectives import NO_SKEW
 from stepscope.report.html.gpu_sections import gpu_section
 from stepscope.report.html.run_report import render_run_report
 from tests.analyze.trace.test_collectives import _trace_set
-from tests.conftest import load
+from tests.conftest import TRACES, load, stepscope_cmd
 from tests.report.html.test_run_report_gpu import _tables, stacks_store, two_rank_store  # noqa: F401
 
 ADVICE = Advice(findings=(), checked=(), notes=())
@@ -58,7 +60,14 @@ def test_run_report_shows_the_imported_ranks_collectives_and_renders_without_ana
         two_rank_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     ra = RunAnalysis(load(two_rank_store))
     assert ra.trace_set is not None and ra.trace_set.collectives is not None
-    assert set(ra.critical_paths) == {0, 1}  # computed once, before rendering
+    # computed once, before rendering: the paths `trace analyze --critical-path` gives for the same files
+    res = subprocess.run(stepscope_cmd("trace", "analyze", "--json", "--critical-path",
+                                       *[str(TRACES / "sampled_128rank" / f"rank{r}.json.gz") for r in (0, 1)]),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    want = {a["rank"]: a["critical_path"]["length_ns"] for a in json.loads(res.stdout)["ranks"]}
+    got = ra.critical_paths
+    assert {r: p.length_ns for r, p in got.items() if p is not None} == want and len(want) == 2
 
     def no_path(*_: object, **__: object) -> None:
         raise AssertionError("the report computed a critical path while rendering")
