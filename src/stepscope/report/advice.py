@@ -78,8 +78,9 @@ def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
     if o.saving_s_per_step is None:
         realised = "not measured"
     else:
-        pct = f" ({1 - o.ratio:+.1%} of the step)" if o.ratio is not None else ""
-        realised = f"saved {_ms(o.saving_s_per_step)} per step{pct}"
+        pct = f" ({abs(1 - o.ratio):.1%} of the step)" if o.ratio is not None else ""
+        realised = (f"saved {_ms(o.saving_s_per_step)} per step{pct}" if o.saving_s_per_step >= 0
+                    else f"lost {_ms(-o.saving_s_per_step)} per step{pct}")
         if o.saving_low_s is not None and o.saving_high_s is not None:
             realised += f", 95% interval {_ms(o.saving_low_s)} to {_ms(o.saving_high_s)}"
     note = o.note or ""

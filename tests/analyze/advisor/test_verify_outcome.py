@@ -60,3 +60,13 @@ def test_outcome_round_trips_and_confirmed_ones_combine() -> None:
     assert combined([o]) is None
     both = combined([o, o])
     assert both is not None and len(both.changes) == 2 and both.predicted_s_per_step is None
+
+
+def test_words_say_saved_or_lost_with_the_interval() -> None:
+    from stepscope.report.advice import outcome_lines
+
+    predicted, realised, verdict, _ = outcome_lines(_verify([a * 0.5 for a in A]))
+    assert predicted == "up to 50 ms per step" and realised.startswith("saved ") and "50.0% of the step" in realised
+    assert "95% interval" in realised and verdict == CONFIRMED
+    _, realised, verdict, _ = outcome_lines(_verify([a * 1.3 for a in A]))
+    assert realised.startswith("lost ") and "30.0% of the step" in realised and verdict == WORSE
