@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import re
 import secrets
 import sys
 import time
@@ -16,9 +15,8 @@ from stepscope.cli.common import StoreLike, add_store_args, as_store, parse_pair
 from stepscope.cli.run import add_collection_args, options_from
 from stepscope.collect.core.options import Options
 from stepscope.errors import UserError
+from stepscope.model.changes import fill_placeholders, placeholders
 from stepscope.store import Store
-
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def parse_grid(specs: list[str] | None) -> dict[str, list[str]]:
@@ -39,7 +37,7 @@ def parse_grid(specs: list[str] | None) -> dict[str, list[str]]:
 
 def check_placeholders(command: list[str], grid: dict[str, list[str]]) -> None:
     """Every {name} in the command must have a --param (checked before anything runs)."""
-    used = {m for a in command for m in _PLACEHOLDER.findall(a)}
+    used = placeholders(command)
     missing = sorted(used - set(grid))
     if missing:
         raise UserError(f"the command uses {{{missing[0]}}} but no --param {missing[0]}=... is given — add one, "
@@ -47,7 +45,7 @@ def check_placeholders(command: list[str], grid: dict[str, list[str]]) -> None:
 
 
 def fill(command: list[str], values: dict[str, str]) -> list[str]:
-    return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), a) for a in command]
+    return fill_placeholders(command, values)
 
 
 def sweep_runs(store: Store, group: str) -> list[Any]:

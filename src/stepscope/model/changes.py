@@ -89,12 +89,22 @@ def _text(value: str | int | bool) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def placeholders(argv: Sequence[str]) -> set[str]:
+    """The ``{name}`` placeholders of a command line."""
+    return {m for a in argv for m in _PLACEHOLDER.findall(a)}
+
+
+def fill_placeholders(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """``argv`` with each ``{name}`` that ``values`` holds replaced by its value (others left as written)."""
+    return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), a) for a in argv]
+
+
 def apply_param(argv: Sequence[str], key: str, value: str) -> list[str] | None:
     """``argv`` with parameter ``key`` set to ``value``: every ``{key}`` placeholder filled, else the value after
     ``--key`` (or of ``--key=``; ``_`` and ``-`` in the name are one) replaced. None when ``argv`` has neither."""
     out = list(argv)
     if any(f"{{{key}}}" in a for a in out):
-        return [_PLACEHOLDER.sub(lambda m: value if m.group(1) == key else m.group(0), a) for a in out]
+        return fill_placeholders(out, {key: value})
     names = {f"--{key}", f"--{key.replace('_', '-')}", f"--{key.replace('-', '_')}"}
     hit = False
     for i, a in enumerate(out):
