@@ -99,6 +99,11 @@ def test_ab_interleaves_and_gives_a_paired_verdict(tmp_path: Path, monkeypatch, 
     assert main(["diff", f"{ab['group']}:A", f"{ab['group']}:B", "--store", str(store), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["verdict"] == "slower" and again["settings"]["paired"] is True
+    # at bench's level, with bench's interval (before: diff decided the same pairs at 95%)
+    assert again["settings"]["confidence"] == ab["diff"]["settings"]["confidence"] == 0.99
+    again_step = next(r for r in again["overview"] if r["key"] == "step_time_median_ns")
+    assert (again_step["change"]["ci_low"], again_step["change"]["ci_high"]) == \
+        (step["change"]["ci_low"], step["change"]["ci_high"])
 
 
 def test_ab_needs_two_commands(tmp_path: Path, capsys) -> None:

@@ -25,7 +25,7 @@ class BenchCommand:
     With --ab, two commands (separated by `--`) are run as N interleaved pairs, A B / B A alternately so that
     drift of the machine hits both alike, and compared with a paired test on the per-pair ratios of median
     step time, at 99% (--confidence): the verdict, its interval and the minimum detectable effect are printed
-    (`stepscope diff GROUP:A GROUP:B --confidence 0.99` shows it again, with every table). It exits 0 whatever
+    (`stepscope diff GROUP:A GROUP:B` shows it again, with every table). It exits 0 whatever
     the verdict; with --exit-code 1 when B is slower, 2 when the pairs cannot tell (inconclusive), 0 otherwise. A
     failing run's exit code is returned as is, either way."""
 
@@ -213,7 +213,10 @@ def report_ab(store: Any, group: str, ids: dict[str, list[str]], args: argparse.
     metric_flag = "" if metric == "step_time" else f" --metric {metric}"
     if result.settings.threshold != 0.02:
         metric_flag += f" --threshold {100 * result.settings.threshold:g}"
-    metric_flag += f" --confidence {result.settings.confidence:g}"  # diff's default level is 95%
+    from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
+
+    if result.settings.confidence != BENCH_CONFIDENCE:  # diff decides interleaved pairs at bench's level
+        metric_flag += f" --confidence {result.settings.confidence:g}"
     drift = result.drift.message() if result.drift is not None else None
     out.print(Group(verdict_panel(result), overview(result.overview),
                     *([Text(drift, style="yellow")] if drift else []),

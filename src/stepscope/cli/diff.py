@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | None = None, json: bool = False,
-         paired: bool = False, html: str | Path | None = None, threshold: float = 2.0, confidence: float = 0.95,
+         paired: bool = False, html: str | Path | None = None, threshold: float = 2.0, confidence: float | None = None,
          warmup: int | None = None, all_rows: bool = False, width: int | None = None,
          exit_code: bool = False, metric: str = "step_time") -> int:
     """Compare ``experiment`` with ``baseline`` (runs, run lists, benchmarks, run directories or trace folders)
@@ -27,7 +27,7 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
     from stepscope.analyze.diff import DiffSettings
     from stepscope.analyze.diff import diff as diff_sides
 
-    if not 0 < confidence < 1:
+    if confidence is not None and not 0 < confidence < 1:
         raise UserError(f"--confidence {confidence}: must be between 0 and 1, e.g. 0.95")
     if not 0 <= threshold < 100:
         raise UserError(f"--threshold {threshold}: must be a percentage in [0, 100), e.g. 2")
@@ -35,6 +35,10 @@ def diff(baseline: str, experiment: str, *, store: StoreLike = None, db: str | N
     base = load_side(lazy, baseline, warmup=warmup)
     exp = load_side(lazy, experiment, warmup=warmup)
     paired = paired or _ab_pair(baseline, experiment)
+    if confidence is None:  # interleaved pairs decide at bench --ab's level, so both print one verdict
+        from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
+
+        confidence = BENCH_CONFIDENCE if paired else 0.95
     settings = DiffSettings(confidence=confidence, threshold=threshold / 100, paired=paired,
                             metric=checked_metric(metric, [*base.runs, *exp.runs]))
     floor = store_noise_floor(lazy, [*base.runs, *exp.runs]) if base.runs and exp.runs else None
@@ -140,8 +144,9 @@ class DiffCommand:
         parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML diff page")
         parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
                             help="smallest relative change called a change, in %% (default: 2)")
-        parser.add_argument("--confidence", type=float, default=0.95, metavar="C",
-                            help="confidence level of the tests (default: 0.95)")
+        parser.add_argument("--confidence", type=float, default=None, metavar="C",
+                            help="confidence level of the tests (default: 0.95; 0.99 for interleaved pairs, "
+                                 "as bench --ab decides)")
         parser.add_argument("--warmup-steps", type=int, metavar="N", help="steps to exclude (default: automatic)")
         parser.add_argument("--all", action="store_true", help="every row of the long tables")
         parser.add_argument("--exit-code", action="store_true",

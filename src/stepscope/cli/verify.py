@@ -214,11 +214,12 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
 def _step_change(store: Store, ids: dict[str, list[str]]) -> Any:
     """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it."""
     from stepscope.analyze.diff import DiffSettings, DiffSide, diff
+    from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
 
     a = [store.load(r) for r in ids["A"]]
     b = [store.load(r) for r in ids["B"]]
     result = diff(DiffSide("A", data=a[0], repeats=tuple(a[1:])), DiffSide("B", data=b[0], repeats=tuple(b[1:])),
-                  settings=DiffSettings(paired=True))
+                  settings=DiffSettings(paired=True, confidence=BENCH_CONFIDENCE))
     row = next((r for r in result.overview if r.key == "step_time_median_ns"), None)
     return row.change if row is not None else None
 
