@@ -44,6 +44,9 @@ def assert_same(c: EventTable, py: EventTable) -> None:
     assert list(c.flows) == list(py.flows)
     for key, col in py.flows.items():
         assert c.flows[key].dtype == col.dtype and c.flows[key].tobytes() == col.tobytes(), key
+    assert sorted(c.waits) == sorted(py.waits)
+    for key, col in py.waits.items():
+        assert c.waits[key].dtype == col.dtype and c.waits[key].tobytes() == col.tobytes(), key
 
 
 def read_by_c_only(path: Path, block: int = 256 * 1024) -> None:
@@ -374,3 +377,24 @@ def test_a_flow_phase_event_with_a_list_category_is_not_a_flow(tmp_path: Path) -
                                                        "ts": 96}])
     for reader in ("c", "python"):
         assert read_trace(path, reader=reader).flows == {}
+
+
+def test_sync_records_wait_args_read_alike(tmp_path: Path) -> None:
+    """A Stream Wait Event / Event Sync record's wait_on_* args go to the side table ``waits``, by the record's
+    correlation, in both readers; a value that is not an integer reads as absent; other events' are not kept."""
+    def sync(name: str, ts: float, corr: int, **wait: object) -> dict[str, object]:
+        return {"ph": "X", "cat": "cuda_sync", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": 1.0,
+                "args": {"device": 0, "stream": 7, "correlation": corr, **wait}}
+
+    events = [sync("Stream Wait Event", 30.0, 12, wait_on_stream=20, wait_on_cuda_event_record_corr_id=11),
+              sync("Event Sync", 10.0, 40, wait_on_stream="0x15", wait_on_cuda_event_record_corr_id=[3]),
+              sync("Stream Sync", 20.0, 5),  # no wait args: not in the table
+              sync("Stream Wait Event", 40.0, 2, wait_on_cuda_event_record_corr_id=1),
+              {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 5.0, "dur": 50.0,
+               "args": {"wait_on_stream": 3, "wait_on_cuda_event_record_corr_id": 4}}]
+    path = write(tmp_path / "t.json", events)
+    read_by_c_only(path)
+    c = read_trace(path, reader="c")
+    assert_same(c, read_trace(path, reader="python"))
+    assert {k: v.tolist() for k, v in c.waits.items()} == {
+        "correlation": [2, 12, 40], "stream": [-1, 20, 21], "record_corr": [1, 11, -1]}

@@ -37,6 +37,9 @@ def _assert_same(a: EventTable, b: EventTable) -> None:
     assert sorted(a.flows) == sorted(b.flows)
     for k in a.flows:
         assert np.array_equal(a.flows[k], b.flows[k]), k
+    assert sorted(a.waits) == sorted(b.waits)
+    for k in a.waits:
+        assert np.array_equal(a.waits[k], b.waits[k]), k
 
 
 @needs_msgspec

@@ -183,12 +183,12 @@ class EventTable(ColumnTable):
         "coll": Column("int32", "", "code into colls (communication kernels' collective args)", -1),
         "optype": Column("int32", "", "code into optypes (operator Input type and Concrete Inputs as JSON)", -1),
     }
-    __slots__ = ("cats", "colls", "flows", "memory", "meta", "names", "optypes", "shapes")
+    __slots__ = ("cats", "colls", "flows", "memory", "meta", "names", "optypes", "shapes", "waits")
 
     def __init__(self, cols: Mapping[str, Array], *, names: tuple[str, ...], cats: tuple[str, ...],
                  shapes: tuple[str, ...] = (), meta: TraceMeta, flows: Mapping[str, Array] | None = None,
                  colls: tuple[CollectiveArgs, ...] = (), optypes: tuple[str, ...] = (),
-                 memory: Mapping[str, Array] | None = None) -> None:
+                 memory: Mapping[str, Array] | None = None, waits: Mapping[str, Array] | None = None) -> None:
         super().__init__(cols)
         self.names = names
         self.cats = cats
@@ -203,6 +203,11 @@ class EventTable(ColumnTable):
         ``ts_ns``, ``pid``, ``tid``, ``bytes`` (signed change), ``allocated`` and ``reserved`` (the allocator's
         totals after it, -1 where not recorded), ``device`` (-1: CPU), ``device_type`` (0 CPU, 1 CUDA) and
         ``addr``; empty when the trace has none."""
+        self.waits: dict[str, Array] = dict(waits or {})
+        """The CUDA event a ``Stream Wait Event`` / ``Event Sync`` record waits for (its ``wait_on_stream`` and
+        ``wait_on_cuda_event_record_corr_id`` args), a row per such record, sorted by ``correlation`` (the
+        record's, which names its runtime call): ``stream`` and ``record_corr`` (the ``cudaEventRecord`` call's
+        correlation), -1 where absent. A side table: few events carry these args."""
         tables: tuple[tuple[str, tuple[Any, ...]], ...] = (("name", names), ("cat", cats), ("shape", shapes),
                                                            ("coll", colls), ("optype", optypes))
         for col, table in tables:
@@ -218,7 +223,7 @@ class EventTable(ColumnTable):
 
     def _copy_extra(self, new: Any) -> None:
         new.names, new.cats, new.shapes, new.meta, new.flows = self.names, self.cats, self.shapes, self.meta, self.flows
-        new.colls, new.optypes, new.memory = self.colls, self.optypes, self.memory
+        new.colls, new.optypes, new.memory, new.waits = self.colls, self.optypes, self.memory, self.waits
 
     def code_dictionaries(self) -> dict[str, tuple[str, Sequence[str]]]:
         """kind -> its EventKind name (lower case), name/cat/shape -> their strings, coll -> collective name."""

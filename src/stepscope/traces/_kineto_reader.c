@@ -219,12 +219,13 @@ static void intern_free(Intern *t) {
 enum {
     C_TS, C_DUR, C_CAT, C_NAME, C_PID, C_TID, C_CORR, C_EXT, C_STREAM, C_DEVICE, C_BYTES, C_FLAGS,
     C_BPSM, C_WPSM, C_OCC, C_GRID, C_BLOCK, C_DIMS, C_COLL, C_WRONG, C_OPT, C_BW,
+    S_ROW, S_STREAM, S_REC, /* a side table: the events with a wait_on_* arg (sync records) */
     F_ID, F_START, F_TS, F_PID, F_TID, N_COLS
 };
 static const char *const COL_NAMES[N_COLS] = {
     "ts", "dur", "cat", "name", "pid", "tid", "correlation", "external_id", "stream", "device", "bytes", "flags",
     "blocks_per_sm", "warps_per_sm", "occupancy", "grid", "block", "dims", "coll", "wrong", "optype", "bandwidth",
-    "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid"};
+    "wait_row", "wait_stream", "wait_record", "flow_id", "flow_start", "flow_ts", "flow_pid", "flow_tid"};
 enum { T_NAME, T_CAT, T_DIMS, T_COLL, T_OPT, N_TABLES };
 static const char *const TABLE_NAMES[N_TABLES] = {"name", "cat", "dims", "coll", "optype"};
 
@@ -253,6 +254,8 @@ typedef struct {
     uint8_t flags; /* 1 device, 2 stream, 4 correlation: each a JSON integer */
     double bpsm, wpsm, occ;
     double bw; /* "memory bandwidth (GB/s)" of a memcpy / memset */
+    int64_t wait_stream, wait_rec; /* wait_on_stream, wait_on_cuda_event_record_corr_id (-1: absent) */
+    int has_wait;
     int64_t grid, block;
     int has_dims;
     int dims_depth; /* levels of lists in Input Dims: past DIMS_MAX_LEVELS its text is "null", as orjson.dumps fails */
@@ -850,7 +853,7 @@ static int key_is(const Span *k, const char *name) {
 enum {
     K_PH, K_TS, K_DUR, K_CAT, K_NAME, K_PID, K_TID, K_ARGS, K_ID,
     A_CORR, A_EXT, A_STREAM, A_DEVICE, A_BYTES, A_BPSM, A_WPSM, A_OCC, A_GRID, A_BLOCK, A_DIMS, A_ITYPE, A_CONCRETE,
-    A_BW, A_COLL0
+    A_BW, A_WSTREAM, A_WREC, A_COLL0
 };
 
 static int seen_once(Ev *ev, int key) {
@@ -886,7 +889,9 @@ static int parse_args(Cur *c, Ev *ev) {
         case 5: key = key_is(&k, "bytes") ? A_BYTES : key_is(&k, "block") ? A_BLOCK : -1; break;
         case 6: key = key_is(&k, "stream") ? A_STREAM : key_is(&k, "device") ? A_DEVICE : -1; break;
         case 10: key = key_is(&k, "Input Dims") ? A_DIMS : key_is(&k, "Input type") ? A_ITYPE : -1; break;
+        case 14: key = key_is(&k, "wait_on_stream") ? A_WSTREAM : -1; break;
         case 15: key = key_is(&k, "Concrete Inputs") ? A_CONCRETE : -1; break;
+        case 33: key = key_is(&k, "wait_on_cuda_event_record_corr_id") ? A_WREC : -1; break;
         case 11: key = key_is(&k, "correlation") ? A_CORR : key_is(&k, "External id") ? A_EXT : -1; break;
         case 12: key = key_is(&k, "warps per SM") ? A_WPSM : -1; break;
         case 13: key = key_is(&k, "blocks per SM") ? A_BPSM : -1; break;
@@ -923,6 +928,14 @@ static int parse_args(Cur *c, Ev *ev) {
         case A_WPSM: CHECK(float_field(c, ev, &ev->wpsm, 3, W_WPSM)); break;
         case A_OCC: CHECK(float_field(c, ev, &ev->occ, 3, W_OCC)); break;
         case A_BW: CHECK(float_field(c, ev, &ev->bw, 3, W_BW)); break;
+        case A_WSTREAM: /* not counted as of the wrong type (an array or object: absent), as the Python reader */
+            CHECK(int_field(c, ev, &ev->wait_stream, NULL, 1, 3, 0));
+            ev->has_wait = 1;
+            break;
+        case A_WREC:
+            CHECK(int_field(c, ev, &ev->wait_rec, NULL, 1, 3, 0));
+            ev->has_wait = 1;
+            break;
         case A_GRID: CHECK(product_field(c, ev, &ev->grid)); break;
         case A_BLOCK: CHECK(product_field(c, ev, &ev->block)); break;
         case A_DIMS: {
@@ -1112,6 +1125,11 @@ static int commit(Builder *b, Ev *ev) {
     PUSH(C_WRONG, uint16_t, ev->wrong);
     PUSH(C_OPT, int32_t, opt);
     PUSH(C_BW, double, isfinite(ev->bw) ? ev->bw : NAN);
+    if (ev->has_wait && (ev->wait_stream >= 0 || ev->wait_rec >= 0)) {
+        PUSH(S_ROW, int64_t, b->count);
+        PUSH(S_STREAM, int64_t, ev->wait_stream);
+        PUSH(S_REC, int64_t, ev->wait_rec);
+    }
     b->count++;
     return ST_OK;
 }
@@ -1122,6 +1140,7 @@ static int parse_event(Cur *c) {
     memset(&ev, 0, sizeof ev);
     ev.ts = ev.dur = ev.bpsm = ev.wpsm = ev.occ = ev.bw = NAN;
     ev.pid = ev.tid = ev.id = ev.corr = ev.ext = ev.stream = ev.device = ev.bytes = ev.grid = ev.block = -1;
+    ev.wait_stream = ev.wait_rec = -1;
     c->p++;
     WS(c);
     if (c->p >= c->end) return ST_MORE;
@@ -1436,7 +1455,7 @@ PyMODINIT_FUNC PyInit__kineto_reader(void) {
     if (!TooDeep || PyModule_AddObject(m, "TooDeep", TooDeep) < 0) return NULL;
     /* 3: the columns hold the table's types (ts/dur int64 ns, device int32, launch figures float32), a "wrong"
      * column of type bits, and counts() gives the strings cut */
-    if (PyModule_AddIntConstant(m, "LAYOUT", 4) < 0) return NULL;
+    if (PyModule_AddIntConstant(m, "LAYOUT", 5) < 0) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) return NULL;
     return m;

@@ -66,7 +66,8 @@ _ATTR = {"correlation": "correlation", "External id": "external_id", "stream": "
          "block": "block", "Input Dims": "input_dims", "Bytes Delta": "mem_delta", "Bytes": "mem_bytes",
          "Total Allocated": "total_allocated", "Total Reserved": "total_reserved", "Device Id": "device_id",
          "Device Type": "device_type", "Addr": "addr",
-         "Input type": "input_type", "Concrete Inputs": "concrete_inputs"}
+         "Input type": "input_type", "Concrete Inputs": "concrete_inputs", "wait_on_stream": "wait_stream",
+         "wait_on_cuda_event_record_corr_id": "wait_record"}
 _COLL_ATTRS = attrgetter("coll_name", "in_nelems", "out_nelems", "group_size", "dtype", "group_ranks", "group_name",
                          "src_rank", "dst_rank")
 
@@ -212,6 +213,8 @@ class ChunkColumns:
         self.flow_parts: dict[str, list[Array]] = defaultdict(list)
         self.memory_parts: dict[str, list[Array]] = defaultdict(list)
         """Allocation records (``[memory]`` instant events), columns of ``EventTable.memory``."""
+        self.wait_parts: dict[str, list[Array]] = defaultdict(list)
+        """Sync records' waited-for CUDA events, columns of ``EventTable.waits``."""
         self.dropped = 0
         self.wrong_types = 0
         """Values read as not measured because of their type (``TraceMeta.wrong_type_values``)."""
@@ -320,8 +323,28 @@ class ChunkColumns:
         cols.update(self._gpu_columns(kind, args, n, cols["tid"], acc))
         cols["shape"] = self._shape_column(kind, args, n, acc)
         cols["optype"] = self._optype_column(kind, args, n, acc)
+        self._add_waits(kind, args, cols["correlation"], acc)
         for k, v in cols.items():
             self.parts[k].append(v)
+
+    def _add_waits(self, kind: Array, args: Sequence[Any], corr: Array, acc: _Access) -> None:
+        """Sync records with a ``wait_on_stream`` or ``wait_on_cuda_event_record_corr_id`` arg (a value that is
+        not an integer reads as absent, uncounted: the compiled reader does the same)."""
+        si = np.flatnonzero(kind == EventKind.SYNC)
+        if not si.size:
+            return
+        sa = [args[i] for i in si.tolist()]
+        got = {}
+        for key, arg in (("stream", "wait_on_stream"), ("record_corr", "wait_on_cuda_event_record_corr_id")):
+            vals = _ints(acc.col(sa, arg, -1))
+            if acc.typed:
+                vals[vals == typed.MISSING] = -1
+            got[key] = vals
+        keep = (got["stream"] >= 0) | (got["record_corr"] >= 0)
+        if keep.any():
+            self.wait_parts["correlation"].append(corr[si[keep]])
+            for key, vals in got.items():
+                self.wait_parts[key].append(vals[keep])
 
     def _device_work(self, kind: Array, cat: Array, args: Sequence[Any], acc: _Access) -> None:
         """Events of an unknown category that name a device, a stream and a correlation id are on-device work
@@ -458,10 +481,20 @@ class ChunkColumns:
         if memory:
             order = np.argsort(memory["ts_ns"], kind="stable")
             memory = {k: v[order] for k, v in memory.items()}
+        waits = sorted_waits({k: _joined(v) for k, v in self.wait_parts.items()})
+        self.wait_parts = defaultdict(list)
         return EventTable(cols, names=tuple(map(str, self.name_codes)), cats=tuple(map(str, self.cat_codes)),
                           shapes=tuple(self.shape_codes), meta=meta, flows=flows,
                           colls=tuple(map(collective_args, self.coll_codes)), memory=memory,
-                          optypes=tuple(self.optype_codes))
+                          optypes=tuple(self.optype_codes), waits=waits)
+
+
+def sorted_waits(waits: dict[str, Array]) -> dict[str, Array]:
+    """``EventTable.waits`` sorted by the sync record's correlation (empty: no such records)."""
+    if not waits or not waits["correlation"].size:
+        return {}
+    order = np.argsort(waits["correlation"], kind="stable")
+    return {k: v[order] for k, v in waits.items()}
 
 
 def optype_text(types: Any, concrete: Any) -> str | None:

@@ -28,9 +28,10 @@ from stepscope.model.events import EventKind, category_kind
 from stepscope.traces.columns import _IS_GPU_WORK, _IS_ON_STREAM, ChunkColumns, optype_text
 from stepscope.traces.jsonstream import TOO_DEEP, ByteReader, JsonShapeError, TraceEventSplitter
 
-LAYOUT = 4
+LAYOUT = 5
 """The column layout this module reads (the extension's ``LAYOUT``; 3: the table's types, the ``wrong`` bits and
-the count of cut strings; 4: operators' Input type and Concrete Inputs). A build of older C source reads as not
+the count of cut strings; 4: operators' Input type and Concrete Inputs; 5: the side table of sync records'
+``wait_on_*`` args). A build of older C source reads as not
 built, never as wrong columns."""
 
 try:
@@ -141,6 +142,7 @@ def to_columns(builder: _kineto_reader.Builder) -> ChunkColumns:
     cols.update(_gpu_columns(builder, kind, cols["tid"], out))
     cols["shape"] = _shape_column(builder, kind, out)
     cols["optype"] = _optype_column(builder, kind, out)
+    _waits(builder, kind, cols["correlation"], out)
     for k, v in cols.items():
         out.parts[k].append(v)
     return out
@@ -198,6 +200,18 @@ def _gpu_columns(builder: _kineto_reader.Builder, kind: Array, tid: Array, out: 
         cols[key] = raw(arg, np.float32)  # C wrote NaN where absent or beyond float32 (not measured)
         cols[key][not_kernel] = np.nan
     return cols
+
+
+def _waits(builder: _kineto_reader.Builder, kind: Array, corr: Array, out: ChunkColumns) -> None:
+    """As ``ChunkColumns._add_waits``: the side table's rows that are sync records."""
+    rows = np.frombuffer(memoryview(builder.take("wait_row")), dtype=np.int64)
+    stream = np.frombuffer(memoryview(builder.take("wait_stream")), dtype=np.int64)
+    rec = np.frombuffer(memoryview(builder.take("wait_record")), dtype=np.int64)
+    keep = kind[rows] == EventKind.SYNC
+    if keep.any():
+        out.wait_parts["correlation"].append(corr[rows[keep]])
+        out.wait_parts["stream"].append(stream[keep])
+        out.wait_parts["record_corr"].append(rec[keep])
 
 
 def _shape_column(builder: _kineto_reader.Builder, kind: Array, out: ChunkColumns) -> Array:

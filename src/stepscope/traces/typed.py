@@ -51,6 +51,8 @@ if msgspec is not None:
         device_id: int | str = msgspec.field(default=MISSING, name="Device Id")
         device_type: int | str = msgspec.field(default=MISSING, name="Device Type")
         addr: int | str = msgspec.field(default=MISSING, name="Addr")
+        wait_stream: int | str = msgspec.field(default=MISSING, name="wait_on_stream")
+        wait_record: int | str = msgspec.field(default=MISSING, name="wait_on_cuda_event_record_corr_id")
         grid: Any = None
         block: Any = None
         input_dims: Any = msgspec.field(default=None, name="Input Dims")
