@@ -1,7 +1,7 @@
 """Does `stepscope advise --verify` confirm a change that does nothing? Real runs, on this machine as it is.
 
 Study "aa": one recorded run of a step script, then --trials times `advise RUN --verify --change
-env:NCCL_DEBUG=WARN --repeat R` (B sets an environment variable nothing in the script reads: an A/A pair series
+env:NCCL_DEBUG=WARN --repeat R` (at most R sequential pairs; B sets an environment variable nothing in the script reads: an A/A pair series
 through the whole verify path: re-run in the recorded directory, the change applied, bench --ab's order and
 paired test). A trial must never say "confirmed" or "worse"; the issue's bar is "not confirmed" in at least 19
 of 20, and "cannot tell" is counted apart (the pairs' MDE exceeded the 2% threshold: honest, but no answer).
@@ -12,7 +12,7 @@ num_workers suggestion, --trials times: how often it is confirmed (the power at 
 Scripts: "plain" (default) is a stepscope.step() loop whose steps sleep --sleep seconds (no framework: the
 trial costs about a second a run); "torch" is the showcase script itself with num_workers=0 (A/A: a torch run).
 
-    python benchmarks/advice_verify_aa.py [--trials 20] [--repeat 5] [--script plain|torch]
+    python benchmarks/advice_verify_aa.py [--trials 20] [--repeat 10] [--script plain|torch]
                                           [--studies aa,showcase] [--out FILE]
 
 Prints one JSON document (stdout) and one k-of-n line per study (stderr).
@@ -58,7 +58,7 @@ def trial(store: Path, cwd: Path, run_id: str, repeat: int, extra: list[str]) ->
     if r.returncode != 0:
         return {"error": r.stderr.strip()[-500:], "wall_s": time.time() - t0}
     (o,) = json.loads(r.stdout)["outcomes"][:1]
-    return {"verdict": o["verdict"], "ratio": o["ratio"], "ci": [o["ci_low"], o["ci_high"]], "mde": o["mde"],
+    return {"verdict": o["verdict"], "pairs": o["pairs"], "ratio": o["ratio"], "ci": [o["ci_low"], o["ci_high"]], "mde": o["mde"],
             "predicted_s": o["suggestion"]["predicted_s_per_step"], "saving_s": o["saving_s_per_step"],
             "saving_ci_s": [o["saving_low_s"], o["saving_high_s"]], "wall_s": round(time.time() - t0, 1),
             "load": os.getloadavg()[0]}
@@ -67,7 +67,7 @@ def trial(store: Path, cwd: Path, run_id: str, repeat: int, extra: list[str]) ->
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--trials", type=int, default=20)
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--script", choices=("plain", "torch"), default="plain")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--sleep", type=float, default=0.02)

@@ -43,12 +43,12 @@ def stored_verifications(run_id: str, store: StoreLike, db: str | None) -> list[
         return []
 
 
-def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | None = None, repeat: int = 5,
+def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | None = None, repeat: int = 10,
                   together: bool = False, rule: str | None = None, changes: Sequence[str] = (), json: bool = False,
                   quiet_runs: bool = False, width: int | None = None) -> int:
-    """Re-run run ``run``'s command as ``repeat`` interleaved A/B pairs per suggestion (B: the suggestion
-    applied) and print predicted against realised savings with their verdicts. A run that cannot be re-run is
-    a one-line UserError (exit 2) before anything is stored."""
+    """Re-run run ``run``'s command as up to ``repeat`` interleaved A/B pairs per suggestion (B: the suggestion
+    applied; sequential: it stops once the verdict is decided) and print predicted against realised savings
+    with their verdicts. A run that cannot be re-run is a one-line UserError (exit 2) before anything is stored."""
     from stepscope.cli.verify import parse_change, plan, recorded, verify
 
     if repeat < 2:
@@ -86,12 +86,14 @@ class AdviseCommand:
     kernels read the run's profiled window (stepscope run --profile-steps N).
 
     --verify measures the suggestions that are settings (DataLoader workers, thread counts, environment
-    variables, a --param of the command): the run's command is re-run in its working directory as --repeat
-    interleaved A/B pairs per suggestion, A as recorded and B with the suggestion applied, and each gets its
-    predicted saving, the realised one with its 95% interval, and a verdict: confirmed, not confirmed, worse,
-    or cannot tell (with the MDE and the pairs that would tell). --all then tries the confirmed ones together.
-    The runs are stored as one group, tagged verify=RUN. Suggestions that need a code change are listed, not
-    tried. Exits 0 whatever the verdicts; 2 when the run cannot be re-run (killed, running, gone, no command)."""
+    variables, a --param of the command): the run's command is re-run in its working directory as interleaved
+    A/B pairs per suggestion, A as recorded and B with the suggestion applied, 3 pairs first and more until the
+    verdict is decided or --repeat pairs are spent (each look at its share of a 1% error: docs/advice.md), and
+    each gets its predicted saving, the realised one with its interval, and a verdict: confirmed, not
+    confirmed, worse, or cannot tell (with the MDE and the pairs that would tell). --all then tries the
+    confirmed ones together. The runs are stored as one group, tagged verify=RUN. Suggestions that need a code
+    change are listed, not tried. Exits 0 whatever the verdicts; 2 when the run cannot be re-run (killed,
+    running, gone, no command)."""
 
     name = "advise"
     help = "what to change to make a run faster, with the evidence; --verify measures it"
@@ -104,9 +106,9 @@ class AdviseCommand:
         parser.add_argument("--wide", action="store_true", help="names whole, not shortened")
         parser.add_argument("--verify", action="store_true",
                             help="re-run the command as A/B pairs, each suggestion applied, and give verdicts")
-        parser.add_argument("--repeat", "-r", type=int, default=5, metavar="N",
-                            help="with --verify: A/B pairs per suggestion (default: 5: with 3, the paired "
-                                 "interval is wide unless the host is quiet)")
+        parser.add_argument("--repeat", "-r", type=int, default=10, metavar="N",
+                            help="with --verify: at most this many A/B pairs per suggestion; it stops at 3, 5 "
+                                 "or 8 once the verdict is decided (default: 10)")
         parser.add_argument("--all", action="store_true", dest="together",
                             help="with --verify: then the confirmed suggestions together")
         parser.add_argument("--rule", metavar="ID", help="with --verify: only this rule's suggestion")

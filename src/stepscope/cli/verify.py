@@ -180,7 +180,10 @@ def _mark(store: Store, run_id: str, group: str) -> None:
 
 
 def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, children_out: str) -> Outcome:
+    """Sequential pairs (analyze/diff/sequential.py): looks at the verdict at the planned pair counts, each at its
+    share of bench's 1%, and stops once it is decided; ``repeat`` is the most pairs it runs."""
     from stepscope.analyze.advisor.verify import failed, outcome
+    from stepscope.analyze.diff.sequential import Looks
     from stepscope.cli.bench import ab_order
     from stepscope.cli.finish import finish_run
     from stepscope.collect.startup.launch import launch
@@ -190,9 +193,11 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
     env_b, argv_b = apply_changes(s.changes, env_a, rec.command)
     params_b = {**rec.params, **{c.key: str(c.value) for c in s.changes if c.kind == "param" and c.key in rec.params}}
     sides = {"A": (rec.command, env_a, rec.params), "B": (argv_b, env_b, params_b)}
-    ids: dict[str, list[str]] = {"A": [""] * repeat, "B": [""] * repeat}
+    looks = Looks(min(MIN_PAIRS, repeat), repeat)
+    ids: dict[str, list[str]] = {"A": [], "B": []}
     options = _options(rec)
     err = sys.stderr
+    step: Any = None
     with _as_recorded(rec), progress(2 * repeat, f"verify {s.label}") as bar:
         for pair, side in ab_order(repeat):
             argv, env, params = sides[side]
@@ -201,25 +206,36 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
                 result = launch(store, list(argv), name=rec.name, params=params, tags=tags, options=options,
                                 group=group, extra_env=env)
             bar.advance(note=f"{side} {result.run_id}")
-            ids[side][pair] = result.run_id
+            ids[side].append(result.run_id)
             if result.exit_code != 0:
                 print(f"verify: {s.label}: run {result.run_id} ({side}) failed with exit code {result.exit_code}; "
                       "this suggestion stops here", file=err)
                 return failed(s, f"run {result.run_id} ({side}) exited with code {result.exit_code}",
-                              runs_a=tuple(i for i in ids["A"] if i), runs_b=tuple(i for i in ids["B"] if i))
+                              runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]))
             finish_run(store, result.run_id, print_summary=False)
-    return outcome(s, _step_change(store, ids), runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]))
+            done = min(len(ids["A"]), len(ids["B"]))
+            if len(ids["A"]) != len(ids["B"]) or not looks.is_look(done):
+                continue
+            step = _step_change(store, ids, looks.look_confidence)
+            if step is None or looks.stop(done, step.verdict):
+                break
+    return outcome(s, step, runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]), confidence=looks.look_confidence)
 
 
-def _step_change(store: Store, ids: dict[str, list[str]]) -> Any:
-    """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it."""
+MIN_PAIRS = 3
+"""Pairs before the first look: with 2, one pair's noise decides alone and the t interval has one degree of
+freedom (at a look's level it spans orders of magnitude)."""
+
+
+def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> Any:
+    """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it, at the look's
+    ``confidence``."""
     from stepscope.analyze.diff import DiffSettings, DiffSide, diff
-    from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
 
     a = [store.load(r) for r in ids["A"]]
     b = [store.load(r) for r in ids["B"]]
     result = diff(DiffSide("A", data=a[0], repeats=tuple(a[1:])), DiffSide("B", data=b[0], repeats=tuple(b[1:])),
-                  settings=DiffSettings(paired=True, confidence=BENCH_CONFIDENCE))
+                  settings=DiffSettings(paired=True, confidence=confidence))
     row = next((r for r in result.overview if r.key == "step_time_median_ns"), None)
     return row.change if row is not None else None
 

@@ -65,6 +65,8 @@ class Outcome:
     note: str | None = None
     runs_a: tuple[str, ...] = ()
     runs_b: tuple[str, ...] = ()
+    confidence: float | None = None
+    """The level of the look that decided (sequential pairs: bench's 1% split over the planned looks)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -100,18 +102,22 @@ def combined(confirmed: list[Outcome]) -> Suggestion | None:
 
 
 def outcome(s: Suggestion, step: VerdictChange | None, *, runs_a: tuple[str, ...],
-            runs_b: tuple[str, ...]) -> Outcome:
+            runs_b: tuple[str, ...], confidence: float | None = None) -> Outcome:
     """The outcome of ``s`` from the paired step-time test (``diff``'s overview row ``step_time_median_ns``; None:
-    a side measured no step, so nothing can be told)."""
+    a side measured no step, so nothing can be told) of the look that decided, at ``confidence``."""
     if step is None or step.ratio is None:
         return Outcome(s, CANNOT_TELL, len(runs_a), note="no measured training step on a side: nothing to compare",
-                       runs_a=runs_a, runs_b=runs_b)
+                       runs_a=runs_a, runs_b=runs_b, confidence=confidence)
+    note = step.note
+    if step.verdict is Verdict.INCONCLUSIVE and note:
+        note = f"after {len(runs_a)} pairs, {note}"
     a, b = step.baseline / 1e9, step.experiment / 1e9
     lo = a * (1 - step.ci_high) if step.ci_high is not None else None
     hi = a * (1 - step.ci_low) if step.ci_low is not None else None
     return Outcome(s, WORDS[step.verdict], len(runs_a), baseline_step_s=a, experiment_step_s=b, ratio=step.ratio,
                    ci_low=step.ci_low, ci_high=step.ci_high, mde=step.mde, saving_s_per_step=a - b,
-                   saving_low_s=lo, saving_high_s=hi, note=step.note, runs_a=runs_a, runs_b=runs_b)
+                   saving_low_s=lo, saving_high_s=hi, note=note, runs_a=runs_a, runs_b=runs_b,
+                   confidence=confidence)
 
 
 def failed(s: Suggestion, why: str, *, runs_a: tuple[str, ...], runs_b: tuple[str, ...]) -> Outcome:

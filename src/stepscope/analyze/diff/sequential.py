@@ -1,0 +1,69 @@
+"""Sequential A/B pairs: add pairs until the paired verdict is decided or the budget is spent.
+
+`advise --verify` and `tune` both decide a change from interleaved pairs. With a fixed number of pairs a quiet
+host wastes runs and a busy one ends at "cannot tell"; looking at the verdict as pairs arrive and stopping once it
+is decided fixes both, but every look is another chance of a false call. So the looks are planned in advance
+(``min_pairs``, then about 1.5 times as many pairs each time, up to ``max_pairs``) and the overall error budget
+``1 - confidence`` is split evenly over them (Bonferroni over looks): each look decides at
+``1 - (1 - confidence) / looks``, and the chance that any look calls an A/A study faster or slower is at most
+``1 - confidence`` whatever the noise (benchmarks/ab_coverage.py ``--sequential`` checks it by simulation
+through the real verdict code). ``family`` splits it further over several comparisons that share one budget
+(tune's candidates).
+
+The verdict at each look is ``compare_runs``/``pair_verdict``'s, unchanged: this module only says when to look
+and at what level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stepscope.analyze.diff.significance import BENCH_CONFIDENCE, Verdict
+
+GROWTH = 1.5
+"""Each planned look has about this many times the pairs of the one before (fewer looks than one per pair: each
+look costs level, and one more pair rarely turns a verdict)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Looks:
+    """When to look at the pairs and at what level. ``confidence``: the overall level (A/A false verdicts at most
+    ``1 - confidence`` over all looks and all ``family`` comparisons)."""
+
+    min_pairs: int
+    max_pairs: int
+    confidence: float = BENCH_CONFIDENCE
+    family: int = 1
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min_pairs <= self.max_pairs:
+            raise ValueError(f"need 2 <= min_pairs <= max_pairs, got {self.min_pairs}, {self.max_pairs}")
+        if not 0 < self.confidence < 1 or self.family < 1:
+            raise ValueError(f"need 0 < confidence < 1 and family >= 1, got {self.confidence}, {self.family}")
+
+    @property
+    def at(self) -> tuple[int, ...]:
+        """The pair counts at which the verdict is looked at: ``min_pairs``, x1.5 each time, ``max_pairs`` last."""
+        out = [self.min_pairs]
+        while out[-1] < self.max_pairs:
+            out.append(min(self.max_pairs, max(out[-1] + 1, math.ceil(out[-1] * GROWTH))))
+        return tuple(out)
+
+    @property
+    def look_confidence(self) -> float:
+        """The level every look decides at: the overall error split evenly over the looks and the family."""
+        return 1.0 - (1.0 - self.confidence) / (len(self.at) * self.family)
+
+    def is_look(self, pairs: int) -> bool:
+        return pairs in self.at
+
+    def stop(self, pairs: int, verdict: Verdict) -> bool:
+        """After a look at ``pairs`` pairs: stop there (decided, or the last look)?"""
+        return verdict is not Verdict.INCONCLUSIVE or pairs >= self.max_pairs
+
+    def describe(self) -> str:
+        looks = ", ".join(str(n) for n in self.at)
+        fam = f" and {self.family} comparisons" if self.family > 1 else ""
+        return (f"sequential pairs: looks at {looks} pairs, each at {self.look_confidence:.3%} "
+                f"({1 - self.confidence:.0%} split over {len(self.at)} looks{fam})")
