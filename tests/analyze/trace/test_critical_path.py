@@ -18,7 +18,7 @@ import pytest
 
 from stepscope.analyze.trace.analysis import analyze_trace
 from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
-from stepscope.analyze.trace.critical_path_graph import EdgeKind, host_rows, step_window
+from stepscope.analyze.trace.critical_path_graph import EdgeKind, build_graph, host_rows, step_window
 from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
 from stepscope.analyze.trace.multirank import combine
 from stepscope.analyze.trace.nesting import parents_walk
@@ -475,3 +475,43 @@ def test_operators_on_the_path_pay_for_the_work_they_launched(tmp_path: Path) ->
     assert "operators, with the GPU work they launched" in out and "80.0%" in out  # aten::mm: 72 of 90
     html = critical_path_html(cp, 0)
     assert 'id="cp-ops-0"' in html and "72.0 µs" in html and cp.to_dict()["operators"][0]["name"] == "aten::mm"
+
+
+def _sync_edge_list(table: EventTable, g: Any) -> list[list[Any]]:
+    """The graph's sync edges as the goldens list them (names cut to 80 characters, starts in whole µs: HTA holds
+    a few runtime calls' starts in whole µs, e.g. a100_alexnet's cudaStreamSynchronize at ...955056.2 µs)."""
+    sync = np.flatnonzero(g.cross_kind == EdgeKind.SYNC)
+    out = []
+    for s, d in zip(g.cross_src[sync].tolist(), g.cross_dst[sync].tolist()):
+        out.append([x for n in (s, d) for x in (table.names[table["name"][g.node_row[n]]][:80],
+                                               round(int(table["ts_ns"][g.node_row[n]]) / 1e3),
+                                               bool(g.node_start[n]))])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_sync_edges_are_htas(path: Path) -> None:
+    """Every sync edge HTA draws (Stream / Context Sync to the waiting call, Event Sync to cudaEventSynchronize,
+    Stream Wait Event from the kernel before the cudaEventRecord to the next kernel launched on the waiting
+    stream), edge for edge; a100_alexnet has 6 Stream Wait Event edges among its 31."""
+    gold = _golden(path)
+    if "error" in gold:
+        return
+    table = read_trace(path)
+    ours = _sync_edge_list(table, build_graph(table))
+    theirs = [[e[0], round(e[1]), e[2], e[3], round(e[4]), e[5]] for e in gold["sync_edges"]]
+    assert ours == sorted(theirs)
+
+
+def test_alexnet_path_follows_the_stream_waits() -> None:
+    """a100_alexnet: HTA's graph (its 6 GPU -> GPU edges included) gives its path: the same events by name."""
+    path = next(p for p in FILES if p.parent.name == "a100_alexnet")
+    gold = _golden(path)
+    table = read_trace(path)
+    gpu_gpu = [e for e in gold["sync_edges"] if e[5]]  # to a kernel's start: Stream Wait Event
+    assert len(gpu_gpu) == 6
+    cp = critical_path(table)
+    assert cp is not None
+    names = [table.names[n] for n in table["name"][cp.event_rows].tolist()]
+    counts = {n: names.count(n) for n in set(names)}
+    assert counts == gold["path_events_by_name"]

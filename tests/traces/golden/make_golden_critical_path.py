@@ -5,7 +5,8 @@ How the goldens were made::
     python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis==0.5.0
     /tmp/hta-venv/bin/python tests/traces/golden/make_golden_critical_path.py
 
-(HTA 0.5.0, pandas 3.1.1, NumPy 2.4.6, networkx 3.6.1.) Choices, the same as ``make_golden.py``'s and
+(HTA 0.5.0, pandas 2.3.3 -- its critical path fails under pandas 3 --, NumPy 2.4.6, networkx 3.6.1.) Choices,
+the same as ``make_golden.py``'s and
 documented in docs/traces.md:
 
 - ``HTA_DISABLE_NS_ROUNDING=1`` and ``include_last_profiler_step=True``: every recorded event, ns resolution.
@@ -17,7 +18,8 @@ documented in docs/traces.md:
 Writes ``<folder>__<file stem>__critical_path.json`` next to this script: the path's length (sum of its edge
 weights, µs), the breakdown by HTA's ``bound_by`` (µs), the time on the path per attributed event name (top
 20), the edges per type (count, µs), the distinct events on the path per name, and the path's first and last
-ten nodes (start or end of which event: its name, start, duration and stream/thread). An analysis HTA fails
+ten nodes (start or end of which event: its name, start, duration and stream/thread), and every sync edge
+(``sync_edges``: Stream / Context / Event Sync and Stream Wait Event). An analysis HTA fails
 to compute is stored as ``{"error": ...}``.
 """
 
@@ -98,7 +100,23 @@ def _path_golden(ta: Any, annotation: str, instance: int | None) -> dict[str, An
             "by_event_us": dict(sorted(by_event.items(), key=lambda kv: -kv[1])[:20]),
             "path_nodes": len(path), "path_events_by_name": _counts(path), "first_nodes": path[:10],
             "last_nodes": path[-10:], "edge_types_us": _by_type(steps), "graph_nodes": len(graph.node_list),
-            "graph_edges": graph.number_of_edges(), "hta_cpu_s": round(cpu_s, 2)}
+            "graph_edges": graph.number_of_edges(), "hta_cpu_s": round(cpu_s, 2),
+            "sync_edges": _sync_edges(graph, sym, base)}
+
+
+def _sync_edges(graph: Any, sym: Any, base: float) -> list[list[Any]]:
+    """Every sync edge of the graph (GPU -> host: Stream / Context / Event Sync; GPU -> GPU: Stream Wait Event) as
+    [source event, its start (µs), source is start, destination event, its start, destination is start], sorted;
+    names cut to 80 characters (a start time tells events apart)."""
+    df = graph.trace_df
+    out = []
+    for u, v, obj in graph.edges(data="object"):
+        if str(obj.type.value) != "critical_path_sync_dependency":
+            continue
+        a, b = graph.node_list[u], graph.node_list[v]
+        out.append([sym[int(df.name.loc[a.ev_idx])][:80], float(df.ts.loc[a.ev_idx]) + base, bool(a.is_start),
+                    sym[int(df.name.loc[b.ev_idx])][:80], float(df.ts.loc[b.ev_idx]) + base, bool(b.is_start)])
+    return sorted(out)
 
 
 def _counts(path: list[dict[str, Any]]) -> dict[str, int]:

@@ -12,6 +12,11 @@ Edges, each with a weight in ns (the time it spans) and the event it is attribut
   leads to it (launch delay = item start - call start).
 - sync: ``Stream Sync`` (``cudaStreamSynchronize``) and ``Context Sync`` (``cudaDeviceSynchronize``) events
   tie the last item on the stream (every stream) to the end of the call that waited for it (weight 0).
+  A CUDA event's waits (records with ``wait_on_cuda_event_record_corr_id``, ``EventTable.waits``): the event
+  stands for the item launched last on its stream before its ``cudaEventRecord``; an ``Event Sync``
+  (``cudaEventSynchronize``) ties that item's end to the end of the waiting call, a ``Stream Wait Event``
+  (``cudaStreamWaitEvent``) to the start of the next item its thread launches on the waiting stream, which
+  then has no launch or gap edge unless that one ends later than the awaited item.
 
 Graph nodes are laid out chain by chain (a host thread, then a GPU stream): almost every edge joins two
 neighbours of a chain, so the longest path is computed with cumulative sums and maxima per chain, and a few
@@ -42,6 +47,8 @@ QUEUE_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cud
                "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream")
 """Launch calls counted in a stream's queue (HTA's): an item launched by another call never gets a launch edge."""
 STREAM_SYNC, CONTEXT_SYNC = "Stream Sync", "Context Sync"
+STREAM_WAIT, EVENT_SYNC = "Stream Wait Event", "Event Sync"
+EVENT_RECORD, STREAM_WAIT_CALL = "cudaEventRecord", "cudaStreamWaitEvent"
 
 
 class EdgeKind(IntEnum):
@@ -180,11 +187,17 @@ def build_graph(table: EventTable, window: tuple[int, int] | None = None) -> Pat
     enter_of, exit_of = _host_part(table, hrows, euler, node_row[:nh], node_start[:nh], linked[:nh], w_in[:nh],
                                    kind_in[:nh], attr_in[:nh])
     del euler
-    g = _gpu_part(table, items, calls, nh, node_row[nh:], node_start[nh:], linked[nh:], w_in[nh:], kind_in[nh:],
-                  attr_in[nh:])
+    waits = _event_waits(table, items, hrows, window, notes)
+    g = _gpu_part(table, items, calls, waits.gpu_src, nh, node_row[nh:], node_start[nh:], linked[nh:], w_in[nh:],
+                  kind_in[nh:], attr_in[nh:])
     at = np.searchsorted(hrows, g.launch_call)  # the launching calls are host rows: their enter nodes
     launch_src = enter_of[at].astype(np.int64)
-    s_src, s_dst = _sync_edges(table, g, hrows, exit_of, notes)
+    s_src, s_dst = _sync_edges(table, g, hrows, exit_of)
+    # a CUDA event's waits: the awaited item's end -> the next item's start / the waiting call's end
+    dst_item = np.flatnonzero(waits.gpu_src >= 0)
+    w_src = np.concatenate([g.end_node[waits.gpu_src[dst_item]], g.end_node[waits.host_src]])
+    w_dst = np.concatenate([g.end_node[dst_item] - 1, exit_of[waits.host_at].astype(np.int64)])
+    s_src, s_dst = np.concatenate([s_src, w_src]), np.concatenate([s_dst, w_dst])
     csrc = np.concatenate([launch_src, s_src])
     cdst = np.concatenate([g.launch_dst, s_dst])
     cw = np.concatenate([g.launch_w, np.zeros(s_src.size, np.int64)])
@@ -270,9 +283,10 @@ def _launched(table: EventTable, host: Array) -> tuple[Array, Array, list[str]]:
     return items[order], call[order], notes
 
 
-def _gpu_part(table: EventTable, items: Array, call: Array, base: int, row: Array, start: Array, linked: Array,
-              w_in: Array, kind_in: Array, attr: Array) -> _Gpu:
-    """Fill the GPU streams' part of the graph's arrays (items chained per (device, stream))."""
+def _gpu_part(table: EventTable, items: Array, call: Array, wait_src: Array, base: int, row: Array, start: Array,
+              linked: Array, w_in: Array, kind_in: Array, attr: Array) -> _Gpu:
+    """Fill the GPU streams' part of the graph's arrays (items chained per (device, stream)); ``wait_src``: per
+    item, the item it waits for through a Stream Wait Event (position in ``items``, -1: none)."""
     dev = table["device"][items].astype(np.int64)
     stream = table["stream"][items]
     n = items.size
@@ -288,8 +302,9 @@ def _gpu_part(table: EventTable, items: Array, call: Array, base: int, row: Arra
     qa, qb = _queue_lengths(chain[counted], call_ts[counted], ts[counted])
     ql_call, ql_item = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
     ql_call[counted], ql_item[counted] = qa, qb
-    launch = (ql_call == 1) & (ql_item == 0) & (new_chain | (prev_end < call_ts))
-    after = ~new_chain & ~launch  # from the previous item on the stream
+    waited = np.where(wait_src >= 0, end[np.maximum(wait_src, 0)], np.iinfo(np.int64).min)  # awaited item's end
+    launch = (ql_call == 1) & (ql_item == 0) & (new_chain | (prev_end < call_ts)) & (waited < call_ts)
+    after = ~new_chain & ~launch & (waited < prev_end)  # from the previous item on the stream
     node = base + np.arange(2 * n, dtype=np.int64)
     start_node, end_node = node[0::2], node[1::2]
     linked[0::2] = after
@@ -327,7 +342,7 @@ def _queue_lengths(chain: Array, call_ts: Array, item_ts: Array) -> tuple[Array,
     return out[:n], out[n:]
 
 
-def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array, notes: list[str]) -> tuple[Array, Array]:
+def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array) -> tuple[Array, Array]:
     """Edges from the last item on a stream (every stream: Context Sync) to the end of the waiting call."""
     kind = table["kind"]
     syncs = np.flatnonzero(kind == EventKind.SYNC)
@@ -341,7 +356,6 @@ def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array, notes:
     at = table["ts_ns"][syncs] + table["dur_ns"][syncs]  # HTA orders syncs by their end among item starts
     item_ts = table["ts_ns"][g.items]
     src, dst = [], []
-    other = 0
     for i in range(syncs.size):
         if waiter[i] < 0:
             continue
@@ -349,8 +363,7 @@ def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array, notes:
             chains: list[int] = list(range(g.chain_keys.shape[0]))
         elif names[i] == STREAM_SYNC:
             chains = np.flatnonzero(g.chain_keys[:, 1] == table["stream"][syncs[i]]).tolist()
-        else:
-            other += 1
+        else:  # a CUDA event's wait: _event_waits
             continue
         for c in chains:
             lo, hi = np.searchsorted(g.chain, [c, c + 1])
@@ -358,7 +371,116 @@ def _sync_edges(table: EventTable, g: _Gpu, hrows: Array, exit_of: Array, notes:
             if k >= lo:
                 src.append(int(g.end_node[k]))
                 dst.append(int(waiter[i]))
-    if other:
-        notes.append(f"{other} Event Sync / Stream Wait Event records are not used (the trace reader keeps no "
-                     "wait_on_cuda_event_record args): paths through cudaEventSynchronize waits are not followed")
     return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+
+
+class _Groups:
+    """Launch calls grouped by a key (e.g. device and stream of their items), each group in call-start order."""
+
+    def __init__(self, keys: tuple[Array, ...], ts: Array, items: Array) -> None:
+        order = np.lexsort((ts, *reversed(keys)))
+        self.ts, self.items = ts[order], items[order]
+        cols = [k[order] for k in keys]
+        edge = np.zeros(order.size, dtype=bool)
+        edge[:1] = True
+        for c in cols:
+            edge[1:] |= c[1:] != c[:-1]
+        starts = np.flatnonzero(edge).tolist()
+        ends = [*starts[1:], order.size]
+        self.ranges = {tuple(int(c[a]) for c in cols): (a, b) for a, b in zip(starts, ends)}
+
+    def last_until(self, key: tuple[int, ...], t: int) -> int:
+        """Item row of the group's last call starting at or before ``t`` (-1: none)."""
+        lo, hi = self.ranges.get(key, (0, 0))
+        k = lo + int(np.searchsorted(self.ts[lo:hi], t, side="right")) - 1
+        return int(self.items[k]) if k >= lo else -1
+
+    def first_from(self, key: tuple[int, ...], t: int) -> int:
+        """Item row of the group's first call starting at or after ``t`` (-1: none)."""
+        lo, hi = self.ranges.get(key, (0, 0))
+        k = lo + int(np.searchsorted(self.ts[lo:hi], t, side="left"))
+        return int(self.items[k]) if k < hi else -1
+
+
+@dataclass(frozen=True, slots=True)
+class _Waits:
+    gpu_src: Array
+    """Per graph item: the item it waits for through a Stream Wait Event (position in the items), -1: none."""
+    host_src: Array
+    """Event Sync edges: the awaited item (position in the items) ..."""
+    host_at: Array
+    """... and the waiting cudaEventSynchronize call (position in the host rows)."""
+
+
+def _event_waits(table: EventTable, items: Array, hrows: Array, window: tuple[int, int] | None,
+                 notes: list[str]) -> _Waits:
+    """HTA's event syncs. A record's ``wait_on_cuda_event_record_corr_id`` names its ``cudaEventRecord`` call,
+    whose event stands for the item launched last (by call start) on the recorded stream (``wait_on_stream``, on
+    the record's device) up to that call. A Stream Wait Event's waiting item is the next item its
+    ``cudaStreamWaitEvent`` call's thread launches on the record's stream; it waits only if the record ends
+    before it starts (HTA meets them in that order), the latest such record if several."""
+    none = _Waits(np.full(items.size, -1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    w = table.waits
+    kind, names = table["kind"], table.names
+    syncs = np.flatnonzero(kind == EventKind.SYNC)
+    if not w or not syncs.size or not items.size:
+        return none
+    corr = table["correlation"]
+    at = np.minimum(np.searchsorted(w["correlation"], corr[syncs]), w["correlation"].size - 1)
+    has = (w["correlation"][at] == corr[syncs]) & (corr[syncs] >= 0)
+    syncs, rec_corr, rec_stream = syncs[has], w["record_corr"][at[has]], w["stream"][at[has]]
+    # cudaEventRecord correlation -> (device, stream) recorded on: from any record that names the stream
+    named = rec_stream >= 0
+    rec_key = {c: (d, s) for c, d, s in zip(rec_corr[named].tolist(), table["device"][syncs[named]].tolist(),
+                                          rec_stream[named].tolist())}
+    # launch calls and their items (the whole trace, as HTA)
+    work = np.flatnonzero(kind_mask(kind, GPU_WORK_KINDS))
+    call = pair_calls(table, work, launch_calls(table, QUEUE_CALLS))
+    work, call = work[call >= 0], call[call >= 0]
+    on_stream = _Groups((table["device"][work], table["stream"][work]), table["ts_ns"][call], work)
+    on_thread = _Groups((table["pid"][call], table["tid"][call], table["stream"][work]), table["ts_ns"][call], work)
+    # the awaited item of each record call
+    is_rec = np.asarray([n == EVENT_RECORD for n in names], dtype=bool)[table["name"]] if names else None
+    rec_calls = np.flatnonzero(is_rec & (kind == EventKind.RUNTIME)) if is_rec is not None else np.zeros(0, np.int64)
+    awaited: dict[int, int] = {}  # cudaEventRecord correlation -> table row of the item before it
+    for r in rec_calls.tolist():
+        key = rec_key.get(int(corr[r]))
+        if key is not None and (item := on_stream.last_until(key, int(table["ts_ns"][r]))) >= 0:
+            awaited[int(corr[r])] = item
+    pos = np.argsort(items, kind="stable")
+    sorted_items = items[pos]
+
+    def item_pos(row: int) -> int:
+        i = int(np.searchsorted(sorted_items, row))
+        return int(pos[i]) if i < sorted_items.size and sorted_items[i] == row else -1
+
+    waiters = pair_calls(table, syncs, launch_calls(table))
+    ts, end = table["ts_ns"], table["ts_ns"] + table["dur_ns"]
+    gpu_src = none.gpu_src.copy()
+    gpu_when = np.full(items.size, np.iinfo(np.int64).min, np.int64)  # end of the record that set gpu_src
+    host_src, host_at = [], []
+    unmatched = 0
+    for i, s in enumerate(syncs.tolist()):
+        name, waiter = names[table["name"][s]], int(waiters[i])
+        src_row = awaited.get(int(rec_corr[i]), -1)
+        src = item_pos(src_row) if src_row >= 0 else -1
+        if src < 0 or waiter < 0:
+            unmatched += name in (STREAM_WAIT, EVENT_SYNC)
+            continue
+        if name == EVENT_SYNC:
+            h = int(np.searchsorted(hrows, waiter))
+            if h < hrows.size and hrows[h] == waiter:
+                host_src.append(src)
+                host_at.append(h)
+        elif name == STREAM_WAIT:
+            if window is not None and not window[0] <= ts[waiter] <= window[1]:
+                continue
+            nxt = on_thread.first_from((int(table["pid"][waiter]), int(table["tid"][waiter]),
+                                        int(table["stream"][s])), int(ts[waiter]))
+            dst = item_pos(nxt) if nxt >= 0 else -1
+            if dst >= 0 and end[s] < ts[items[dst]] and end[s] >= gpu_when[dst]:
+                gpu_src[dst], gpu_when[dst] = src, end[s]
+    if unmatched:
+        notes.append(f"{unmatched} Event Sync / Stream Wait Event records are not followed (as HTA): the "
+                     "cudaEventRecord they wait for has no work launched before it on its stream in the graph")
+    return _Waits(gpu_src, np.asarray(host_src, np.int64), np.asarray(host_at, np.int64))
