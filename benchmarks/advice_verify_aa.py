@@ -1,10 +1,11 @@
 """Does `stepscope advise --verify` confirm a change that does nothing? Real runs, on this machine as it is.
 
 Study "aa": one recorded run of a step script, then --trials times `advise RUN --verify --change
-env:NCCL_DEBUG=WARN --repeat R` (at most R sequential pairs; B sets an environment variable nothing in the script reads: an A/A pair series
-through the whole verify path: re-run in the recorded directory, the change applied, bench --ab's order and
-paired test). A trial must never say "confirmed" or "worse"; the issue's bar is "not confirmed" in at least 19
-of 20, and "cannot tell" is counted apart (the pairs' MDE exceeded the 2% threshold: honest, but no answer).
+env:NCCL_DEBUG=WARN --repeat R` (at most R sequential pairs; B sets an environment variable nothing in the
+script reads: an A/A pair series through the whole verify path: re-run in the recorded directory, the change
+applied, bench --ab's order and paired test). A trial must never say "confirmed" or "worse"; the issue's bar
+is "not confirmed" in at least 19 of 20, and "cannot tell" is counted apart (the pairs' MDE exceeded the 2%
+threshold: honest, but no answer).
 
 Study "showcase": the slow-DataLoader script (tests/scripts/verify_loader.py, num_workers=0) and its own
 num_workers suggestion, --trials times: how often it is confirmed (the power at R pairs).
@@ -58,7 +59,8 @@ def trial(store: Path, cwd: Path, run_id: str, repeat: int, extra: list[str]) ->
     if r.returncode != 0:
         return {"error": r.stderr.strip()[-500:], "wall_s": time.time() - t0}
     (o,) = json.loads(r.stdout)["outcomes"][:1]
-    return {"verdict": o["verdict"], "pairs": o["pairs"], "ratio": o["ratio"], "ci": [o["ci_low"], o["ci_high"]], "mde": o["mde"],
+    return {"verdict": o["verdict"], "pairs": o["pairs"], "ratio": o["ratio"], "ci": [o["ci_low"], o["ci_high"]],
+            "mde": o["mde"],
             "predicted_s": o["suggestion"]["predicted_s_per_step"], "saving_s": o["saving_s_per_step"],
             "saving_ci_s": [o["saving_low_s"], o["saving_high_s"]], "wall_s": round(time.time() - t0, 1),
             "load": os.getloadavg()[0]}
