@@ -1,5 +1,7 @@
 """What `serve` sends a running run's open report page so it can redraw its charts (live.js): the rank-0
-training steps after a cursor and the logged metric rows after another, read from the records so far.
+training steps after a cursor (with their phase times, for the stacked phases chart) and the logged metric rows
+after another, read from the records so far, and the throughput chart's rolling-median window for the run as it
+is now (the window a report rendered now would use: run_report.rolling_window of the training steps so far).
 
 The cursors come from the page: ``after`` is the last step index its charts hold (-1 for none), ``metrics``
 the number of metric rows they hold. The values match the report's charts (report/html/run_report.py
@@ -14,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analyze.run.steps import PHASES
 from stepscope.model.tables import RunData
+from stepscope.report.html.run_report import rolling_window
 
 MAX_ROWS = 10_000
 """Steps (and metric rows) per answer; the page asks again for the rest on its next poll."""
@@ -51,16 +55,20 @@ def parse_cursor(query: Mapping[str, list[str]]) -> Cursor:
 def records_after(data: RunData, cursor: Cursor) -> dict[str, Any]:
     """The run's status, its rank-0 training steps with an index above ``cursor.after`` and its rank-0
     metric rows from ``cursor.metrics`` on (each at most MAX_ROWS: ``more`` says some are left), with the
-    cursors for the next ask."""
+    cursors for the next ask. ``steps.phases`` holds each phase's time per step (None: not measured), as the
+    stacked phases chart draws them; ``steps.window`` the throughput's rolling-median window for all the
+    training steps so far (0: none)."""
     out: dict[str, Any] = {"id": data.run.id, "status": data.run.status.value, "more": False,
-                           "steps": {"index": [], "t_s": [], "duration_ns": [], "samples": [], "next": cursor.after},
+                           "steps": {"index": [], "t_s": [], "duration_ns": [], "samples": [],
+                                     "phases": {p: [] for p in PHASES}, "window": 0, "next": cursor.after},
                            "metrics": {"name": [], "step": [], "t_s": [], "value": [], "next": cursor.metrics}}
     if not data.ranks:
         return out
     r0 = data.ranks[0]
     steps = r0.steps
     if len(steps):
-        train = steps.take((steps["phase"] == 0) & (steps["index"] > cursor.after))
+        is_train = steps["phase"] == 0
+        train = steps.take(is_train & (steps["index"] > cursor.after))
         out["more"] = len(train) > MAX_ROWS
         train = train.take(np.arange(min(len(train), MAX_ROWS)))
         first = int(steps["start_ns"][0])
@@ -68,6 +76,8 @@ def records_after(data: RunData, cursor: Cursor) -> dict[str, Any]:
                         "t_s": ((train["end_ns"] - first) / 1e9).tolist(),
                         "duration_ns": train.duration_ns.astype(np.float64).tolist(),
                         "samples": train["samples"].astype(np.float64).tolist(),
+                        "phases": {p: train[f"{p}_ns"].astype(np.float64).tolist() for p in PHASES},
+                        "window": rolling_window(int(np.count_nonzero(is_train))),
                         "next": int(train["index"][-1]) if len(train) else cursor.after}
     mt = r0.metrics
     if len(mt) > cursor.metrics:

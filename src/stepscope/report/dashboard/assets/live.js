@@ -1,8 +1,10 @@
 /* stepscope serve: running runs, updated without a reload. The page holds a JSON element with id
    ss-live: {"run": ID or null, "poll_ms": N}. The runs list marks running runs and polls /live/status.json
    for their status; a running run's report shows a banner polled from /live/runs/ID.json (steps, rate, step
-   times, stragglers, findings) and redraws its charts (step time, throughput, logged metrics) with the records
-   polled from /live/runs/ID/records.json?after=STEP&metrics=ROWS (cli/liverecords.py), until the run ends. */
+   times, stragglers, findings) and redraws its charts (step time, stacked phases, throughput, logged metrics)
+   with the records polled from /live/runs/ID/records.json?after=STEP&metrics=ROWS (cli/liverecords.py), until
+   the run ends. The throughput's rolling-median window follows the run's length as the server gives it, so the
+   page draws the median a report rendered after the run would. */
 (function () {
   "use strict";
   var cfgEl = document.getElementById("ss-live");
@@ -118,26 +120,96 @@
     speed.appendChild(fig);
     return fig;
   }
-  function append(fig, xs, ys) {
+  /* a metric the page was rendered without (logged after it was rendered): its two figures, by step and over
+     time, in the User metrics section, numbered as metrics_section numbers them (in the order first logged) */
+  function ensureMetricFigures(name) {
+    var section = document.getElementById("metrics"), figs = metricFigures();
+    if (!section || figs.some(function (f) { var sp = specOf(f); return sp && sp.series[0].label === name; })) return;
+    Array.prototype.slice.call(section.querySelectorAll("p")).forEach(function (p) {
+      if (/^No metric was logged/.test(p.textContent)) p.parentNode.removeChild(p);
+    });
+    var grid = section.querySelector(".ss-grid2");
+    if (!grid) { grid = document.createElement("div"); grid.className = "ss-grid2"; section.appendChild(grid); }
+    var code = figs.filter(function (f) { return /^plot-metric-step-/.test(f.id); }).length;
+    [["step", name + " by step", {title: "step"}], ["time", name + " over time", {title: "time since the run started", unit: "s"}]]
+      .forEach(function (k) {
+        var fig = document.createElement("figure"), cap = document.createElement("figcaption"), cell = document.createElement("div");
+        fig.className = "ss-plot"; fig.id = "plot-metric-" + k[0] + "-" + code; fig.setAttribute("data-kind", "xy");
+        cap.textContent = k[1]; fig.appendChild(cap);
+        fig.ssSpec = {kind: "xy", x: [], xAxis: k[2], yAxis: {title: name}, stacked: false, height: 200, binned: 1,
+                      shades: [], rules: [], series: [{label: name, y: [], smooth: 0}]};
+        cell.appendChild(fig); grid.appendChild(cell);
+      });
+  }
+  /* xs appended to a figure's x and ys[k] to its series k (ys: one array per series), redrawn */
+  function append(fig, xs, ys, smooth) {
     var spec = fig && specOf(fig);
-    if (!spec || !xs.length || !window.stepscope || !window.stepscope.redraw) return;
+    if (!spec || !window.stepscope || !window.stepscope.redraw) return;
+    var resmooth = smooth !== undefined && spec.series[0].smooth !== smooth;
+    if (!xs.length && !resmooth) return;
     spec.x = spec.x.concat(xs);
-    spec.series[0].y = spec.series[0].y.concat(ys);
+    spec.series.forEach(function (s, k) { s.y = s.y.concat(ys[k]); });
+    if (smooth !== undefined) spec.series[0].smooth = smooth;
     window.stepscope.redraw(fig, spec);
+  }
+  /* the rolling-median window, in the figure's points, for the server's window in steps (charts.py xy_chart
+     scales it to a binned series) */
+  function windowOf(fig, steps) {
+    var spec = fig && specOf(fig), binned = (spec && spec.binned) || 1;
+    if (!(steps > 1)) return 0;
+    return binned > 1 ? Math.max(3, Math.floor(steps / binned) | 1) : steps;
+  }
+  var PHASES = ["data_wait", "forward", "backward", "optimizer", "comm"];
+  /* the stacked phases chart: each measured phase's time per step, and "other" (the step less the phases
+     drawn, never below 0), as run_report.speed_section stacks them */
+  function appendPhases(st) {
+    var fig = document.getElementById("plot-phases");
+    if (!fig) {
+      var shown = PHASES.filter(function (p) {
+        return (st.phases[p] || []).some(function (v) { return v !== null; });
+      });
+      if (!shown.length || !document.getElementById("speed")) return;
+      fig = ensureFigure("plot-phases", "Step time by phase (stacked)", {title: "step"},
+                         {title: "time per step", unit: "ns"}, "other");
+      var spec = specOf(fig);
+      spec.stacked = true;
+      spec.series = shown.map(function (p) { return {label: p.replace(/_/g, " "), y: [], smooth: 0}; })
+                         .concat(spec.series);
+      var step = document.getElementById("plot-step-time");
+      if (step && step.nextSibling !== fig) step.parentNode.insertBefore(fig, step.nextSibling);
+    }
+    var sp = specOf(fig);
+    if (!sp) return;
+    var keys = sp.series.map(function (s) { return s.label === "other" ? null : s.label.replace(/ /g, "_"); });
+    var ys = keys.map(function (key) {
+      if (key !== null) return st.index.map(function (_, i) { var v = (st.phases[key] || [])[i]; return v === undefined ? null : v; });
+      return st.index.map(function (_, i) {
+        var measured = 0;
+        keys.forEach(function (k2) { var v = k2 !== null ? (st.phases[k2] || [])[i] : null; if (v !== null && v !== undefined) measured += v; });
+        return Math.max(0, st.duration_ns[i] - measured);
+      });
+    });
+    append(fig, st.index, ys);
   }
   function applyRecords(d) {
     var st = d.steps, m = d.metrics;
     if (st.index.length) {
       append(ensureFigure("plot-step-time", "Step time", {title: "step"}, {title: "step time", unit: "ns"}, "step time"),
-             st.index, st.duration_ns);
-      append(ensureFigure("plot-throughput", "Throughput over time", {title: "time since the first step", unit: "s"},
-                          {title: "throughput", unit: "samples/s"}, "samples per second"),
-             st.t_s, st.samples.map(function (n, i) {
-               var dur = st.duration_ns[i];
-               return n !== null && dur !== null && dur > 0 ? n / (dur / 1e9) : null;
-             }));
+             st.index, [st.duration_ns]);
+      if (st.phases) appendPhases(st);
+    }
+    var tput = st.index.length ? ensureFigure("plot-throughput", "Throughput over time (rolling median, raw steps faint)",
+                                              {title: "time since the first step", unit: "s"},
+                                              {title: "throughput", unit: "samples/s"}, "samples per second")
+                               : document.getElementById("plot-throughput");
+    if (tput) {
+      append(tput, st.t_s, [st.samples.map(function (n, i) {
+        var dur = st.duration_ns[i];
+        return n !== null && dur !== null && dur > 0 ? n / (dur / 1e9) : null;
+      })], st.window === undefined ? undefined : windowOf(tput, st.window));
     }
     if (m.name.length) {
+      m.name.forEach(ensureMetricFigures);
       var figs = metricFigures();
       figs.forEach(function (f) {
         var sp = specOf(f), byStep = /^plot-metric-step-/.test(f.id), xs = [], ys = [];
@@ -146,7 +218,7 @@
           if (name !== sp.series[0].label) return;
           xs.push(byStep ? m.step[i] : m.t_s[i]); ys.push(m.value[i]);
         });
-        append(f, xs, ys);
+        append(f, xs, [ys]);
       });
     }
   }
