@@ -475,8 +475,9 @@ class ServeCommand:
     header; --allow-host adds a name. Idle connections close after 10 s, and a request's line and headers must be in
     within 20 s however they trickle; at most 32 connections are served at once, 8 of them for one client address.
     Links inside a run directory that leave the store are never followed. Running runs are marked in the runs list
-    and their report pages show live figures and redraw their charts (step time, throughput, logged metrics) as
-    records arrive, every 3 s without a reload (/live/status.json, /live/runs/ID.json,
+    and their report pages show live figures and redraw their charts (step time, stacked phases, throughput with
+    the rolling-median window a report of the run so far would use, logged metrics) as records arrive, every 3 s
+    without a reload (/live/status.json, /live/runs/ID.json,
     /live/runs/ID/records.json?after=STEP&metrics=ROWS). Pages show the store as it is when asked, but are built
     once per change of the store: a request compares a stamp of the index (every run row and metric, and the state
     of runs still running) with the one the pages were built from, and rebuilds them only when it differs; a run's
