@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.runs.tune import Dimension, TuneResult, search
+from stepscope.analyze.runs.tune import MAX_PAIRS, MIN_PAIRS, Dimension, TuneResult, search
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, options_from
 from stepscope.cli.sweep import parse_grid
@@ -223,8 +223,10 @@ class TuneCommand:
     prefetch_factor, applied without editing the code, and any command-line parameter named with --param
     NAME=V1,V2,... ({NAME} in the command, or its --NAME option). Coordinate descent: from the recorded setting
     (a --param's first value), the neighbouring values of one setting at a time run as interleaved A/B pairs
-    against the current best and are decided by `diff`'s paired verdict (at least --min-pairs, at most
-    --max-pairs pairs); a direction stops when it is worse, shows no gain, or cannot tell. At most --budget runs.
+    against the current best and are decided by `diff`'s paired verdict on sequential pairs (looks at --min-pairs,
+    then about 1.5 times as many, up to --max-pairs); each move is a verdict at 99% over the whole search (the 1%
+    split over the looks and the candidates: docs/advice.md), so a program no setting speeds up keeps its start.
+    A direction stops when it is worse, shows no gain, or cannot tell. At most --budget runs.
     Ends with the best setting, its gain over the start with an interval, the runs used, and the command line and
     environment that reproduce it; every run is stored in one group (tags tune=GROUP, setting=...)."""
 
@@ -237,10 +239,10 @@ class TuneCommand:
         parser.add_argument("--settings", metavar="LIST", help=f"settings to tune besides --param: none or some of "
                             f"{','.join(AUTO)} (default: all that apply without --param, none with it)")
         parser.add_argument("--budget", type=int, default=40, metavar="N", help="runs in total (default: 40)")
-        parser.add_argument("--min-pairs", type=int, default=2, metavar="N",
-                            help="pairs before a comparison may stop (default: 2)")
-        parser.add_argument("--max-pairs", type=int, default=4, metavar="N",
-                            help="pairs after which a comparison that cannot tell stops (default: 4)")
+        parser.add_argument("--min-pairs", type=int, default=MIN_PAIRS, metavar="N",
+                            help=f"pairs before the first look (default: {MIN_PAIRS})")
+        parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS, metavar="N",
+                            help=f"pairs after which a comparison that cannot tell stops (default: {MAX_PAIRS})")
         parser.add_argument("--threshold", type=float, default=0.02, metavar="F",
                             help="smallest change that counts, 0.02 = 2%% (default: 0.02)")
         parser.add_argument("--metric", default="auto",

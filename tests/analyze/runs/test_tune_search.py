@@ -13,6 +13,7 @@ from stepscope.analyze.runs.tune import Dimension, Measure, Outcome, search
 
 INTER = Dimension("inter", ("0", "1", "2", "4"), "0")
 INTRA = Dimension("intra", ("1", "2", "4"), "1")
+INTER_INTRA_START = {"inter": "0", "intra": "1"}
 
 
 def throughput(s: Mapping[str, str]) -> float:
@@ -46,7 +47,9 @@ def test_finds_the_optimum_in_fewer_runs_than_the_grid() -> None:
         f = Noisy(0.02, seed)
         r = search([INTER, INTRA], f, budget=200, metric="samples_per_s")
         assert r.best == {"inter": "2", "intra": "2"}, (seed, r.comparisons)
-        assert r.runs == f.calls and r.runs < 3 * grid  # a sweep of 3 repeats runs 36
+        # each move is a verdict at 99% over the search (split over looks and candidates): 5 blocks decide a 30%
+        # step at 2% noise; a sweep of 5 repeats runs 60 and decides nothing at that level
+        assert r.runs == f.calls and r.runs < 5 * grid
         assert not r.budget_exhausted and not r.start_failed
         # start (0, 1) -> best (2, 2): throughput ratio exp(0.6 + 0.3)
         assert r.gain is not None and r.gain_low is not None and r.gain_high is not None
@@ -92,7 +95,7 @@ def test_budget_stops_before_a_block_that_would_exceed_it() -> None:
     f = Noisy(0.02)
     r = search([INTER, INTRA], f, budget=7)
     assert r.runs == f.calls <= 7 and r.budget_exhausted
-    assert r.best == {"inter": "1", "intra": "1"}  # the one comparison that finished (2 blocks of 2 runs)
+    assert r.best == {"inter": "1", "intra": "1"}  # the one comparison that finished (3 blocks of 2 runs)
 
 
 def test_a_failing_candidate_is_dropped_and_a_failing_start_stops() -> None:
@@ -108,15 +111,28 @@ def test_a_failing_candidate_is_dropped_and_a_failing_start_stops() -> None:
 
 
 def test_noisier_runs_take_more_pairs_and_never_move_on_a_draw() -> None:
-    """A/A: two settings with the same throughput under 5% run-to-run noise: at most 2 of 40 searches move (the
-    paired test's 5% level; the 2% threshold keeps it lower)."""
+    """A/A: two settings with the same throughput under 5% run-to-run noise: no search of 40 moves."""
     same = Dimension("x", ("a", "b"), "a")
     moved = 0
     for seed in range(40):
         r = search([same], flat(100.0, 0.05, seed), budget=50)
         moved += r.best != r.start
-        assert r.comparisons[0].pairs >= 2
-    assert moved <= 2
+        assert r.comparisons[0].pairs >= 3
+    assert moved == 0
+
+
+def test_a_flat_objective_moves_in_at_most_one_search_in_100() -> None:
+    """A/A over the whole search: every setting equally fast under a saturated host's 20% run spread (the
+    threshold screens nothing). The level is split over the looks and the candidates of a first pass, so at most
+    1% of searches accept a move; the control, each comparison at 95% on its own (the old rule), moves several
+    times as often, so this test can fail."""
+    n = 250
+    moved = sum(search([INTER, INTRA], flat(100.0, 0.20, seed), budget=200).best != INTER_INTRA_START
+                for seed in range(n))
+    assert moved <= 4, moved  # 1% of 250 is 2.5; 4 leaves room for chance
+    control = sum(search([INTER, INTRA], flat(100.0, 0.20, seed), budget=200, confidence=0.95, comparisons=1,
+                         min_pairs=2, max_pairs=2).best != INTER_INTRA_START for seed in range(n))
+    assert control >= moved + 5, (moved, control)
 
 
 def test_bad_space_is_refused() -> None:

@@ -35,6 +35,9 @@ class Looks:
     max_pairs: int
     confidence: float = BENCH_CONFIDENCE
     family: int = 1
+    one_sided: bool = False
+    """Only a call in one direction counts as an error (tune: "better" moves the search, "worse" only stops a
+    direction): a two-sided interval errs that way half its level, so each look may take twice the share."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_pairs <= self.max_pairs:
@@ -53,7 +56,8 @@ class Looks:
     @property
     def look_confidence(self) -> float:
         """The level every look decides at: the overall error split evenly over the looks and the family."""
-        return 1.0 - (1.0 - self.confidence) / (len(self.at) * self.family)
+        share = (1.0 - self.confidence) / (len(self.at) * self.family)
+        return 1.0 - (2.0 * share if self.one_sided else share)
 
     def is_look(self, pairs: int) -> bool:
         return pairs in self.at
@@ -65,5 +69,6 @@ class Looks:
     def describe(self) -> str:
         looks = ", ".join(str(n) for n in self.at)
         fam = f" and {self.family} comparisons" if self.family > 1 else ""
+        fam += ", one direction" if self.one_sided else ""
         return (f"sequential pairs: looks at {looks} pairs, each at {self.look_confidence:.3%} "
                 f"({1 - self.confidence:.0%} split over {len(self.at)} looks{fam})")

@@ -11,10 +11,13 @@ The search (documented in docs/cli.md, ``tune``):
   interleaved blocks (C x y / y x C / ...: drift of the machine hits every side alike), each candidate paired with
   the current run of its block;
 - a neighbour that shows no gain (with the power to see one) may be a plateau: the value past it is tried once;
-- from ``min_pairs`` blocks on, decide each candidate with diff's run-level rule (``compare_runs``, paired, which
-  applies ``pair_verdict``): "better" moves the current setting there (the best of several by ratio), "worse" and
-  "no gain" stop that direction, "cannot tell" after ``max_pairs`` blocks stops it too (a gain the pairs could
-  not show is not taken);
+- decide each candidate with diff's run-level rule (``compare_runs``, paired, which applies ``pair_verdict``) on
+  the sequential looks of analyze/diff/sequential.py (``min_pairs`` blocks, then about 1.5 times as many each
+  look, up to ``max_pairs``), each look at its share of ``1 - confidence`` split over the looks and over the
+  candidates of a first pass through the space (``family``): on a flat objective a search moves at most
+  ``1 - confidence`` of the time, however many candidates and looks it tries. "better" moves the current
+  setting there (the best of several by ratio), "worse" and "no gain" stop that direction, "cannot tell"
+  after ``max_pairs`` blocks stops it too (a gain the pairs could not show is not taken);
 - a move makes every other dimension worth trying again; the search ends when no dimension moves, or when the
   next block would exceed ``budget`` runs.
 
@@ -30,6 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from stepscope.analyze.diff.sequential import Looks
+from stepscope.analyze.diff.significance import BENCH_CONFIDENCE
 
 TUNE_SCHEMA = "stepscope.tune/1"
 
@@ -126,14 +132,30 @@ def neighbours(dim: Dimension, value: str, direction: int | None, distance: int 
     return out
 
 
+MIN_PAIRS = 3
+"""Blocks before the first look (with 2, one degree of freedom: at a look's level the interval spans orders of
+magnitude)."""
+MAX_PAIRS = 6
+
+
+def family(space: Sequence[Dimension]) -> int:
+    """The candidates a search compares before its first move: each dimension's neighbours and, past a plateau,
+    the values two places away (at most 4 a dimension). Bonferroni over them keeps a flat objective's false
+    moves within the search's level."""
+    return sum(min(len(d.values) - 1, 4) for d in space)
+
+
 def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric: str = "metric",
-           higher_is_better: bool = True, min_pairs: int = 2, max_pairs: int = 4, threshold: float = 0.02,
-           confidence: float = 0.95) -> TuneResult:
-    """Coordinate descent over ``space`` (see the module docstring); at most ``budget`` calls of ``measure``."""
+           higher_is_better: bool = True, min_pairs: int = MIN_PAIRS, max_pairs: int = MAX_PAIRS,
+           threshold: float = 0.02, confidence: float = BENCH_CONFIDENCE, comparisons: int | None = None) -> TuneResult:
+    """Coordinate descent over ``space`` (see the module docstring); at most ``budget`` calls of ``measure``.
+    ``comparisons``: the family the level is split over (default ``family(space)``; 1 only to show, in
+    simulation, what the split prevents)."""
     if not space:
         raise ValueError("nothing to tune: no dimension")
     if not 2 <= min_pairs <= max_pairs:
         raise ValueError(f"need 2 <= min_pairs <= max_pairs, got {min_pairs}, {max_pairs}")
+    looks = Looks(min_pairs, max_pairs, confidence, comparisons or family(space), one_sided=True)
     current = {d.name: d.start for d in space}
     start = dict(current)
     st = _State()
@@ -146,8 +168,7 @@ def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric:
             if not cands:
                 break
             compare = functools.partial(_compare, dim, current, measure=measure, st=st, budget=budget,
-                                        higher=higher_is_better, min_pairs=min_pairs, max_pairs=max_pairs,
-                                        threshold=threshold, confidence=confidence)
+                                        higher=higher_is_better, looks=looks, threshold=threshold)
             won = compare(cands)
             if won is None:
                 # a plateau (a neighbour as fast as the current, shown with power): try once past it
@@ -161,19 +182,19 @@ def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric:
             current = dict(comp.candidate)
             settled = set()  # a move makes the other dimensions worth another look
         settled.add(dim.name)
-    gain, low, high = _chain_gain(st.chain, confidence)
+    gain, low, high = _chain_gain(st.chain)
     return TuneResult(metric=metric, higher_is_better=higher_is_better, start=start, best=current, gain=gain,
                       gain_low=low, gain_high=high, runs=st.runs, budget=budget, budget_exhausted=st.exhausted,
                       comparisons=tuple(st.comparisons), start_failed=st.start_failed)
 
 
 def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str]], *, measure: Measure,
-             st: _State, budget: int, higher: bool, min_pairs: int, max_pairs: int, threshold: float,
-             confidence: float) -> tuple[int, Comparison] | None:
+             st: _State, budget: int, higher: bool, looks: Looks,
+             threshold: float) -> tuple[int, Comparison] | None:
     """Interleaved blocks of the current setting and ``cands``; the winning (direction, comparison) or None."""
     from stepscope.analyze.diff.significance import DiffSettings, Verdict, compare_runs
 
-    settings = DiffSettings(paired=True, threshold=threshold, confidence=confidence)
+    settings = DiffSettings(paired=True, threshold=threshold, confidence=looks.look_confidence)
     live = {v: {**current, dim.name: v} for _, v in cands}
     direction = dict((v, d) for d, v in cands)
     base: list[float | None] = []
@@ -185,7 +206,7 @@ def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str
         done[v] = Comparison(dim.name, dict(current), live[v], len(base), getattr(t, "ratio", None),
                              getattr(t, "ci_low", None), getattr(t, "ci_high", None), getattr(t, "mde", None), outcome)
 
-    for k in range(max_pairs):
+    for k in range(looks.max_pairs):
         todo = [v for v in live if v not in done]
         if not todo:
             break
@@ -210,7 +231,7 @@ def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str
                 vals[v][-1] = got
                 if got is None:
                     record(v, Outcome.FAILED)
-        if k + 1 < min_pairs:
+        if not looks.is_look(k + 1):
             continue
         for v in [v for v in todo if v not in done]:
             pairs = [(b, c) for b, c in zip(base, vals[v], strict=True) if b is not None and c is not None]
@@ -223,7 +244,7 @@ def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str
                 record(v, Outcome.WORSE, change)
             elif verdict is Verdict.NO_SIGNIFICANT_CHANGE:
                 record(v, Outcome.NO_GAIN, change)
-            elif k + 1 == max_pairs:
+            elif k + 1 == looks.max_pairs:
                 record(v, Outcome.CANNOT_TELL, change)
             else:
                 pending[v] = change
@@ -241,7 +262,7 @@ def _compare(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str
     return direction[best.candidate[dim.name]], best
 
 
-def _chain_gain(chain: Sequence[Comparison], confidence: float) -> tuple[float | None, float | None, float | None]:
+def _chain_gain(chain: Sequence[Comparison]) -> tuple[float | None, float | None, float | None]:
     if not chain:
         return None, None, None
     logs = [math.log(c.ratio) for c in chain if c.ratio]
