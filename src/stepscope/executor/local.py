@@ -11,8 +11,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
 from typing import Any
 
@@ -61,6 +60,8 @@ class LocalExecutor:
 def _pool_round(fn: Callable[[Any], Any], jobs: Sequence[Any], todo: list[int], out: list[Outcome[Any] | None],
                 workers: int, on_done: OnDone | None, *, last: bool) -> list[int]:
     """Run the jobs ``todo``; return those lost with a broken pool (to retry), filling ``out`` for the rest."""
+    from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor  # (multiprocessing: only for a pool)
+
     lost = []
     with _frozen(), ProcessPoolExecutor(max_workers=workers) as pool:
         futures: dict[Future[Any], int] = {pool.submit(call, fn, jobs[i]): i for i in todo}
