@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from stepscope.analyze.trace.analysis import TraceAnalysis
-from stepscope.analyze.trace.critical_path import CriticalPath
-from stepscope.analyze.trace.critical_path_ranks import CrossRankPath
 from stepscope.analyze.trace.kernels import KernelStats
 from stepscope.analyze.trace.multirank import TraceSetAnalysis
 from stepscope.analyze.trace.ops import OpStats
@@ -18,6 +17,10 @@ from stepscope.report.format import duration_ns
 from stepscope.report.tables import FitTable
 from stepscope.report.trace_counters_terminal import counters_view
 from stepscope.traces.components import ComponentRules, Explanation
+
+if TYPE_CHECKING:  # loaded with the critical path (trace analyze --critical-path)
+    from stepscope.analyze.trace.critical_path import CriticalPath
+    from stepscope.analyze.trace.critical_path_ranks import CrossRankPath
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,8 +11,6 @@ from stepscope.analyze.trace.annotations import Annotations, gpu_annotations
 from stepscope.analyze.trace.bandwidth import Bandwidth, bandwidth
 from stepscope.analyze.trace.collectives import CollectiveCall, rank_collectives
 from stepscope.analyze.trace.commkernels import CommKernels, comm_kernels
-from stepscope.analyze.trace.critical_path import CriticalPath, critical_path
-from stepscope.analyze.trace.critical_path_graph import step_window
 from stepscope.analyze.trace.device import DeviceSummary, device_summary
 from stepscope.analyze.trace.gpuview import GpuView, gpu_view
 from stepscope.analyze.trace.idle import IdleBreakdown, idle_breakdown
@@ -38,6 +36,9 @@ from stepscope.analyze.trace.temporal import (
 from stepscope.model.events import EventKind, EventTable
 from stepscope.traces.components import ComponentRules
 from stepscope.traces.notes import reading_notes
+
+if TYPE_CHECKING:  # the critical path is asked for (with_critical_path): imported then
+    from stepscope.analyze.trace.critical_path import CriticalPath
 
 SCHEMA_VERSION = 1
 OVERLAP_TOLERANCE_NS = 1_000
@@ -135,6 +136,11 @@ def analyze_trace(table: EventTable, *, rules: ComponentRules | None = None, seq
 def _critical_path(table: EventTable, rules: ComponentRules, gpu: GpuView, whole: bool,
                    step: int | None) -> CriticalPath | None:
     """The critical path asked for: of the whole trace, or of one ProfilerStep (None where the trace has none)."""
+    if step is None and not whole:
+        return None
+    from stepscope.analyze.trace.critical_path import critical_path
+    from stepscope.analyze.trace.critical_path_graph import step_window
+
     if step is not None:
         window = step_window(table, instances=(step, step))
         return critical_path(table, rules=rules, gpu=gpu, window=window) if window is not None else None

@@ -14,10 +14,10 @@ import numpy as np
 
 from stepscope.analyze.trace.analysis import SCHEMA_VERSION, TraceAnalysis
 from stepscope.analyze.trace.collectives import CollectiveSet, match_collectives
-from stepscope.analyze.trace.critical_path_ranks import CrossRankPath, cross_rank_path
 
 if TYPE_CHECKING:  # the POP metrics load the run analyses: imported when a set of ranks is combined
     from stepscope.analyze.ranks.ranks import PopMetrics
+    from stepscope.analyze.trace.critical_path_ranks import CrossRankPath
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,16 @@ def combine(analyses: Sequence[TraceAnalysis], errors: Sequence[str] = (),
         idle=_spread([float(a.temporal.idle_ns) if a.temporal else None for a in ranks]),
         errors=tuple(errors), warnings=tuple(warnings), gpu_pop=_gpu_pop(ranks), notes=tuple(notes),
         collectives=_collectives(ranks),
-        critical_path=cross_rank_path({a.rank: a.critical_path for a in ranks}))
+        critical_path=_cross_rank_path(ranks))
+
+
+def _cross_rank_path(ranks: Sequence[TraceAnalysis]) -> CrossRankPath | None:
+    """Whom the longest path waited for (None below two ranks with a path: the module is not loaded then)."""
+    if sum(a.critical_path is not None for a in ranks) < 2:
+        return None
+    from stepscope.analyze.trace.critical_path_ranks import cross_rank_path
+
+    return cross_rank_path({a.rank: a.critical_path for a in ranks})
 
 
 def _collectives(ranks: Sequence[TraceAnalysis]) -> CollectiveSet | None:
