@@ -11,6 +11,11 @@ bar chart of a page, returning one line per problem.
 - a header naming a change (delta, change, Δ) is visible without scrolling;
 - a tile's texts lie within the tile's content box (inside its padding), and no word in it is broken;
 - a bar chart's category labels are shown whole (shortened once, in Python: CSS cuts nothing) and all differ.
+
+Elements that are not rendered are skipped: those without a box (display:none on them or an ancestor, such as
+the tiles of a rank not selected) and zero-size boxes under a hidden ancestor (display:none, visibility:hidden,
+content-visibility:hidden, the hidden attribute). A zero-size box with every ancestor shown is still checked:
+a layout that squeezes a number to nothing is a cut number.
 """
 
 from __future__ import annotations
@@ -23,6 +28,19 @@ PAGE_FIT_JS = r"""(narrow) => {
   const NUM = /^[-+−±~≈<>]?\s*\d[\d,.]*(e[-+]?\d+)?(\s?[%×x]|\s[A-Za-zµ]+(\/[A-Za-z]+)?(\s[A-Za-z]+)?)?$/;
   const ID = /^[0-9a-z]{6,12}(\+dirty)?$/;
   const view = window.innerWidth;
+  function hiddenAbove(e) {
+    for (let p = e; p; p = p.parentElement) {
+      const cs = getComputedStyle(p);
+      if (p.hidden || cs.display === 'none' || cs.visibility === 'hidden' || cs.visibility === 'collapse' ||
+          cs.contentVisibility === 'hidden') return true;
+    }
+    return false;
+  }
+  function rendered(e) {  // a box on the page (see the module docstring)
+    if (!e.getClientRects().length) return false;
+    const b = e.getBoundingClientRect();
+    return !((b.width === 0 || b.height === 0) && hiddenAbove(e));
+  }
   function lines(node) {
     const r = document.createRange(); r.selectNodeContents(node);
     const tops = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
@@ -56,15 +74,15 @@ PAGE_FIT_JS = r"""(narrow) => {
                ' in ' + Math.round(sb.left) + '..' + Math.round(Math.min(sb.right, view)) + ')');
   }
   document.querySelectorAll('table').forEach((table, ti) => {
-    if (!table.getClientRects().length || table.closest('.ss-heat')) return;
+    if (!rendered(table) || table.closest('.ss-heat')) return;
     const tname = '#' + (table.id || ('table' + ti));
     table.querySelectorAll('th').forEach(th => {
       const text = th.textContent.trim();
-      if (/delta|change|Δ/i.test(text) && th.closest('thead')) visible(th, tname + ' header "' + text + '"');
+      if (/delta|change|Δ/i.test(text) && th.closest('thead') && rendered(th)) visible(th, tname + ' header "' + text + '"');
     });
     table.querySelectorAll('td').forEach(td => {
       const text = td.textContent.replace(/\s+/g, ' ').trim(), where = tname + ' cell "' + text + '"';
-      if (!text || !td.getClientRects().length) return;
+      if (!text || !rendered(td)) return;
       brokenWords(td, tname);
       const kind = STATUS.has(text.toLowerCase()) ? 'status' : NUM.test(text) ? 'number' :
                    (ID.test(text) && td.classList.contains('mono')) ? 'id' : null;
@@ -78,13 +96,13 @@ PAGE_FIT_JS = r"""(narrow) => {
     out.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px in a ' + view + ' px window');
   document.querySelectorAll('table').forEach((table, ti) => {  // rows keep their name in view when scrolled
     const s = scroller(table);
-    if (s === document.documentElement || s.scrollWidth <= s.clientWidth + 1 || !table.getClientRects().length) return;
+    if (s === document.documentElement || s.scrollWidth <= s.clientWidth + 1 || !rendered(table)) return;
     const keep = s.scrollLeft;
     s.scrollLeft = s.scrollWidth;
     const sb = s.getBoundingClientRect();
     [...table.rows].slice(0, 50).forEach(r => {
       const c = r.cells[0];
-      if (!c) return;
+      if (!c || !rendered(c)) return;
       const b = c.getBoundingClientRect();
       if (b.left < sb.left - 1 || b.right > sb.right + 1)
         out.push('#' + (table.id || 'table' + ti) + ' scrolled: row name "' + c.textContent.trim() + '" out of view');
@@ -92,11 +110,12 @@ PAGE_FIT_JS = r"""(narrow) => {
     s.scrollLeft = keep;
   });
   document.querySelectorAll('.ss-tile').forEach(tile => {
+    if (!rendered(tile)) return;
     const r0 = tile.getBoundingClientRect(), cs = getComputedStyle(tile);  // the tile's content box
     const b = {left: r0.left + parseFloat(cs.paddingLeft) + parseFloat(cs.borderLeftWidth),
                right: r0.right - parseFloat(cs.paddingRight) - parseFloat(cs.borderRightWidth)};
     tile.querySelectorAll('*').forEach(e => {
-      if (!e.textContent.trim() || e.children.length) return;
+      if (!e.textContent.trim() || e.children.length || !rendered(e)) return;
       const r = document.createRange(); r.selectNodeContents(e);
       const t = r.getBoundingClientRect();
       if (t.right > b.right + 0.5 || t.left < b.left - 0.5)
@@ -106,7 +125,8 @@ PAGE_FIT_JS = r"""(narrow) => {
     brokenWords(tile, 'tile');
   });
   document.querySelectorAll('figure.ss-plot[data-kind=bars]').forEach(f => {
-    const names = [...f.querySelectorAll('.ss-bar-name')];
+    if (!rendered(f)) return;
+    const names = [...f.querySelectorAll('.ss-bar-name')].filter(rendered);
     names.forEach(n => {
       if (n.scrollWidth > n.clientWidth + 1) out.push(f.id + ': bar label "' + n.textContent + '" cut');
     });
