@@ -78,7 +78,8 @@ PAGE_FIT_JS = r"""(narrow) => {
     const tname = '#' + (table.id || ('table' + ti));
     table.querySelectorAll('th').forEach(th => {
       const text = th.textContent.trim();
-      if (/delta|change|Δ/i.test(text) && th.closest('thead') && rendered(th)) visible(th, tname + ' header "' + text + '"');
+      if (/delta|change|Δ/i.test(text) && th.closest('thead') && rendered(th))
+        visible(th, tname + ' header "' + text + '"');
     });
     table.querySelectorAll('td').forEach(td => {
       const text = td.textContent.replace(/\s+/g, ' ').trim(), where = tname + ' cell "' + text + '"';
