@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.model.run import RankStream, Run
+if TYPE_CHECKING:  # annotations only: a trace's event table (model.events) needs no run records
+    from stepscope.model.run import RankStream, Run
 
 Array = npt.NDArray[Any]
 
