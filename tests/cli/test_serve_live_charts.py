@@ -9,6 +9,7 @@ run with 404, a foreign Host with 421. A page opened when the run had 3 steps dr
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SCRIPTS
+from stepscope.cli.liverecords import Cursor, records_after
+from stepscope.cli.serve import _json
+from tests.conftest import SCRIPTS, load, record_tiny
 from tests.integration.conftest import browser  # noqa: F401  (the shared headless Chromium fixture)
 from tests.integration.test_serve_live import _get, _wait_for_run
 
@@ -156,3 +159,23 @@ def test_live_page_draws_the_final_reports_rolling_median(tmp_path: Path, browse
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=20)
+
+
+def test_records_carry_each_steps_phases_and_the_current_window(tmp_path: Path) -> None:
+    """The endpoint's rows of a real 30-step run: each phase's time per training step as recorded (None where
+    not measured), the loader's wait among them, and the window for 30 steps (5) also in an answer with no new
+    step."""
+    record_tiny(tmp_path, 30)
+    data = load(tmp_path / "store")
+    train = data.ranks[0].steps.take(data.ranks[0].steps["phase"] == 0)
+    doc = json.loads(_json(records_after(data, Cursor())))
+    phases = doc["steps"]["phases"]
+    assert sorted(phases) == sorted(["data_wait", "forward", "backward", "optimizer", "comm"])
+    for name, got in phases.items():
+        want = [float(v) if math.isfinite(v) else None for v in train[f"{name}_ns"].tolist()]
+        assert got == want, name
+    assert len(train) == 30 and any(v is not None and v > 0 for v in phases["data_wait"])
+    assert doc["steps"]["window"] == _window(30) == 5
+    rest = json.loads(_json(records_after(data, Cursor(after=doc["steps"]["next"]))))
+    assert rest["steps"]["index"] == [] and all(v == [] for v in rest["steps"]["phases"].values())
+    assert rest["steps"]["window"] == 5
