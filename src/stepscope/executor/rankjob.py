@@ -17,7 +17,6 @@ from 1.67x to 1.45x its table after the first rank (measured in a fresh process,
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -29,13 +28,19 @@ from stepscope.traces.traceset import RankJob, RankResult
 
 
 @cache
+def _libc_function(name: str) -> Any:
+    """A C library function by name from this process' own symbols (None where absent or not loadable). The
+    process' namespace (``dlopen(NULL)``) holds the C library it runs with: no ``ctypes.util.find_library``,
+    which runs ``ldconfig`` in a child process (~10 ms of start-up)."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows takes no None
+        return None
+
+
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim`` (None elsewhere: musl, macOS, Windows)."""
-    name = ctypes.util.find_library("c")
-    try:
-        fn = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
+    fn: Callable[[int], int] | None = _libc_function("malloc_trim")
     return fn
 
 
@@ -49,11 +54,7 @@ MMAP_THRESHOLD_BYTES = 128 * 1024
 def map_large_blocks() -> bool:
     """Allocate blocks of 128 KiB and more as their own mappings in this process, from now on (glibc; elsewhere
     nothing is done). Once per process; True where it took effect."""
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):
-        return False
+    mallopt = _libc_function("mallopt")
     return bool(mallopt and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1)
 
 
