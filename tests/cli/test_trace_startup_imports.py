@@ -23,11 +23,13 @@ NOT_LOADED = (
     "stepscope.cli.views",
     "multiprocessing", "concurrent.futures.process", "stepscope.analyze.trace.critical_path",
     "stepscope.analyze.trace.critical_path_graph", "stepscope.analyze.trace.critical_path_ranks", "stepscope.model.run",
+    "ctypes.util",
 )
 """Packages that `trace analyze` of one file has no use for (the run store and its analyses, the diff engine,
 the HTML renderers (the terminal's short kernel names come from report/html/names.py alone), the dashboard,
 dataframes, plotting, the frameworks), the process pool (one file is analysed in this process) and the critical
-path (asked for by --critical-path), the run records (model.run)."""
+path (asked for by --critical-path), the run records (model.run), ctypes.util (whose find_library runs
+ldconfig in a child process)."""
 
 
 @pytest.fixture(scope="module")
