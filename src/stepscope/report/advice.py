@@ -82,7 +82,8 @@ def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
         realised = (f"saved {_ms(o.saving_s_per_step)} per step{pct}" if o.saving_s_per_step >= 0
                     else f"lost {_ms(-o.saving_s_per_step)} per step{pct}")
         if o.saving_low_s is not None and o.saving_high_s is not None:
-            realised += f", 95% interval {_ms(o.saving_low_s)} to {_ms(o.saving_high_s)}"
+            level = "" if o.confidence is None else f"{100 * o.confidence:.4g}% "  # the deciding look's level
+            realised += f", {level}interval {_ms(o.saving_low_s)} to {_ms(o.saving_high_s)}"
     note = o.note or ""
     if o.mde is not None and math.isfinite(o.mde):
         note = f"MDE {o.mde:.1%} at {o.pairs} pairs" + (f"; {note}" if note else "")

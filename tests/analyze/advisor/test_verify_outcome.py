@@ -4,6 +4,7 @@ median step times (ns) through the same compare_runs as `diff`; expected values 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -67,6 +68,8 @@ def test_words_say_saved_or_lost_with_the_interval() -> None:
 
     predicted, realised, verdict, _ = outcome_lines(_verify([a * 0.5 for a in A]))
     assert predicted == "up to 50 ms per step" and realised.startswith("saved ") and "50.0% of the step" in realised
-    assert "95% interval" in realised and verdict == CONFIRMED
+    assert ", interval " in realised and verdict == CONFIRMED  # no level recorded: none claimed
+    _, realised, _, _ = outcome_lines(replace(_verify([a * 0.5 for a in A]), confidence=0.9975))
+    assert ", 99.75% interval " in realised  # the level of the look that decided
     _, realised, verdict, _ = outcome_lines(_verify([a * 1.3 for a in A]))
     assert realised.startswith("lost ") and "30.0% of the step" in realised and verdict == WORSE

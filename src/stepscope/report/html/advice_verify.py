@@ -32,7 +32,7 @@ def verification_html(verifications: Sequence[tuple[str, Sequence[Outcome]]]) ->
             f'<p class="ss-note">Interleaved A/B pairs of the recorded command, B with the suggestion applied '
             f'(stepscope advise --verify; group <span class="mono">{esc(group)}</span>; every table of a '
             "suggestion's pairs: stepscope diff --paired A_RUNS B_RUNS, as in its row).</p>"
-            "<table><thead><tr><th>suggestion</th><th>rule</th><th>predicted</th><th>realised (95% interval)</th>"
+            "<table><thead><tr><th>suggestion</th><th>rule</th><th>predicted</th><th>realised (interval)</th>"
             "<th>pairs</th><th>verdict</th><th>note</th></tr></thead><tbody>" + "".join(rows) +
             "</tbody></table></div>")
 
