@@ -60,7 +60,7 @@ def trial(store: Path, cwd: Path, run_id: str, repeat: int, extra: list[str]) ->
         return {"error": r.stderr.strip()[-500:], "wall_s": time.time() - t0}
     (o,) = json.loads(r.stdout)["outcomes"][:1]
     return {"verdict": o["verdict"], "pairs": o["pairs"], "ratio": o["ratio"], "ci": [o["ci_low"], o["ci_high"]],
-            "mde": o["mde"],
+            "mde": o["mde"], "note": o["note"],
             "predicted_s": o["suggestion"]["predicted_s_per_step"], "saving_s": o["saving_s_per_step"],
             "saving_ci_s": [o["saving_low_s"], o["saving_high_s"]], "wall_s": round(time.time() - t0, 1),
             "load": os.getloadavg()[0]}
