@@ -53,6 +53,7 @@ def test_no_change_is_not_confirmed_slower_is_worse_noise_cannot_tell() -> None:
     noisy = [a * f for a, f in zip(A, (0.6, 1.5, 0.8, 1.3, 1.0), strict=True)]
     o = _verify(noisy)
     assert o.verdict == CANNOT_TELL and o.mde is not None and o.mde > 0.02 and "pairs" in (o.note or "")
+    assert (o.note or "").startswith("after 5 pairs, cannot tell: MDE ")  # how many pairs the answer rests on
 
 
 def test_outcome_round_trips_and_confirmed_ones_combine() -> None:
