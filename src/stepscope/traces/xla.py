@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import gzip
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,6 +121,8 @@ def xplane_to_trace_json(xplane: Path, out_dir: Path) -> Path:
 def load_trace_viewer(path: Path) -> dict[str, Any]:
     """The JSON object of a trace-viewer file (gzip or plain); XPlanes are converted first."""
     if path.name.endswith(XPLANE_SUFFIX):
+        import tempfile  # (with shutil, bz2, lzma: only for an XPlane)
+
         with tempfile.TemporaryDirectory(prefix="stepscope-xplane-") as tmp:
             return load_trace_viewer(xplane_to_trace_json(path, Path(tmp)))
     try:
