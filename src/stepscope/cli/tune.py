@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.analyze.runs.tune import MAX_PAIRS, MIN_PAIRS, Dimension, TuneResult, search
+from stepscope.cli.childout import children_output
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, options_from
 from stepscope.cli.sweep import parse_grid
@@ -116,21 +117,8 @@ def _captured(quiet: bool) -> Iterator[Path | None]:
         return
     with tempfile.NamedTemporaryFile(prefix="stepscope-tune-", suffix=".log", delete=False) as f:
         path = Path(f.name)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
+    with children_output(path, fds=(1, 2)):
         yield path
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for d in (fd, *saved):
-            os.close(d)
 
 
 def _last_line(path: Path | None) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stepscope.analyze.advisor.verify import CONFIRMED, Outcome, Suggestion
+from stepscope.cli.childout import children_output
 from stepscope.errors import UserError
 from stepscope.model.changes import Change, apply_changes
 from stepscope.store.store import Store
@@ -240,23 +241,10 @@ def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> 
     return row.change if row is not None else None
 
 
-@contextlib.contextmanager
-def _stdout_to(where: str) -> Iterator[None]:
+def _stdout_to(where: str) -> contextlib.AbstractContextManager[None]:
     """The children's stdout (they inherit fd 1) to /dev/null ("null": ``--quiet-runs``, the pairs print the
     training's output 2N times) or to stderr ("stderr": ``--json``); "inherit" leaves it."""
-    if where == "inherit":
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    target = os.open(os.devnull, os.O_WRONLY) if where == "null" else os.dup(2)
-    try:
-        os.dup2(target, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(target)
+    return children_output(None if where == "inherit" else where)
 
 
 def stored_outcomes(store: Store, run_id: str) -> list[tuple[str, list[Outcome]]]:
