@@ -57,16 +57,18 @@ class Site:
     def warn(self, e: Exception) -> None:
         self.m.session.warn_once(f"mpi:{self.name}", f"could not time MPI {self.name} ({e})")
 
-    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The call with its row (a blocking point-to-point call; subclasses for the others)."""
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any], n: int | None = None) -> Any:
+        """The call with its row: a point-to-point call (``n`` None: the next untimed ``gap`` is drawn) or the
+        ``n``-th collective of its communicator. How the row is completed is the site's (``record``)."""
         m, call = self.m, self.call
         assert call is not None
         weight = m.budget.take()
-        self.gap = m.budget.gap()
+        if n is None:
+            self.gap = m.budget.gap()
         row = info = None
         try:
             info = m.comm_info(comm)
-            row = self.p2p_row(call, info, args, kwargs)
+            row = self.p2p_row(call, info, args, kwargs) if n is None else self.collective_row(info, n, args, kwargs)
         except Exception as e:
             self.warn(e)
         if call.pickled:
@@ -75,7 +77,7 @@ class Site:
         out = self.orig(comm, *args, **kwargs)
         t1 = _perf()
         self.counts.calls += 1
-        if row is None or info is None:
+        if row is None or info is None or not self.completes(out):
             self.counts.add_bytes(NAN)
             return out
         try:
@@ -83,11 +85,21 @@ class Site:
                 counted = pickled_bytes()
                 if counted == counted:
                     row["bytes"] = counted
-            self.finish_row(row, info, args, kwargs)
-            self.counts.add_bytes(row["bytes"])
-            m.add(self.counts, row, t0, t1, t1 - t0, weight)
+            return self.record(row, info, args, kwargs, out, t0, t1, weight)
         except Exception as e:
             self.warn(e)
+        return out
+
+    def completes(self, out: Any) -> bool:
+        """Whether the call's return lets its row be recorded (a non-blocking call must return a request)."""
+        return True
+
+    def record(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+               t0: int, t1: int, weight: int) -> Any:
+        """A blocking call's row, now that it returned: counted and added; returns what the call returned."""
+        self.finish_row(row, info, args, kwargs)
+        self.counts.add_bytes(row["bytes"])
+        self.m.add(self.counts, row, t0, t1, t1 - t0, weight)
         return out
 
     def finish_row(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -105,6 +117,16 @@ class Site:
         return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": peer, "group_size": size,
                 "tag": int(tag) if isinstance(tag, int) and tag >= 0 else -1, "gid": gid,
                 "seq": m.next_seq((gid, call.op, peer), gid) if peer >= 0 else None}
+
+
+    def collective_row(self, info: CommInfo, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+                       ) -> dict[str, Any]:
+        call, m = self.call, self.m
+        assert call is not None
+        gid, size = info[0], info[1]
+        nbytes = NAN if call.pickled else payload_bytes(m.mpi, call, args, kwargs)
+        return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": -1, "group_size": size,
+                "tag": -1, "seq": (gid << 32) | n}
 
 
 class SendSite(Site):
@@ -166,10 +188,10 @@ class RecvSite(Site):
 
         return self.named(method)
 
-    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any], n: int | None = None) -> Any:
         if args[3] is None:
             args = (*args[:3], self.m.mpi.Status())
-        return super().timed(comm, args, kwargs)
+        return super().timed(comm, args, kwargs, n)
 
     def finish_row(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.m.status_row(row, info, args[3])
@@ -201,45 +223,9 @@ class CollectiveSite(Site):
                     counts.add_bytes(payload_bytes(mpi, call, args, kwargs))
                 counts.calls += 1
                 return out
-            return site.timed_collective(comm, n, args, kwargs)
+            return site.timed(comm, args, kwargs, n)
 
         return self.named(method)
-
-    def row(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        call, m = self.call, self.m
-        assert call is not None
-        gid, size, _ = m.comm_info(comm)
-        nbytes = NAN if call.pickled else payload_bytes(m.mpi, call, args, kwargs)
-        return {"op": call.op, "step": m.session.step_index, "bytes": nbytes, "peer": -1, "group_size": size,
-                "tag": -1, "seq": (gid << 32) | n}
-
-    def timed_collective(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        m, call = self.m, self.call
-        assert call is not None
-        weight = m.budget.take()
-        row = None
-        try:
-            row = self.row(comm, n, args, kwargs)
-        except Exception as e:
-            self.warn(e)
-        if call.pickled:
-            reset_pickled()
-        t0 = _perf()
-        out = self.orig(comm, *args, **kwargs)
-        t1 = _perf()
-        self.counts.calls += 1
-        if row is None:
-            self.counts.add_bytes(NAN)
-            return out
-        try:
-            if call.pickled:
-                row["bytes"] = pickled_bytes()
-            self.counts.add_bytes(row["bytes"])
-            m.add(self.counts, row, t0, t1, t1 - t0, weight)
-        except Exception as e:
-            self.warn(e)
-        return out
-
 
 class AsyncSite(CollectiveSite):
     """Non-blocking calls: a timed one returns a request that records the call when it completes; an
@@ -265,47 +251,23 @@ class AsyncSite(CollectiveSite):
                     counts.add_bytes(NAN if recv else payload_bytes(mpi, call, args, kwargs))
                 counts.calls += 1
                 return out
-            return site.timed_async(comm, None, args, kwargs)
+            return site.timed(comm, args, kwargs)
 
         return self.named(method)
 
-    def timed_collective(self, comm: Any, n: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self.timed_async(comm, n, args, kwargs)
+    def completes(self, out: Any) -> bool:
+        return isinstance(out, self.m.mpi.Request)
 
-    def timed_async(self, comm: Any, n: int | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        m, call = self.m, self.call
+    def record(self, row: dict[str, Any], info: CommInfo, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+               t0: int, t1: int, weight: int) -> Any:
+        """A request that records the call when it completes (a receive's bytes are counted then)."""
+        call = self.call
         assert call is not None
-        weight = m.budget.take()
-        if n is None:
-            self.gap = m.budget.gap()
-        row = info = None
-        try:
-            info = m.comm_info(comm)
-            row = self.p2p_row(call, info, args, kwargs) if n is None else self.row(comm, n, args, kwargs)
-        except Exception as e:
-            self.warn(e)
-        if call.pickled:
-            reset_pickled()
-        t0 = _perf()
-        out = self.orig(comm, *args, **kwargs)
-        t1 = _perf()
-        self.counts.calls += 1
-        if row is None or info is None or not isinstance(out, m.mpi.Request):
-            self.counts.add_bytes(NAN)
-            return out
-        try:
-            if call.pickled:
-                counted = pickled_bytes()
-                if counted == counted:
-                    row["bytes"] = counted
-            if not call.is_recv:  # a receive's bytes are counted when it completes
-                self.counts.add_bytes(row["bytes"])
-            req = m.request_cls(out)
-            req._ss_pending = Pending(self.counts, row, t0, t1 - t0, call.is_recv, info, weight)
-            return req
-        except Exception as e:
-            self.warn(e)
-        return out
+        if not call.is_recv:
+            self.counts.add_bytes(row["bytes"])
+        req = self.m.request_cls(out)
+        req._ss_pending = Pending(self.counts, row, t0, t1 - t0, call.is_recv, info, weight)
+        return req
 
 
 class SendrecvSite(Site):
@@ -339,8 +301,8 @@ class SendrecvSite(Site):
         reset_pickled()
         return buf_bytes(mpi, arg(args, kwargs, (0, "buf" if self.name == "Sendrecv_replace" else "sendbuf"))), got
 
-    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        m = self.m
+    def timed(self, comm: Any, args: tuple[Any, ...], kwargs: dict[str, Any], n: int | None = None) -> Any:
+        m = self.m  # point-to-point only: n is always None
         weight = m.budget.take()
         self.gap = m.budget.gap()
         # Sendrecv(sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None)
