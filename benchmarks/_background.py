@@ -1,6 +1,6 @@
 """The work of stepscope's background threads, counted (``sys.setprofile``) rather than timed: Python calls,
 C calls and file/OS calls (each a system call or more) per system sample and per flush. These do not move
-with the machine's load; tests/collect/test_background_budget.py holds them to a budget and
+with the machine's load; tests/collect/system/test_background_budget.py holds them to a budget and
 benchmarks/hook_costs.py prints them beside the threads' CPU time.
 
 A sample is counted in full (psutil's Python code included, where it is used), the sampler thread's wait for

@@ -3,7 +3,7 @@
 Counts, over N steps of a DataLoader + Linear training loop inside a session, the Python function calls
 made in stepscope's own files and the C calls they make (``sys.setprofile``), and the memory blocks left
 behind per step (``sys.getallocatedblocks``, hooked minus bare). Unlike a timing, these figures do not move
-with the load of the machine, so a test can hold them to a budget (tests/collect/test_hot_path.py).
+with the load of the machine, so a test can hold them to a budget (tests/collect/core/test_hot_path.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ machine), the load average printed beside them:
    its code and data happen to lie in the caches.
 3. **Counted** (does not move with load): Python and C calls per step of stepscope's code by hook, and of
    the whole process (hooked minus bare: this includes the calls torch makes because hooks exist);
-   memory blocks kept per step until the flush. tests/collect/test_hot_path.py holds them to a budget.
+   memory blocks kept per step until the flush. tests/collect/core/test_hot_path.py holds them to a budget.
 4. **Cold caches** (``--only-cold`` alone): each hook alone (the same calls as table 1) and the four back to
    back, timed warm (a tight loop, as table 1), after a bare step of the ``many`` script (the caches a real
    step leaves them) and after a 64 MiB write, beside two floors: the harness (a clock read and a lambda)

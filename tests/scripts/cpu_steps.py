@@ -1,4 +1,4 @@
-"""Training steps of known CPU content, for the per-step CPU clocks (tests/collect/test_step_cpu_time.py).
+"""Training steps of known CPU content, for the per-step CPU clocks (tests/collect/core/test_step_cpu_time.py).
 
 A tiny torch model (Linear + SGD; the optimizer's step marks the steps) trained for 2 + 3 * N steps: 2 plain
 steps, then N "busy" steps (a pure-Python loop on the training thread), N "sleep" steps (time.sleep on the

@@ -1,4 +1,4 @@
-"""The mpi4py calls an EXARL-like code makes besides plain Send/Recv, on 2 ranks, for tests/collect/test_mpi.py:
+"""The mpi4py calls an EXARL-like code makes besides plain Send/Recv, on 2 ranks, for tests/collect/mpi/test_mpi.py:
 non-blocking buffer and pickle calls completed by the class-level Waitall / waitall, Sendrecv, an in-place
 Allreduce, a non-blocking Iallreduce with Wait, a Barrier on a Split communicator, a Send of the first 4 of
 10 doubles into a larger receive buffer, and a Waitany. Prints one JSON line per rank with what the user

@@ -1,4 +1,4 @@
-"""A latency-bound mpi4py program of known call counts, for tests/collect/test_mpi_sampling.py and
+"""A latency-bound mpi4py program of known call counts, for tests/collect/mpi/test_mpi_sampling.py and
 benchmarks/mpi_overhead.py. Run it under ``mpirun -n 2``.
 
 Phases (each rank does the same number of calls, so exact counts follow from the arguments):

@@ -38,7 +38,7 @@ class PyRegion:
     ``outer/inner``. Time is CPU wall clock (on CUDA: the time to launch the work, not to run it).
 
     The hot path: ``__init__``, ``__enter__`` and ``__exit__`` are the only Python calls, with two clock
-    reads and one tuple appended to the session's lock-free region deque (tests/collect/test_hot_path.py)."""
+    reads and one tuple appended to the session's lock-free region deque (tests/collect/core/test_hot_path.py)."""
 
     __slots__ = ("_path", "_session", "_stack", "_t0", "name")
 

@@ -5,7 +5,7 @@ first forward, if the user registered no hook (Python or built-in), stepscope re
 :func:`_timed_allreduce`, which does what the Reducer does without a hook: multiply the bucket by
 1/group size, then sum with all_reduce. (torch's own ``allreduce_hook`` *divides*, which differs in the
 last bit for world sizes that are not powers of two: measured with 3 ranks; the multiplication gives
-bit-identical parameters, and tests/collect/test_comm.py checks it.) A hook the user
+bit-identical parameters, and tests/collect/torch/test_comm.py checks it.) A hook the user
 registers (before or after) is wrapped, never replaced: the same function on the same state, timed.
 Built-in C++ hooks (``_register_builtin_comm_hook``) cannot be wrapped and are left untimed.
 

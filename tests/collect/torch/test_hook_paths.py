@@ -20,8 +20,8 @@ from tests.conftest import load
 
 torch = pytest.importorskip("torch")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "private_paths.py"
-ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "private_paths.py"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _hooks_records(store: Path) -> list[dict[str, Any]]:

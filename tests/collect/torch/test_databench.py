@@ -14,7 +14,7 @@ import pytest
 
 from stepscope.analyze.run.databench import InputVerdict, data_bench
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 SLEEP_S = 0.004  # tests/scripts/databench_sleep.py
 N, BATCH = 96, 8
 

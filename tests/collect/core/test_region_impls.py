@@ -201,7 +201,7 @@ def test_same_clock_as_perf_counter_ns() -> None:
 def test_compiled_region_makes_no_python_call(region_impl: type[regions.PyRegion], rows: list[Row]) -> None:
     """What the hot-path budget counts (benchmarks/_hotpath.py): 3 Python calls for PyRegion, none for the
     compiled one (its work is C called from C)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from benchmarks._hotpath import count_calls
 
     def once() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 import stepscope
 from stepscope.collect.torch import hooks
-from tests.collect.sleeps import slow_grad
+from tests.collect.torch.sleeps import slow_grad
 from tests.conftest import load
 
 torch = pytest.importorskip("torch")
