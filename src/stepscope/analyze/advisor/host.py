@@ -100,16 +100,18 @@ class CpuOversubscription:
         own = _own_cores(ranks)
         if own is not None:
             ev["training_processes_cpu_cores"] = own
+        per_step, basis, measured = _own_wait(inp, ranks, demand, procs * rec_threads, cores, ev)
         suggestion = (f"Budget the cores: torch.set_num_threads({rec_threads}) (or OMP_NUM_THREADS={rec_threads}) "
                       f"in each of the {procs} training process{'es' if procs > 1 else ''}"
                       + (f", and leave cores for the {workers} DataLoader worker{'s' if workers > 1 else ''} "
                          "of each" if workers else "") + ".")
-        return finding(self, inp, ev, per_step_s=None, source="metadata", suggestion=suggestion,
-                       basis="not estimated: depends on how the threads contend",
+        return finding(self, inp, ev, per_step_s=per_step, source="metadata", suggestion=suggestion, basis=basis,
                        change=Change("threads", "intra", rec_threads, f"torch.set_num_threads({rec_threads})"),
-                       measured_from=evidence_source(inp, "metadata") + (
-                           "; the training processes' CPU " + evidence_source(inp, "samples") if own is not None
-                           else ""))
+                       measured_from="; ".join(
+                           [evidence_source(inp, "metadata")]
+                           + (["the training processes' CPU " + evidence_source(inp, "samples")] if own is not None
+                              else [])
+                           + ([measured] if measured else [])))
 
 
 MAX_SUGGESTED_WORKERS = 4
@@ -130,6 +132,49 @@ def _workers_change(inp: AdvisorInput, r: RankSummary, workers: list[int]) -> Ch
     if n <= now:
         return None
     return Change("loader", "num_workers", n, f"DataLoader num_workers={n}")
+
+
+OWN_WAIT_BASIS = ("the training thread's run-queue wait during the measured steps, as far as the run's own other "
+                  "threads can account for it (at most their CPU time: the wait behind other processes is not "
+                  "counted); an estimate that runs low: spinning at the thread pool's barriers, on a CPU, is "
+                  "not counted")
+
+
+def _own_wait(inp: AdvisorInput, ranks: list[RankSummary], demand: int, budget: int, cores: int,
+              ev: dict[str, float | int | str]) -> tuple[float | None, str, str]:
+    """The step time fewer threads could save, from the run's own processes only: (seconds per step or None,
+    basis, what it was measured from). Adds its inputs to ``ev``.
+
+    The training thread of one rank (rank 0 where it is on this host) waited ``wait`` of its steps' time runnable
+    but without a CPU (Linux schedstat). While it waited every core was busy; the part of that time when one of
+    the run's own other threads held a core is at most their CPU time, ``own`` = the host's training processes'
+    CPU minus this thread's, in cores. ``min(wait, own)`` of the step is the wait the run's own threads can
+    explain; a hog beside the run raises ``wait`` but not ``own`` (its threads then get less CPU). Where the
+    suggested threads still exceed the cores (more processes than cores) only the share of the other threads
+    the change removes counts. Spinning at the pool's barriers while a sibling waits is on a CPU and not seen:
+    the realised saving is larger (benchmarks/advice.py)."""
+    r = next((x for x in ranks if x.rank == 0), min(ranks, key=lambda x: x.rank))
+    st, cpu = r.steps, r.step_cpu
+    step_s = st.wall_ns / st.measured_steps / 1e9 if st.measured_steps > 0 and st.wall_ns > 0 else None
+    procs_pct = [x.step_cpu.process_pct if x.step_cpu is not None else None for x in ranks]
+    if (step_s is None or cpu is None or cpu.run_queue_wait_pct is None or cpu.main_thread_pct is None
+            or any(p is None for p in procs_pct)):
+        missing = ("no measured steps" if step_s is None else
+                   "the training thread's run-queue wait (Linux /proc/PID/schedstat) or the training processes' "
+                   "CPU was not sampled during the measured steps (a run shorter than a sampling interval: "
+                   "rerun with a smaller --sample-interval)")
+        return None, f"not measurable: {missing}", ""
+    wait = min(max(cpu.run_queue_wait_pct / 100, 0.0), 1.0)
+    own = max(sum(p or 0.0 for p in procs_pct) / 100 - cpu.main_thread_pct / 100, 0.0)
+    share = min(wait, own)
+    if budget > cores and demand > 1:
+        share *= (demand - budget) / (demand - 1)
+    ev.update({"estimate_rank": r.rank, "step_time_mean_s": step_s, "training_thread_wait_share": wait,
+               "training_thread_cpu_share": cpu.main_thread_pct / 100, "own_other_threads_cpu_cores": own})
+    measured = (f"the wait and CPU over the {st.measured_steps} measured steps from /proc/PID/schedstat of rank "
+                f"{r.rank}'s training thread and the training processes' CPU ({cpu.intervals} sampling interval"
+                f"{'s' if cpu.intervals != 1 else ''}, {cpu.seconds:.3g} s)")
+    return share * step_s, OWN_WAIT_BASIS, measured
 
 
 def _own_cores(ranks: list[RankSummary]) -> float | None:

@@ -13,6 +13,7 @@ from stepscope.analyze.run.flops import FlopsSummary, counted_steps, flops_summa
 from stepscope.analyze.run.lost import records_lost
 from stepscope.analyze.run.memory import MemoryOp, memory_ops
 from stepscope.analyze.run.regions import RegionStats, region_stats
+from stepscope.analyze.run.stepcpu import StepCpu, step_cpu
 from stepscope.analyze.run.steps import (
     ROLE_FLOP_COUNT,
     ROLE_MEMORY_SNAPSHOT,
@@ -64,6 +65,8 @@ class RankSummary:
     notes: tuple[str, ...]
     memory_ops: tuple[MemoryOp, ...] = ()
     """Operators that allocate most, from a window recorded with --profile-memory."""
+    step_cpu: StepCpu | None = None
+    """The process's and its main thread's CPU over the measured steps (None: not sampled there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +191,7 @@ def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
         peak_gpu_mem_bytes=peak_gpu,
         energy_per_step_j=energy_per_step_j(rank.samples, rank.steps, first_step=st.warmup_steps),
         metrics=user_metrics(rank), dataloaders=tuple(rank.extra.get("dataloader", [])), notes=rank.notes,
-        memory_ops=memory_ops(rank),
+        memory_ops=memory_ops(rank), step_cpu=step_cpu(rank.samples, rank.steps, first_step=st.warmup_steps),
     )
 
 
