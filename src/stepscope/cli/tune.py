@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stepscope.analyze.runs.tune import MAX_PAIRS, MIN_PAIRS, Dimension, TuneResult, search
+from stepscope.analyze.runs.tune import MAX_PAIRS, MIN_PAIRS, SCREEN_PAIRS, Comparison, Dimension, TuneResult, search
 from stepscope.cli.childout import children_output
 from stepscope.cli.common import add_store_args, parse_pairs, print_json, store_from
 from stepscope.cli.run import add_collection_args, options_from
@@ -209,14 +209,15 @@ class TuneCommand:
     """Search for a faster setting of a training command: thread pools (torch intra-op threads, or TensorFlow's
     inter/intra-op pools through TF_NUM_*_THREADS), DataLoader num_workers, pin_memory (with a GPU) and
     prefetch_factor, applied without editing the code, and any command-line parameter named with --param
-    NAME=V1,V2,... ({NAME} in the command, or its --NAME option). Coordinate descent: from the recorded setting
-    (a --param's first value), the neighbouring values of one setting at a time run as interleaved A/B pairs
-    against the current best and are decided by `diff`'s paired verdict on sequential pairs (looks at --min-pairs,
-    then about 1.5 times as many, up to --max-pairs); each move is a verdict at 99% over the whole search (the 1%
-    split over the looks and the candidates: docs/advice.md), so a program no setting speeds up keeps its start.
-    A direction stops when it is worse, shows no gain, or cannot tell. At most --budget runs.
-    Ends with the best setting, its gain over the start with an interval, the runs used, and the command line and
-    environment that reproduce it; every run is stored in one group (tags tune=GROUP, setting=...)."""
+    NAME=V1,V2,... ({NAME} in the command, or its --NAME option). Two stages. The screen, coordinate descent from
+    the recorded setting (a --param's first value): the neighbouring values of one setting at a time run as
+    --screen-pairs interleaved pairs against the current setting and move it on a lax paired verdict (one-sided
+    90%); a wrong move only costs runs. The confirmation: the screen's best against the start on fresh interleaved
+    pairs, sequential looks from --min-pairs to --max-pairs at 99% (bench --ab's level); only it claims a gain, so
+    a program no setting speeds up keeps its start in 99 searches of 100 (docs/advice.md). At most --budget runs.
+    Ends with the best setting, its gain over the start with the confirmation's interval (or why the start is
+    kept, and the pairs that would tell), the runs used, and the command line and environment that reproduce it;
+    every run is stored in one group (tags tune=GROUP, setting=...)."""
 
     name = "tune"
     help = "search threads, DataLoader settings and --param values for the fastest, with interleaved pairs"
@@ -227,10 +228,12 @@ class TuneCommand:
         parser.add_argument("--settings", metavar="LIST", help=f"settings to tune besides --param: none or some of "
                             f"{','.join(AUTO)} (default: all that apply without --param, none with it)")
         parser.add_argument("--budget", type=int, default=40, metavar="N", help="runs in total (default: 40)")
+        parser.add_argument("--screen-pairs", type=int, default=SCREEN_PAIRS, metavar="N",
+                            help=f"pairs a screened candidate gets (default: {SCREEN_PAIRS})")
         parser.add_argument("--min-pairs", type=int, default=MIN_PAIRS, metavar="N",
-                            help=f"pairs before the first look (default: {MIN_PAIRS})")
+                            help=f"confirmation pairs before its first look (default: {MIN_PAIRS})")
         parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS, metavar="N",
-                            help=f"pairs after which a comparison that cannot tell stops (default: {MAX_PAIRS})")
+                            help=f"confirmation pairs after which it cannot tell (default: {MAX_PAIRS})")
         parser.add_argument("--threshold", type=float, default=0.02, metavar="F",
                             help="smallest change that counts, 0.02 = 2%% (default: 0.02)")
         parser.add_argument("--metric", default="auto",
@@ -257,10 +260,13 @@ def tune(args: argparse.Namespace) -> int:
     cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not cmd:
         raise UserError("no command to run — usage: stepscope tune [--param NAME=V1,V2] -- python train.py")
-    if args.budget < 4 or args.min_pairs < 2 or args.max_pairs < args.min_pairs or not 0 < args.threshold < 1:
-        raise UserError(f"--budget {args.budget} --min-pairs {args.min_pairs} --max-pairs {args.max_pairs} "
-                        f"--threshold {args.threshold}: need a budget of 4 or more, 2 <= min-pairs <= max-pairs, "
-                        "and a threshold between 0 and 1")
+    least = 2 * (args.screen_pairs + args.min_pairs)  # one screened candidate and the confirmation's first look
+    if args.screen_pairs < 2 or args.min_pairs < 2 or args.max_pairs < args.min_pairs or args.budget < least \
+            or not 0 < args.threshold < 1:
+        raise UserError(f"--budget {args.budget} --screen-pairs {args.screen_pairs} --min-pairs {args.min_pairs} "
+                        f"--max-pairs {args.max_pairs} --threshold {args.threshold}: need screen-pairs >= 2, "
+                        f"2 <= min-pairs <= max-pairs, a budget of {max(least, 8)} or more (2 x (screen-pairs + "
+                        "min-pairs)), and a threshold between 0 and 1")
     grid = parse_grid(args.param) if args.param else {}
     wanted = _settings(args.settings, bool(grid))
     if not grid and not wanted:
@@ -291,7 +297,7 @@ def tune(args: argparse.Namespace) -> int:
             raise UserError("nothing to tune for this program: " + "; ".join(notes))
     higher = args.metric == "auto" or higher_is_better(args.metric)
     result = search([k.dim for k in knobs.values()], runner, budget=args.budget - probe_runs, metric=args.metric,
-                    higher_is_better=higher, min_pairs=args.min_pairs,
+                    higher_is_better=higher, screen_pairs=args.screen_pairs, min_pairs=args.min_pairs,
                     max_pairs=args.max_pairs, threshold=args.threshold)
     if result.start_failed:
         _fail_first(runner)
@@ -335,22 +341,36 @@ def print_notes(notes: Sequence[str]) -> None:
 
 def render(r: TuneResult, runs: int, group: str, env: Mapping[str, str], argv: Sequence[str],
            changes: Sequence[Change]) -> str:
-    """The answer in a few lines: best setting, gain with interval, runs used, comparisons, how to reproduce."""
+    """The answer in a few lines: the screen's comparisons, the confirmation, the best setting with its gain and
+    interval (or why the start is kept), runs used, how to reproduce."""
     best = " ".join(f"{k}={v}" for k, v in r.best.items())
-    lines = [f"tune {group}: {runs} runs (budget {r.budget + runs - r.runs})"
+    lines = [f"tune {group}: {runs} runs (budget {r.budget + runs - r.runs}; screen {r.screen_runs}, "
+             f"confirmation {r.runs - r.screen_runs})"
              + ("; the budget ran out before the search ended" if r.budget_exhausted else "")]
     for c in r.comparisons:
-        ratio = f"{c.ratio:.3f}" if c.ratio else "—"
-        ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low and c.ci_high else ""
         cand = " ".join(f"{k}={v}" for k, v in c.candidate.items() if c.current.get(k) != v)
-        lines.append(f"  {cand} vs current: {r.metric} x{ratio}{ci} over {c.pairs} pairs — {c.outcome}")
-    if r.gain is None:
-        lines.append(f"best setting: {best} (the start; no neighbour showed a gain)")
-    else:
-        pct = (r.gain - 1) * 100
-        ci = f", 95% interval [{(r.gain_low or 0) - 1:+.1%}, {(r.gain_high or 0) - 1:+.1%}]" \
+        lines.append(f"  screen: {cand} vs current: {_figures(r.metric, c)} — {c.outcome}")
+    screened = " ".join(f"{k}={v}" for k, v in r.screen_best.items())
+    conf = r.confirmation
+    if conf is not None:
+        lines.append(f"  confirmation: {screened} vs the start on fresh pairs: {_figures(r.metric, conf)} — "
+                     f"{conf.outcome}")
+    if r.gain is not None and conf is not None:
+        level = f"{conf.confidence:.2%} interval " if conf.confidence else "interval "
+        ci = f", {level}[{(r.gain_low or 0) - 1:+.1%}, {(r.gain_high or 0) - 1:+.1%}]" \
             if r.gain_low and r.gain_high else ""
-        lines.append(f"best setting: {best}: {r.metric} {pct:+.1f}% over the start{ci}")
+        lines.append(f"best setting: {best}: {r.metric} {(r.gain - 1) * 100:+.1f}% over the start{ci} "
+                     "(the confirmation's pairs)")
+    elif conf is None:
+        why = "the budget left no room for a confirmation" if r.screen_best != r.start else \
+            "the screen found no setting better"
+        lines.append(f"best setting: {best} (the start: {why}; no gain claimed)")
+    else:
+        why = {"worse": "it was slower than the start", "no gain": "it was not faster than the start",
+               "failed": "its run failed", "unfinished": "the budget ran out before the confirmation decided"}.get(
+            str(conf.outcome), "the confirmation could not tell it from the start")
+        lines.append(f"best setting: {best} (the start kept: the screen picked {screened}, but {why}; no gain "
+                     "claimed)" + (f"; {conf.note}" if conf.note else ""))
     shown_env = {k: v for k, v in env.items() if k != OVERRIDES_ENV}
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown_env.items())
     lines.append("reproduce: " + (prefix + " " if prefix else "") + shlex.join(argv))
@@ -360,3 +380,9 @@ def render(r: TuneResult, runs: int, group: str, env: Mapping[str, str], argv: S
         lines.append(f"  in the code: {', '.join(code)} (or under stepscope: {OVERRIDES_ENV}={over} stepscope run "
                      f"-- {shlex.join(argv)})")
     return "\n".join(lines)
+
+
+def _figures(metric: str, c: Comparison) -> str:
+    ratio = f"{c.ratio:.3f}" if c.ratio else "—"
+    ci = f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low and c.ci_high else ""
+    return f"{metric} x{ratio}{ci} over {c.pairs} pairs"
