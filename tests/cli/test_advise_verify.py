@@ -6,6 +6,7 @@ that cannot be re-run gets one line and exit 2, and nothing is stored."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -13,12 +14,21 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from scipy import stats
 
+from stepscope.cli.common import as_store
+from stepscope.cli.verify import stored_outcomes as _stored
 from tests.conftest import PY, SCRIPTS, Result, load, stepscope_cmd
 
-SHOWCASE = ("--steps", "14", "--sleep", "0.01", "--batch-size", "8")
+SHOWCASE = ("--steps", "14", "--sleep", "0.05", "--batch-size", "1", "--compute", "0.04")
+"""A batch (one sample) loads in 50 ms, a step computes 40 ms: 90 ms a step in the process, 40 ms with 2 workers or
+more. The workers stay ahead with room to spare, so B's steps do not alternate between waiting and finding a batch
+ready, and one sample a batch keeps their wake-ups and transfers few: on 2 cores at a load of 5 the per-pair ratios
+were 0.457 to 0.467, decided at the first look (3 pairs)."""
 
 
 def _counts(store: Path) -> tuple[int, int]:
@@ -42,8 +52,8 @@ def test_verify_confirms_num_workers_on_the_slow_loader(cli: Callable[..., Resul
     n = max(1, min(4, os.cpu_count() or 1))  # 0 workers: one per core for the one process, at most 4
     assert wait["change"] == {"kind": "loader", "key": "num_workers", "value": n,
                               "label": f"DataLoader num_workers={n}"}, wait
-    # at most 10 sequential pairs: on a 2-core host at load 9 the workers' own CPU makes B's step time vary by
-    # tens of percent; a quiet host decides at the first look (3 pairs)
+    # at most 10 sequential pairs: a quiet or moderately loaded host decides at the first look (3 pairs); the
+    # later looks are for a host so loaded that the workers fall behind
     v = cli("advise", run_id, "--verify", "--repeat", "10", "--rule", "input-bound", "--json", "--quiet-runs",
             timeout=1200)
     assert v.rc == 0, v
@@ -72,7 +82,7 @@ def test_verify_confirms_num_workers_on_the_slow_loader(cli: Callable[..., Resul
     html = page.read_text(encoding="utf-8")
     assert f'data-group="{doc["group"]}"' in html and '<tr data-verdict="confirmed">' in html
     assert cli("report", o["runs_b"][0], "-o", str(page)).rc == 0  # a B run says it ran with the override
-    assert "loader num_workers = 2: applied (the code&#x27;s: 0)" in page.read_text(encoding="utf-8")
+    assert f"loader num_workers = {n}: applied (the code&#x27;s: 0)" in page.read_text(encoding="utf-8")
     site = store.parent / "site"  # the dashboard's copy of the run's report has the section too
     assert cli("dashboard", "build", "-o", str(site), "--reports", "20").rc == 0
     assert f'data-group="{doc["group"]}"' in (site / "runs" / f"{run_id}.html").read_text(encoding="utf-8")
@@ -102,10 +112,15 @@ def test_runs_that_cannot_be_rerun_get_one_line_and_exit_2(cli: Callable[..., Re
     _script(killed_dir, "import os, signal\nimport stepscope\nstepscope.step()\nos.kill(os.getpid(), signal.SIGKILL)\n")
     assert cli("run", "--quiet", "--", PY, "train.py", cwd=killed_dir).rc in (137, -9)  # dies as its child
     killed = load(store).run.id
+    failing = tmp_path / "failing"
+    _script(failing, "import sys\nimport stepscope\nstepscope.step()\nsys.exit(3)\n")
+    assert cli("run", "--quiet", "--", PY, "train.py", cwd=failing).rc == 3
+    failed = load(store).run.id
     (work / "train.py").unlink()
     shutil.rmtree(gone)
     before = _counts(store)
-    cases = {gone_script: "script train.py is gone", gone_cwd: "which is gone", killed: "was killed"}
+    cases = {gone_script: "script train.py is gone", gone_cwd: "which is gone", killed: "was killed",
+             failed: "failed (exit code 3)"}
     for run_id, words in cases.items():
         r = cli("advise", run_id, "--verify", "--repeat", "2")
         assert r.rc == 2, r
@@ -156,3 +171,125 @@ def test_reruns_have_the_recorded_environment_and_the_change(cli: Callable[..., 
         assert load(store, i).run.extra["env"] == {"NCCL_DEBUG": "INFO"}
     for i in o["runs_b"]:
         assert load(store, i).run.extra["env"] == {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "1"}
+
+
+API_RUN = "import stepscope\ns = stepscope.session()\nfor _ in range(3):\n    stepscope.step()\n"
+
+
+def test_api_runs_whose_program_is_not_in_the_command_get_one_line(cli: Callable[..., Result], store: Path,
+                                                                   tmp_path: Path) -> None:
+    """A run recorded through the Python API from a program read from standard input (`python -`, or `python` with
+    the code piped in, as a notebook's or a REPL's code is not in its command line either): re-running its
+    command would wait for a program that never comes. One line, exit 2, nothing stored."""
+    env = {**os.environ, "STEPSCOPE_HOME": str(store)}
+    env.pop("STEPSCOPE_DB", None)
+    ids = []
+    for argv in ([PY, "-"], [PY]):
+        done = subprocess.run(argv, input=API_RUN, text=True, capture_output=True, env=env, cwd=tmp_path,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        run = load(store).run
+        assert list(run.command) == argv and run.status.value == "completed"  # what the API recorded
+        ids.append(run.id)
+    before = _counts(store)
+    for run_id, words in zip(ids, ("a program read from standard input", "an interactive interpreter"),
+                             strict=True):
+        # a --change, so that no advice is needed: without the check the pairs would start
+        r = cli("advise", run_id, "--verify", "--repeat", "2", "--change", "env:OMP_NUM_THREADS=1", timeout=60)
+        assert r.rc == 2, r
+        (line,) = r.err.strip().splitlines()
+        assert f"run {run_id} ran {words}" in line and "stepscope run -- python SCRIPT" in line, r
+    assert _counts(store) == before  # nothing stored: no run, no group
+
+
+def _group_spec(store: Path, group: str) -> dict[str, Any]:
+    con = sqlite3.connect(store / "index.sqlite")
+    try:
+        kind, spec = con.execute("SELECT kind, spec FROM run_groups WHERE id = ?", (group,)).fetchone()
+        members = con.execute("SELECT COUNT(*) FROM runs WHERE grp = ?", (group,)).fetchone()[0]
+    finally:
+        con.close()
+    return {"kind": kind, "members": members, **json.loads(spec)}
+
+
+def test_all_tries_two_confirmed_settings_together(cli: Callable[..., Result], store: Path) -> None:
+    """Two settings that each shorten a 60 ms step to 35 ms (verify_params.py: sleeps, so the host's load does not
+    move them): each is confirmed alone, then --all runs both at once (10 ms) as a third series, which is stored
+    in the group with the others and shown by `advise`."""
+    base = ("--steps", "12", "--load", "0.03", "--work", "0.03")
+    assert cli("run", "--quiet", "--", PY, str(SCRIPTS / "verify_params.py"), *base).rc == 0
+    run_id = load(store).run.id
+    v = cli("advise", run_id, "--verify", "--all", "--repeat", "5", "--change", "param:load=0.005",
+            "--change", "param:work=0.005", "--json", "--quiet-runs", timeout=600)
+    assert v.rc == 0, v
+    doc = json.loads(v.out)
+    labels = [o["suggestion"]["label"] for o in doc["outcomes"]]
+    assert labels == ["load=0.005", "work=0.005", "load=0.005 + work=0.005"], labels
+    one, two, both = doc["outcomes"]
+    assert [o["verdict"] for o in (one, two, both)] == ["confirmed"] * 3, doc
+    assert both["suggestion"]["rule_ids"] == ["change", "change"]
+    assert [c["key"] for c in both["suggestion"]["changes"]] == ["load", "work"]
+    for o, load_s, work_s in ((one, 0.005, 0.03), (two, 0.03, 0.005), (both, 0.005, 0.005)):
+        for d in (load(store, i) for i in o["runs_b"]):  # B ran with this series' settings, and only those
+            argv = list(d.run.command)
+            assert argv[argv.index("--load") + 1] == str(load_s) and argv[argv.index("--work") + 1] == str(work_s)
+            assert d.run.tags["verify_change"] == o["suggestion"]["label"]
+        assert o["experiment_step_s"] == pytest.approx(load_s + work_s, rel=0.3, abs=0.004), o  # what it sleeps
+        assert o["baseline_step_s"] == pytest.approx(0.06, rel=0.3), o
+        assert o["saving_low_s"] > 0
+    assert both["experiment_step_s"] < min(one["experiment_step_s"], two["experiment_step_s"])
+    spec = _group_spec(store, doc["group"])
+    assert spec["kind"] == "advise-verify" and spec["run"] == run_id and spec["all"] is True
+    assert [s["label"] for s in spec["suggestions"]] == labels  # the combination is stored as tried
+    assert [o["verdict"] for o in spec["outcomes"]] == ["confirmed"] * 3
+    assert spec["members"] == sum(2 * o["pairs"] for o in doc["outcomes"])  # every A and B run of all three series
+    shown = cli("advise", run_id, "--width", "200").out
+    assert "3. load=0.005 + work=0.005  [change, change]  confirmed" in shown, shown
+
+
+def test_cannot_tell_names_the_advise_command_that_would_tell(cli: Callable[..., Result], store: Path,
+                                                              tmp_path: Path) -> None:
+    """An ineffective change on runs that drift 4% from one to the next (verify_params.py --drift): the pairs'
+    ratios alternate about x1.04 and x1/1.04, so 2 pairs cannot tell. The note names the command the user runs
+    (this run, this --change, the --repeat that would tell at the spread the stored runs show), not bench's."""
+    ledger = tmp_path / "ledger"
+    argv = (str(SCRIPTS / "verify_params.py"), "--steps", "8", "--load", "0.01", "--work", "0.01", "--ledger",
+            str(ledger), "--drift", "0.04")
+    assert cli("run", "--quiet", "--", PY, *argv).rc == 0
+    run_id = load(store).run.id
+    v = cli("advise", run_id, "--verify", "--repeat", "2", "--change", "env:OMP_NUM_THREADS=1", "--quiet-runs",
+            "--width", "300")
+    assert v.rc == 0, v
+    ((_, outs),) = _stored(as_store(str(store)), run_id)
+    (o,) = outs
+    assert o.verdict == "cannot tell" and o.pairs == 2, o
+    from stepscope.analyze.diff.runlevel import run_values
+
+    a = [run_values(load(store, i)).step_ns for i in o.runs_a]
+    b = [run_values(load(store, i)).step_ns for i in o.runs_b]
+    sd = float(np.std(np.log(np.asarray(b) / np.asarray(a)), ddof=1))
+    assert 0.02 < sd < 0.1, (a, b)  # the drift's, about 4% * sqrt(2)
+    cmd = f"stepscope advise {run_id} --verify --change env:OMP_NUM_THREADS=1 --repeat "
+    note = o.note or ""
+    assert cmd in note and "bench" not in note, note
+    need = int(note.split(cmd)[1].split("`")[0])
+    # the interval's half-width beyond the t interval's at the deciding look: the widening for load drift
+    assert o.ci_low is not None and o.ci_high is not None and o.confidence is not None
+    t = stats.t.ppf(0.5 + o.confidence / 2, 1) * sd / math.sqrt(2)
+    widen = max(0.0, math.log(o.ci_high / o.ci_low) / 2 - t)
+    assert need == _pairs_needed(sd, widen) and need > 2, (note, sd, widen)
+    assert cmd in v.out, v.out  # the terminal shows it too
+
+
+def _pairs_needed(sd: float, widen: float) -> int:
+    """The fewest N whose last look (1% split over the looks at 3, x1.5, ..., N pairs; two-sided), its interval
+    widened by ``widen``, has 80% power for a 2% change at per-pair spread ``sd`` (scipy's t quantiles)."""
+    for n in range(3, 1000):
+        at = [3]
+        while at[-1] < n:
+            at.append(min(n, max(at[-1] + 1, math.ceil(at[-1] * 1.5))))
+        level = 0.01 / len(at)
+        if (stats.t.ppf(1 - level / 2, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / math.sqrt(n) + widen <= \
+                math.log(1.02):
+            return n
+    raise AssertionError("more than 1000 pairs")

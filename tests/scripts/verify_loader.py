@@ -1,5 +1,8 @@
 """The slow-DataLoader showcase: a Dataset whose ``__getitem__`` sleeps --sleep seconds per sample, read by a
-DataLoader built with num_workers=--workers (0: in the training process), a tiny model trained --steps steps.
+DataLoader built with num_workers=--workers (0: in the training process), a tiny model trained --steps steps, each
+also sleeping --compute seconds (device work the CPU waits for: with it larger than a batch's loading time divided
+by the workers, the workers keep ahead and every step takes about --compute, so a step's time does not alternate
+between waiting for a batch and finding one ready).
 With --out FILE the script writes, independently of stepscope, the processes that ran ``__getitem__`` and the
 loader's own arguments as torch kept them: {"main_pid", "item_pids", "num_workers", "persistent_workers"}."""
 
@@ -30,6 +33,7 @@ p.add_argument("--steps", type=int, default=30)
 p.add_argument("--batch-size", type=int, default=4)
 p.add_argument("--sleep", type=float, default=0.005)
 p.add_argument("--workers", type=int, default=0)
+p.add_argument("--compute", type=float, default=0.0)
 p.add_argument("--out")
 args = p.parse_args()
 torch.manual_seed(0)
@@ -42,6 +46,8 @@ for x, y, pid in loader:
     pids.update(int(v) for v in pid)
     opt.zero_grad()
     nn.functional.cross_entropy(model(x), y).backward()
+    if args.compute:
+        time.sleep(args.compute)
     opt.step()
 if args.out:
     with open(args.out, "w") as fh:

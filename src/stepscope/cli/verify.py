@@ -9,12 +9,14 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from stepscope.analyze.advisor.verify import CONFIRMED, Outcome, Suggestion
+from stepscope.analyze.advisor.verify import CONFIRMED, MIN_PAIRS, Outcome, Suggestion
+from stepscope.analyze.diff.significance import Verdict
 from stepscope.cli.childout import children_output
 from stepscope.errors import UserError
 from stepscope.model.changes import Change, apply_changes
@@ -55,6 +57,10 @@ def recorded(store: Store, ref: str) -> Recorded:
     if not command:
         raise UserError(f"run {rid} has no recorded command (imported or recorded through the API): nothing to "
                         "re-run — record it with `stepscope run -- CMD`")
+    if (why := _no_program(command)) is not None:
+        raise UserError(f"run {rid} ran {why} ({' '.join(command)}): its command line does not hold the program, "
+                        "so it cannot be re-run — put the code in a script and record it with `stepscope run -- "
+                        "python SCRIPT`")
     if not run.cwd or not os.path.isdir(run.cwd):
         raise UserError(f"run {rid} ran in {run.cwd or '(not recorded)'}, which is gone: its command cannot be "
                         "re-run as it ran")
@@ -76,6 +82,33 @@ def recorded(store: Store, ref: str) -> Recorded:
     env = run.extra.get("env")
     return Recorded(rid, run.name, command, run.cwd, dict(env) if isinstance(env, dict) else {}, dict(run.params),
                     dict(run.options), env_recorded=isinstance(env, dict))
+
+
+_KERNELS = ("ipykernel_launcher", "ipykernel", "IPython", "jupyter", "jupyter_console", "notebook")
+"""Modules that start an interactive session (a notebook kernel, IPython): the code they ran is not in argv."""
+_PY_ARG_OPTIONS = ("-W", "-X")
+"""Python options that take the next argument as their value."""
+
+
+def _no_program(command: list[str]) -> str | None:
+    """What a Python command ran when its program is not in the command line (a program read from standard input,
+    an interactive interpreter, a notebook kernel), or None: a script, ``-c CODE`` or a module, re-runnable."""
+    if not os.path.basename(command[0]).startswith("python"):
+        return None
+    args = iter(command[1:])
+    for arg in args:
+        if arg == "-":
+            return "a program read from standard input"
+        if not arg.startswith("-"):
+            return None  # the script
+        if arg.startswith("-c"):
+            return None
+        if arg.startswith("-m"):
+            module = arg[2:] or next(args, "")
+            return f"an interactive session ({module})" if module.split(".")[0] in _KERNELS else None
+        if arg in _PY_ARG_OPTIONS:
+            next(args, None)
+    return "an interactive interpreter or a program read from standard input"
 
 
 def plan(store: Store, rec: Recorded, *, rule: str | None,
@@ -141,13 +174,14 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
 
     group = "verify-" + secrets.token_hex(4)
     created = time.time_ns()
-    spec: dict[str, Any] = {"run": rec.run_id, "command": rec.command, "cwd": rec.cwd, "repeat": repeat,
-                            "suggestions": [s.to_dict() for s in todo], "outcomes": []}
+    tried = list(todo)
     outcomes: list[Outcome] = []
 
     def save() -> None:  # after each suggestion: an interrupted verification keeps what it measured
         store.index.add_group(group, GROUP_KIND, rec.name, created,
-                              {**spec, "outcomes": [o.to_dict() for o in outcomes]})
+                              {"run": rec.run_id, "command": rec.command, "cwd": rec.cwd, "repeat": repeat,
+                               "all": together, "suggestions": [s.to_dict() for s in tried],
+                               "outcomes": [o.to_dict() for o in outcomes]})
         _mark(store, rec.run_id, group)
 
     save()
@@ -156,6 +190,7 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
         save()
     both = combined([o for o in outcomes if o.verdict == CONFIRMED]) if together else None
     if both is not None:
+        tried.append(both)
         outcomes.append(_pairs(store, rec, both, group, repeat, children_out))
         save()
     return group, outcomes
@@ -183,7 +218,7 @@ def _mark(store: Store, run_id: str, group: str) -> None:
 def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, children_out: str) -> Outcome:
     """Sequential pairs (analyze/diff/sequential.py): looks at the verdict at the planned pair counts, each at its
     share of bench's 1%, and stops once it is decided; ``repeat`` is the most pairs it runs."""
-    from stepscope.analyze.advisor.verify import failed, outcome
+    from stepscope.analyze.advisor.verify import failed, outcome, pair_spread
     from stepscope.analyze.diff.sequential import Looks
     from stepscope.cli.bench import ab_order
     from stepscope.cli.finish import finish_run
@@ -220,12 +255,34 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
             step = _step_change(store, ids, looks.look_confidence)
             if step is None or looks.stop(done, step.verdict):
                 break
-    return outcome(s, step, runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]), confidence=looks.look_confidence)
+    spread = None
+    if step is not None and step.verdict is Verdict.INCONCLUSIVE:
+        spread = pair_spread(*(_step_times(store, ids[side]) for side in ("A", "B")))
+    return outcome(s, step, runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]), confidence=looks.look_confidence,
+                   spread_log=spread, rerun=rerun_command(rec.run_id, s))
 
 
-MIN_PAIRS = 3
-"""Pairs before the first look: with 2, one pair's noise decides alone and the t interval has one degree of
-freedom (at a look's level it spans orders of magnitude)."""
+def _step_times(store: Store, ids: list[str]) -> list[float | None]:
+    """Each run's tested step time (its median, warm-up excluded: what ``diff`` compares)."""
+    from stepscope.analyze.diff.runlevel import run_values
+
+    return [run_values(store.load(r)).step_ns for r in ids]
+
+
+def rerun_command(run_id: str, s: Suggestion) -> str:
+    """The `advise --verify` that verifies ``s`` again: ``--rule`` for the advice's suggestion, ``--change`` for a
+    setting the user named; a combination (``--all``) with the options that lead to it again."""
+    parts = ["stepscope", "advise", run_id, "--verify"]
+    rules = [r for r in s.rule_ids if r != "change"]
+    if len(rules) == 1:  # two or more advice suggestions come from the whole advice, without --rule
+        parts += ["--rule", rules[0]]
+    for r, c in zip(s.rule_ids, s.changes, strict=True):
+        if r == "change":
+            value = str(c.value).lower() if isinstance(c.value, bool) else str(c.value)
+            parts += ["--change", shlex.quote(f"{c.kind}:{c.key}={value}")]
+    if len(s.changes) > 1:
+        parts.append("--all")
+    return " ".join(parts)
 
 
 def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> Any:
