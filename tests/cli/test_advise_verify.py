@@ -251,15 +251,17 @@ def test_cannot_tell_names_the_advise_command_that_would_tell(cli: Callable[...,
                                                               tmp_path: Path) -> None:
     """An ineffective change on runs that drift 4% from one to the next (verify_params.py --drift): the pairs'
     ratios alternate about x1.04 and x1/1.04, so 2 pairs cannot tell. The note names the command the user runs
-    (this run, this --change, the --repeat that would tell at the spread the stored runs show), not bench's."""
+    (this run, this --change, the --repeat that would tell at the spread the stored runs show), not bench's; --all
+    says why it tried nothing together."""
     ledger = tmp_path / "ledger"
     argv = (str(SCRIPTS / "verify_params.py"), "--steps", "8", "--load", "0.01", "--work", "0.01", "--ledger",
             str(ledger), "--drift", "0.04")
     assert cli("run", "--quiet", "--", PY, *argv).rc == 0
     run_id = load(store).run.id
     v = cli("advise", run_id, "--verify", "--repeat", "2", "--change", "env:OMP_NUM_THREADS=1", "--quiet-runs",
-            "--width", "300")
+            "--width", "300", "--all")
     assert v.rc == 0, v
+    assert "advise --verify --all: 0 of 1 suggestions confirmed: nothing to try together" in v.err, v
     ((_, outs),) = _stored(as_store(str(store)), run_id)
     (o,) = outs
     assert o.verdict == "cannot tell" and o.pairs == 2, o

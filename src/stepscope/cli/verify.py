@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stepscope.analyze.advisor.verify import CONFIRMED, MIN_PAIRS, Outcome, Suggestion
+from stepscope.analyze.diff.significance import Change as VerdictChange
 from stepscope.analyze.diff.significance import Verdict
 from stepscope.cli.childout import children_output
 from stepscope.errors import UserError
@@ -161,7 +162,9 @@ def _options(rec: Recorded) -> Any:
     names = {f.name for f in dataclasses.fields(Options)}
     try:
         return Options(**{k: v for k, v in rec.options.items() if k in names})
-    except TypeError:
+    except (TypeError, ValueError) as e:  # the pairs still compare like with like; the user learns of it
+        print(f"stepscope: warning: run {rec.run_id}'s collection options do not fit this version ({e}); the "
+              "re-runs use the defaults", file=sys.stderr)
         return Options()
 
 
@@ -188,7 +191,11 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
     for s in todo:
         outcomes.append(_pairs(store, rec, s, group, repeat, children_out))
         save()
-    both = combined([o for o in outcomes if o.verdict == CONFIRMED]) if together else None
+    confirmed = [o for o in outcomes if o.verdict == CONFIRMED]
+    both = combined(confirmed) if together else None
+    if together and both is None:  # say why --all tried nothing more (stderr: --json keeps stdout)
+        print(f"advise --verify --all: {len(confirmed)} of {len(outcomes)} suggestions confirmed: nothing to try "
+              "together", file=sys.stderr)
     if both is not None:
         tried.append(both)
         outcomes.append(_pairs(store, rec, both, group, repeat, children_out))
@@ -227,13 +234,13 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
 
     env_a = dict(rec.env)
     env_b, argv_b = apply_changes(s.changes, env_a, rec.command)
-    params_b = {**rec.params, **{c.key: str(c.value) for c in s.changes if c.kind == "param" and c.key in rec.params}}
+    params_b = {**rec.params, **{c.key: _text(c.value) for c in s.changes if c.kind == "param" and c.key in rec.params}}
     sides = {"A": (rec.command, env_a, rec.params), "B": (argv_b, env_b, params_b)}
     looks = Looks(min(MIN_PAIRS, repeat), repeat)
     ids: dict[str, list[str]] = {"A": [], "B": []}
     options = _options(rec)
     err = sys.stderr
-    step: Any = None
+    step: VerdictChange | None = None
     with _as_recorded(rec), progress(2 * repeat, f"verify {s.label}") as bar:
         for pair, side in ab_order(repeat):
             argv, env, params = sides[side]
@@ -278,14 +285,18 @@ def rerun_command(run_id: str, s: Suggestion) -> str:
         parts += ["--rule", rules[0]]
     for r, c in zip(s.rule_ids, s.changes, strict=True):
         if r == "change":
-            value = str(c.value).lower() if isinstance(c.value, bool) else str(c.value)
-            parts += ["--change", shlex.quote(f"{c.kind}:{c.key}={value}")]
+            parts += ["--change", shlex.quote(f"{c.kind}:{c.key}={_text(c.value)}")]
     if len(s.changes) > 1:
         parts.append("--all")
     return " ".join(parts)
 
 
-def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> Any:
+def _text(value: str | int | bool) -> str:
+    """A setting's value as the command line carries it (booleans as true/false, as apply_changes writes them)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> VerdictChange | None:
     """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it, at the look's
     ``confidence``."""
     from stepscope.analyze.diff import DiffSettings, DiffSide, diff
