@@ -1,7 +1,12 @@
 """A CosmoFlow-like ``tf.data`` benchmark: synthetic 3-D volumes read from a TFRecord file, parsed and
-normalised in a parallel ``map``, batched and prefetched, for a few epochs; TensorFlow's thread pools set from
-``--inter`` / ``--intra`` (``tf.config.threading``; 0 = TensorFlow's default), as in the CosmoFlow data
-benchmark's sweep of ``inter_op_parallelism_threads`` x ``intra_op_parallelism_threads``.
+normalised in a parallel ``map``, batched and prefetched, for a few epochs, each batch then through a
+CosmoFlow-like first two blocks (``tf.nn.conv3d`` 3x3x3 with ``--filters`` and twice as many filters, each with
+leaky ReLU and 2x2x2 max-pool: the forward of a step, so that TensorFlow's thread pools matter as they do in
+CosmoFlow); TensorFlow's thread
+pools set from ``--inter`` / ``--intra`` (``tf.config.threading``; 0 = TensorFlow's default), as in the
+CosmoFlow data benchmark's sweep of ``inter_op_parallelism_threads`` x ``intra_op_parallelism_threads``.
+``--filters 0`` leaves the data pipeline alone (its thread pools then barely matter: tf.data's own pool does
+the map).
 
     stepscope sweep --param inter=0,1,2 --param intra=1,2 --metric metric.first_epoch_samples_per_s \\
         -- python examples/cosmoflow_like_data.py --inter {inter} --intra {intra}
@@ -17,7 +22,9 @@ draws as heat maps over the two thread settings.
 import argparse
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +38,8 @@ def main() -> None:
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--filters", type=int, default=16,
+                   help="conv3d filters of the step's first layer, twice as many in the second (0: no layers)")
     p.add_argument("--no-cache", action="store_true", help="parse every epoch again (no .cache() after the map)")
     args = p.parse_args()
 
@@ -58,10 +67,12 @@ def main() -> None:
             ds = ds.cache()
         ds = ds.batch(args.batch_size).prefetch(tf.data.AUTOTUNE)
 
+        layer = _layer(args.channels, args.filters)
         rates = []
         for epoch in range(args.epochs):
             t0, n = time.perf_counter(), 0
             for x, _y in stepscope.steps(ds):
+                layer(x)
                 n += int(x.shape[0])
             rates.append(n / (time.perf_counter() - t0))
             print(f"epoch {epoch}: {n} samples, {rates[-1]:.1f} samples/s")
@@ -69,6 +80,29 @@ def main() -> None:
                 stepscope.log(first_epoch_samples_per_s=rates[0])
         if len(rates) > 1:
             stepscope.log(later_epochs_samples_per_s=float(np.mean(rates[1:])))
+
+
+def _layer(channels: int, filters: int) -> Callable[[Any], Any]:
+    """CosmoFlow's first two blocks, forward only: conv3d 3x3x3 (SAME), leaky ReLU, max-pool 2x2x2, with
+    ``filters`` then twice as many filters; the identity when ``filters`` is 0. The second block's convolution
+    is the one TensorFlow spreads over its intra-op threads. Its result is read back (``.numpy()``) so that the
+    step waits for it."""
+    import tensorflow as tf
+
+    if filters <= 0:
+        return lambda x: x
+    rng = np.random.default_rng(1)
+    kernels = [tf.constant(rng.normal(0, 0.1, (3, 3, 3, c_in, c_out)).astype(np.float32))
+               for c_in, c_out in ((channels, filters), (filters, 2 * filters))]
+
+    @tf.function
+    def forward(x: tf.Tensor) -> tf.Tensor:
+        for k in kernels:
+            x = tf.nn.leaky_relu(tf.nn.conv3d(x, k, strides=[1, 1, 1, 1, 1], padding="SAME"), alpha=0.3)
+            x = tf.nn.max_pool3d(x, ksize=2, strides=2, padding="VALID")
+        return tf.reduce_sum(x)
+
+    return lambda x: forward(x).numpy()
 
 
 def _write_records(path: str, samples: int, shape: tuple[int, ...]) -> None:
