@@ -5,11 +5,15 @@ RUN --json` gives the rule's finding, its predicted saving per step and its chan
 --repeat N --rule ID` then re-runs the command as N interleaved A/B pairs, B with the change applied, and gives the
 verdict (decided on the runs' median step times). The realised saving is taken on the runs' mean step times (A - B,
 paired, 95% interval), the figure the advisor's estimates and the run's duration speak of; the median's is shown
-beside it (a remedy that speeds one step in k leaves the median at the fast steps).
+beside it (a remedy that speeds one step in k leaves the median at the fast steps). The prediction is also taken
+on each A run of the series and averaged ("on the A runs"): the pairs measure those runs' steps, not the recorded
+run's, and where the step moves much from run to run (the threads showcase) only that comparison is like for like.
 
 - ``loader``: a Dataset sleeping 3 ms a sample read with num_workers=0 -> input-bound, the rule's num_workers;
 - ``threads``: two processes (torchrun) asking for 8 intra-op threads each (OMP_NUM_THREADS=8; torch caps it at
-  the logical cores, so on a 2-core host 2 x 2 threads) -> cpu-oversubscription, the rule's torch threads;
+  the logical cores, so on a 2-core host 2 x 2 threads) -> cpu-oversubscription, the rule's torch threads. Sampled
+  every 0.1 s: the rule's estimate reads the training thread's run-queue wait over the measured steps, which the
+  default 1 s samples barely cover in a run of a few seconds;
 - ``ddp``: DDP on gloo, 2 ranks, gradient buckets of 0.02 MiB -> comm-not-overlapped (latency-bound). Its remedy is
   a code change, so B is made by the workload's own settings, each its own series: --sync-every 4 (the rule's
   remedy: the all-reduce once per 4 micro-batches, under no_sync() for the others) and --bucket-mb 25 (DDP's
@@ -40,9 +44,10 @@ TORCHRUN = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node
 
 WORKLOADS: dict[str, dict[str, Any]] = {
     "loader": {"cmd": [PY, LOOP, "loader"], "rules": {"input-bound": []}, "env": {}},
-    "threads": {"cmd": [*TORCHRUN, LOOP, "threads", "--steps", "15", "--batch-size", "64",
+    "threads": {"cmd": [*TORCHRUN, LOOP, "threads", "--steps", "30", "--batch-size", "64",
                             "--width", "256"],
-                "rules": {"cpu-oversubscription": []}, "env": {"OMP_NUM_THREADS": "8"}},
+                "rules": {"cpu-oversubscription": []}, "env": {"OMP_NUM_THREADS": "8"},
+                "opts": ["--sample-interval", "0.1"]},
     "ddp": {"cmd": [*TORCHRUN, LOOP, "ddp", "--steps", "20", "--width", "256",
                         "--bucket-mb", "0.02", "--sync-every", "1"],
             "rules": {"comm-not-overlapped": ["param:sync_every=4", "param:bucket_mb=25"]}, "env": {}},
@@ -64,7 +69,7 @@ def latest_run(store: Path) -> str:
 
 def calibrate(name: str, spec: dict[str, Any], store: Path, repeat: int) -> list[dict[str, Any]]:
     env = dict(spec["env"])
-    run = stepscope(store, ["run", "--", *spec["cmd"]], env)
+    run = stepscope(store, ["run", *spec.get("opts", []), "--", *spec["cmd"]], env)
     if run.returncode != 0:
         return [{"workload": name, "error": f"the run failed ({run.returncode}): {run.stderr.strip()[-300:]}"}]
     run_id = latest_run(store)
@@ -89,7 +94,7 @@ def _verify(store: Path, name: str, run_id: str, rule: str, f: dict[str, Any], c
     changes = ["--change", change] if change else []
     ver = stepscope(store, ["advise", run_id, "--verify", "--repeat", str(repeat), "--rule", rule, *changes,
                             "--quiet-runs", "--json"], env)
-    row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id,
+    row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id, "run_step_s": mean_step_s(store, run_id),
                            "predicted_s_per_step": f["saving_s_per_step"], "basis": f["saving_basis"],
                            "change": change or (f.get("change") or {}).get("label")}
     if ver.returncode != 0:
@@ -100,9 +105,30 @@ def _verify(store: Path, name: str, run_id: str, rule: str, f: dict[str, Any], c
                                         "saving_s_per_step", "saving_low_s", "saving_high_s", "ratio", "mde")})
     row["median_saving_s_per_step"] = row.pop("saving_s_per_step")
     row.update(mean_saving(store, out.get("runs_a") or [], out.get("runs_b") or []))
+    row["predicted_a_s_per_step"] = predicted_on(store, out.get("runs_a") or [], rule, env)
     pred, real = row["predicted_s_per_step"], row["realised_s_per_step"]
     row["realised_over_predicted"] = real / pred if pred and real is not None else None
+    pred_a = row["predicted_a_s_per_step"]
+    row["realised_over_predicted_a"] = real / pred_a if pred_a and real is not None else None
     return row
+
+
+def predicted_on(store: Path, runs: list[str], rule: str, env: dict[str, str]) -> float | None:
+    """The rule's predicted saving per step, averaged over the A runs of the series (each the recorded command
+    re-run, so each a prediction of its own): where a run's step time moves much from run to run (the threads
+    showcase: 20-400 ms a step on a shared host), one recorded run's prediction speaks of another step than the
+    pairs measured. None when the rule made no estimate on some A run."""
+    got = []
+    for run_id in runs:
+        out = stepscope(store, ["advise", run_id, "--json"], env)
+        try:
+            f = next(f for f in json.loads(out.stdout)["findings"] if f["rule_id"] == rule)
+        except (ValueError, KeyError, StopIteration):
+            return None
+        if f.get("saving_s_per_step") is None:
+            return None
+        got.append(float(f["saving_s_per_step"]))
+    return sum(got) / len(got) if got else None
 
 
 def mean_step_s(store: Path, run_id: str) -> float | None:
@@ -138,8 +164,9 @@ def _ms(v: float | None) -> str:
 def line(r: dict[str, Any]) -> str:
     if "rule" not in r or "verdict" not in r:
         return f"{r['workload']:8} {r.get('rule', ''):22} {r.get('error', '')}"
-    ratio = r["realised_over_predicted"]
-    return (f"{r['workload']:8} {r['rule']:22} predicted {_ms(r['predicted_s_per_step']):>6} ms/step  realised "
+    ratio, ratio_a = r["realised_over_predicted"], r.get("realised_over_predicted_a")
+    return (f"{r['workload']:8} {r['rule']:22} predicted {_ms(r['predicted_s_per_step']):>6} ms/step (on the A runs "
+            f"{_ms(r.get('predicted_a_s_per_step'))}, ratio {'—' if ratio_a is None else f'{ratio_a:.2f}'})  realised "
             f"{_ms(r['realised_s_per_step']):>6} [{_ms(r['realised_low_s'])}, {_ms(r['realised_high_s'])}] ms "
             f"(mean step; median step {_ms(r['median_saving_s_per_step'])})  ratio "
             f"{'—' if ratio is None else f'{ratio:.2f}'}  {r['verdict']} ({r['pairs']} pairs; {r['change']})")
