@@ -95,14 +95,14 @@ def _layer(channels: int, filters: int) -> Callable[[Any], Any]:
     kernels = [tf.constant(rng.normal(0, 0.1, (3, 3, 3, c_in, c_out)).astype(np.float32))
                for c_in, c_out in ((channels, filters), (filters, 2 * filters))]
 
-    @tf.function
     def forward(x: tf.Tensor) -> tf.Tensor:
         for k in kernels:
             x = tf.nn.leaky_relu(tf.nn.conv3d(x, k, strides=[1, 1, 1, 1, 1], padding="SAME"), alpha=0.3)
             x = tf.nn.max_pool3d(x, ksize=2, strides=2, padding="VALID")
         return tf.reduce_sum(x)
 
-    return lambda x: forward(x).numpy()
+    graph = tf.function(forward)  # one graph, traced once: the step is the layers, not Python
+    return lambda x: graph(x).numpy()
 
 
 def _write_records(path: str, samples: int, shape: tuple[int, ...]) -> None:
