@@ -171,9 +171,9 @@ def _own_wait(inp: AdvisorInput, ranks: list[RankSummary], demand: int, budget: 
         share *= (demand - budget) / (demand - 1)
     ev.update({"estimate_rank": r.rank, "step_time_mean_s": step_s, "training_thread_wait_share": wait,
                "training_thread_cpu_share": cpu.main_thread_pct / 100, "own_other_threads_cpu_cores": own})
-    measured = (f"the wait and CPU over the {st.measured_steps} measured steps from /proc/PID/schedstat of rank "
-                f"{r.rank}'s training thread and the training processes' CPU ({cpu.intervals} sampling interval"
-                f"{'s' if cpu.intervals != 1 else ''}, {cpu.seconds:.3g} s)")
+    measured = (f"the estimate from rank {r.rank}'s training thread's run-queue wait and CPU (/proc/PID/schedstat) and "
+                f"the training processes' CPU over the {st.measured_steps} measured steps ({cpu.intervals} sampling "
+                f"interval{'s' if cpu.intervals != 1 else ''}, {cpu.seconds:.3g} s)")
     return share * step_s, OWN_WAIT_BASIS, measured
 
 
