@@ -143,3 +143,7 @@ def test_cannot_tell_without_a_count_says_why() -> None:
     # the interval widened for load drift by more than the change: more pairs would not tell
     note = cannot_tell_note(10, 0.004, cmd, widen_log=0.03)
     assert "widened by 3.0% for load that followed one side" in note and cmd not in note
+    # nearly as much: the spread alone would need 72 pairs, the little room left more than 1000
+    assert _pairs_needed(0.0395) == pairs_to_tell(0.0395, target_log=math.log(1.02))
+    note = cannot_tell_note(3, 0.0395, cmd, widen_log=0.0197)
+    assert "widened by 2.0% for load that followed one side, too close to a 2% change" in note, note

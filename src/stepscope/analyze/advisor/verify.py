@@ -150,13 +150,14 @@ def cannot_tell_note(pairs: int, spread_log: float | None, rerun: str, *, ratio:
     what = f"the change seen (x{ratio:.2f})" if seen > math.log1p(threshold) else f"a {threshold:.0%} change"
     target = max(seen, math.log1p(threshold))
     at = f"at this per-pair spread ({spread_log:.1%} over {pairs} pairs)"
-    if widen_log >= target:
-        return (f"cannot tell: the interval is widened by {math.expm1(widen_log):.1%} for load that followed one "
-                f"side, as much as {what}, and more pairs do not remove that — verify on a steadier host")
     n = pairs_to_tell(spread_log, target_log=target, widen_log=widen_log)
+    if n is None and widen_log > 0 and (widen_log >= target or pairs_to_tell(spread_log, target_log=target)):
+        return (f"cannot tell: the interval is widened by {math.expm1(widen_log):.1%} for load that followed one "
+                f"side, too close to {what} for more pairs to tell ({spread_log:.1%} per-pair spread over "
+                f"{pairs} pairs) — verify on a steadier host")
     if n is None:
         return f"cannot tell {what} {at}: not even {MAX_REPEATS_NEEDED} pairs would — verify on a quieter host"
-    widened = f", its interval widened by {math.expm1(widen_log):.1%} for load drift" if widen_log > 0 else ""
+    widened = f", its interval widened by {math.expm1(widen_log):.1%} for load drift" if widen_log >= 5e-4 else ""
     return f"cannot tell {what} {at}{widened}: `{rerun} --repeat {max(n, pairs + 1)}` would"
 
 
@@ -166,7 +167,8 @@ def drift_widening(step: VerdictChange, spread_log: float, pairs: int, confidenc
     if step.ci_low is None or step.ci_high is None or step.ci_low <= 0 or pairs < 2:
         return 0.0
     t = t_quantile(0.5 + confidence / 2, pairs - 1) * spread_log / math.sqrt(pairs)
-    return max(0.0, math.log(step.ci_high / step.ci_low) / 2 - t)
+    widen = math.log(step.ci_high / step.ci_low) / 2 - t
+    return widen if widen > 1e-9 else 0.0  # rounding, not a widening
 
 
 def outcome(s: Suggestion, step: VerdictChange | None, *, runs_a: tuple[str, ...], runs_b: tuple[str, ...],
