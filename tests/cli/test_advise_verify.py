@@ -202,6 +202,24 @@ def test_api_runs_whose_program_is_not_in_the_command_get_one_line(cli: Callable
     assert _counts(store) == before  # nothing stored: no run, no group
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["python"], "an interactive interpreter"), (["/usr/bin/python3", "-"], "standard input"),
+    (["python", "-i"], "an interactive interpreter"), (["ipython"], "an interactive interpreter"),
+    (["python", "-m", "ipykernel_launcher", "-f", "/run/kernel-1.json"], "(ipykernel_launcher)"),
+    (["python3", "-m", "colab_kernel_launcher"], "(colab_kernel_launcher)"),
+    (["python", "-u", "train.py"], None), (["python", "-X", "importtime", "train.py"], None),
+    (["python", "-c", "import train"], None), (["python", "-m", "torch.distributed.run", "train.py"], None),
+    (["torchrun", "train.py"], None), (["ipython", "train.py"], None),
+])
+def test_which_commands_hold_their_program(argv: list[str], words: str | None) -> None:
+    """A notebook kernel's command (what `stepscope.session()` records in Jupyter or Colab) cannot be made here
+    for real; the rule that refuses it is the one the stdin runs above go through."""
+    from stepscope.cli.verify import _no_program
+
+    why = _no_program(argv)
+    assert (why is None) if words is None else (why is not None and words in why), why
+
+
 def _group_spec(store: Path, group: str) -> dict[str, Any]:
     con = sqlite3.connect(store / "index.sqlite")
     try:

@@ -59,7 +59,7 @@ def recorded(store: Store, ref: str) -> Recorded:
         raise UserError(f"run {rid} has no recorded command (imported or recorded through the API): nothing to "
                         "re-run — record it with `stepscope run -- CMD`")
     if (why := _no_program(command)) is not None:
-        raise UserError(f"run {rid} ran {why} ({' '.join(command)}): its command line does not hold the program, "
+        raise UserError(f"run {rid} ran {why}: its command line ({' '.join(command)}) does not hold the program, "
                         "so it cannot be re-run — put the code in a script and record it with `stepscope run -- "
                         "python SCRIPT`")
     if not run.cwd or not os.path.isdir(run.cwd):
@@ -85,7 +85,8 @@ def recorded(store: Store, ref: str) -> Recorded:
                     dict(run.options), env_recorded=isinstance(env, dict))
 
 
-_KERNELS = ("ipykernel_launcher", "ipykernel", "IPython", "jupyter", "jupyter_console", "notebook")
+_KERNELS = ("ipykernel_launcher", "ipykernel", "colab_kernel_launcher", "IPython", "jupyter", "jupyter_console",
+            "notebook")
 """Modules that start an interactive session (a notebook kernel, IPython): the code they ran is not in argv."""
 _PY_ARG_OPTIONS = ("-W", "-X")
 """Python options that take the next argument as their value."""
@@ -94,7 +95,7 @@ _PY_ARG_OPTIONS = ("-W", "-X")
 def _no_program(command: list[str]) -> str | None:
     """What a Python command ran when its program is not in the command line (a program read from standard input,
     an interactive interpreter, a notebook kernel), or None: a script, ``-c CODE`` or a module, re-runnable."""
-    if not os.path.basename(command[0]).startswith("python"):
+    if not os.path.basename(command[0]).startswith(("python", "ipython")):  # IPython's shell reads like python
         return None
     args = iter(command[1:])
     for arg in args:
