@@ -125,8 +125,9 @@ def test_a_hog_beside_the_showcase_is_not_counted(runs: dict[str, RunData]) -> N
     assert fd.evidence["suggested_torch_threads"] == max(1, CORES // 2)
     # a wait raised by other processes while the run's own threads ran no more: credited up to their CPU only
     r0 = s.ranks[0]
-    assert r0.step_cpu is not None
-    waited = replace(s, ranks=(replace(r0, step_cpu=replace(r0.step_cpu, run_queue_wait_pct=99.0)), *s.ranks[1:]))
+    assert r0.cpu_in_steps is not None
+    hogged = replace(r0.cpu_in_steps, run_queue_wait_pct=99.0)
+    waited = replace(s, ranks=(replace(r0, cpu_in_steps=hogged), *s.ranks[1:]))
     more = CpuOversubscription().evaluate(AdvisorInput(waited))
     assert more is not None and more.saving_s_per_step is not None
     assert more.saving_s_per_step <= own + 0.02 * step
@@ -135,10 +136,10 @@ def test_a_hog_beside_the_showcase_is_not_counted(runs: dict[str, RunData]) -> N
 def test_inputs_not_sampled_are_not_measurable(runs: dict[str, RunData]) -> None:
     _, s = _finding(runs["over"])
     r0 = s.ranks[0]
-    assert r0.step_cpu is not None
-    for cpu in (None, replace(r0.step_cpu, run_queue_wait_pct=None), replace(r0.step_cpu, process_pct=None)):
-        ranks = (replace(r0, step_cpu=cpu), *s.ranks[1:]) if cpu is None or cpu.process_pct is not None else \
-            (r0, replace(s.ranks[1], step_cpu=cpu))
+    assert r0.cpu_in_steps is not None
+    for cpu in (None, replace(r0.cpu_in_steps, run_queue_wait_pct=None), replace(r0.cpu_in_steps, process_pct=None)):
+        ranks = (replace(r0, cpu_in_steps=cpu), *s.ranks[1:]) if cpu is None or cpu.process_pct is not None else \
+            (r0, replace(s.ranks[1], cpu_in_steps=cpu))
         fd = CpuOversubscription().evaluate(AdvisorInput(replace(s, ranks=ranks)))
         assert fd is not None  # the threads still exceed the cores: the advice stands
         assert fd.saving_s_per_step is None and fd.saving_s_total is None

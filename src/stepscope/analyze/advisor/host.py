@@ -154,9 +154,9 @@ def _own_wait(inp: AdvisorInput, ranks: list[RankSummary], demand: int, budget: 
     the change removes counts. Spinning at the pool's barriers while a sibling waits is on a CPU and not seen:
     the realised saving is larger (benchmarks/advice.py)."""
     r = next((x for x in ranks if x.rank == 0), min(ranks, key=lambda x: x.rank))
-    st, cpu = r.steps, r.step_cpu
+    st, cpu = r.steps, r.cpu_in_steps
     step_s = st.wall_ns / st.measured_steps / 1e9 if st.measured_steps > 0 and st.wall_ns > 0 else None
-    procs_pct = [x.step_cpu.process_pct if x.step_cpu is not None else None for x in ranks]
+    procs_pct = [x.cpu_in_steps.process_pct if x.cpu_in_steps is not None else None for x in ranks]
     if (step_s is None or cpu is None or cpu.run_queue_wait_pct is None or cpu.main_thread_pct is None
             or any(p is None for p in procs_pct)):
         missing = ("no measured steps" if step_s is None else

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from stepscope.analyze.run.blind import blind_warnings, no_step_warning
+from stepscope.analyze.run.cpusteps import CpuInSteps, cpu_in_steps
 from stepscope.analyze.run.flops import FlopsSummary, counted_steps, flops_summary
 from stepscope.analyze.run.lost import records_lost
 from stepscope.analyze.run.memory import MemoryOp, memory_ops
 from stepscope.analyze.run.regions import RegionStats, region_stats
-from stepscope.analyze.run.stepcpu import StepCpu, step_cpu
 from stepscope.analyze.run.steps import (
     ROLE_FLOP_COUNT,
     ROLE_MEMORY_SNAPSHOT,
@@ -65,7 +65,7 @@ class RankSummary:
     notes: tuple[str, ...]
     memory_ops: tuple[MemoryOp, ...] = ()
     """Operators that allocate most, from a window recorded with --profile-memory."""
-    step_cpu: StepCpu | None = None
+    cpu_in_steps: CpuInSteps | None = None
     """The process's and its main thread's CPU over the measured steps (None: not sampled there)."""
 
 
@@ -191,7 +191,8 @@ def summarize_rank(rank: RankData, *, warmup: int | None = None) -> RankSummary:
         peak_gpu_mem_bytes=peak_gpu,
         energy_per_step_j=energy_per_step_j(rank.samples, rank.steps, first_step=st.warmup_steps),
         metrics=user_metrics(rank), dataloaders=tuple(rank.extra.get("dataloader", [])), notes=rank.notes,
-        memory_ops=memory_ops(rank), step_cpu=step_cpu(rank.samples, rank.steps, first_step=st.warmup_steps),
+        memory_ops=memory_ops(rank),
+        cpu_in_steps=cpu_in_steps(rank.samples, rank.steps, first_step=st.warmup_steps),
     )
 
 

@@ -23,7 +23,7 @@ COLUMNS = ("cpu_process_pct", "main_thread_cpu_pct", "run_queue_wait_pct")
 
 
 @dataclass(frozen=True, slots=True)
-class StepCpu:
+class CpuInSteps:
     """Time-weighted means over the measured steps' sampling intervals, in percent of one core's time (None:
     that column was not sampled there). ``process_pct``: every thread of the process; ``main_thread_pct``: the
     main (training) thread on a CPU; ``run_queue_wait_pct``: the main thread runnable but waiting for a CPU
@@ -39,7 +39,7 @@ class StepCpu:
         return asdict(self)
 
 
-def step_cpu(samples: SampleTable, steps: StepTable, *, first_step: int = 0) -> StepCpu | None:
+def cpu_in_steps(samples: SampleTable, steps: StepTable, *, first_step: int = 0) -> CpuInSteps | None:
     """The CPU figures over the training steps from ``first_step`` (warm-up excluded) on; None when there are no
     such steps or no sampling interval overlaps them."""
     train = steps.take(steps["phase"] == int(Phase.TRAIN))
@@ -62,5 +62,5 @@ def step_cpu(samples: SampleTable, steps: StepTable, *, first_step: int = 0) -> 
         v = np.asarray(col, dtype="float64")
         ok = keep & np.isfinite(v)
         means[name] = float((v[ok] * dt[ok]).sum() / dt[ok].sum()) if ok.any() else None
-    return StepCpu(means["cpu_process_pct"], means["main_thread_cpu_pct"], means["run_queue_wait_pct"],
+    return CpuInSteps(means["cpu_process_pct"], means["main_thread_cpu_pct"], means["run_queue_wait_pct"],
                    int(keep.sum()), float(dt[keep].sum()) / 1e9)
