@@ -29,11 +29,12 @@ def saving_text(f: Finding) -> str:
     per_step, total = f.saving_s_per_step, f.saving_s_total
     if per_step is None and total is None:
         return "saving not estimated"
+    how = "up to" if f.saving_is_upper_bound else "about"
     if _measured(per_step):
         over = f"{total:.3g} s over the run" if _measured(total) else f"over the run: {NOT_MEASURABLE}"
-        return f"could save up to {(per_step or 0.0) * 1e3:.3g} ms per step ({over})"
+        return f"could save {how} {(per_step or 0.0) * 1e3:.3g} ms per step ({over})"
     if per_step is None and _measured(total):
-        return f"could save up to {total:.3g} s per run"
+        return f"could save {how} {total:.3g} s per run"
     return f"saving {NOT_MEASURABLE}"
 
 
@@ -73,7 +74,8 @@ def _ms(v: float | None) -> str:
 def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
     """(predicted, realised with its interval, verdict, note) of one verified suggestion, as words."""
     s = o.suggestion
-    predicted = (f"up to {_ms(s.predicted_s_per_step)} per step" if s.predicted_s_per_step is not None
+    how = "up to" if s.predicted_is_upper_bound else "about"
+    predicted = (f"{how} {_ms(s.predicted_s_per_step)} per step" if s.predicted_s_per_step is not None
                  and math.isfinite(s.predicted_s_per_step) and s.predicted_s_per_step > 0 else "not estimated")
     if o.saving_s_per_step is None:
         realised = "not measured"

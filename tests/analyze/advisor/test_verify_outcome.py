@@ -29,7 +29,8 @@ from stepscope.analyze.diff.significance import DiffSettings, compare_runs
 from stepscope.model.changes import Change
 
 A = [100e6, 104e6, 97e6, 102e6, 99e6]
-S = Suggestion("DataLoader num_workers=2", ("input-bound",), (Change("loader", "num_workers", 2, "w=2"),), 0.05)
+S = Suggestion("DataLoader num_workers=2", ("input-bound",), (Change("loader", "num_workers", 2, "w=2"),), 0.05,
+               True)
 
 
 def _verify(b: list[float]) -> Outcome:
@@ -76,6 +77,8 @@ def test_words_say_saved_or_lost_with_the_interval() -> None:
 
     predicted, realised, verdict, _ = outcome_lines(_verify([a * 0.5 for a in A]))
     assert predicted == "up to 50 ms per step" and realised.startswith("saved ") and "50.0% of the step" in realised
+    about = outcome_lines(replace(_verify([a * 0.5 for a in A]), suggestion=replace(S, predicted_is_upper_bound=False)))
+    assert about[0] == "about 50 ms per step"
     assert ", interval " in realised and verdict == CONFIRMED  # no level recorded: none claimed
     _, realised, _, _ = outcome_lines(replace(_verify([a * 0.5 for a in A]), confidence=0.9975))
     assert ", 99.75% interval " in realised  # the level of the look that decided

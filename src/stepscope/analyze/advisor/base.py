@@ -40,8 +40,9 @@ class Finding:
 
     ``evidence``: the measured numbers that triggered it, by name (units in the names: ``_s``, ``_share``,
     ``_bytes``, ...). ``threshold``: the condition, in words with its numbers. ``saving_s_per_step``: an
-    estimate of the step time the change could save (an upper bound where the rule says so), None when
-    the rule cannot estimate it; ``saving_s_total``: the same over the run's measured steps (for ranking).
+    estimate of the step time the change could save, None when the rule cannot estimate it;
+    ``saving_s_total``: the same over the run's measured steps (for ranking); ``saving_is_upper_bound``: the
+    estimate is a bound the realised saving should not exceed ("up to"), not a central estimate ("about").
     """
 
     rule_id: str
@@ -61,6 +62,8 @@ class Finding:
     change: Change | None = None
     """The suggestion as a setting stepscope can apply without editing the code (``advise --verify``, ``tune``);
     None: the remedy needs a code change and is never applied automatically."""
+    saving_is_upper_bound: bool = False
+    """The saving is a bound (all of a cause removed), not an estimate of what the change realises."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -85,7 +88,8 @@ class Rule(Protocol):
 
 def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str], *, per_step_s: float | None,
             total_s: float | None = None, basis: str, source: str, suggestion: str | None = None,
-            title: str | None = None, measured_from: str | None = None, change: Change | None = None) -> Finding:
+            title: str | None = None, measured_from: str | None = None, change: Change | None = None,
+            upper_bound: bool = False) -> Finding:
     """A Finding from a rule's class attributes (``suggestion`` / ``title`` override them where the evidence
     calls for other advice); the total defaults to per-step × measured steps. Both are capped by what the run
     measured (:func:`cap_saving`). ``measured_from`` defaults to the words for ``source``."""
@@ -99,7 +103,7 @@ def finding(rule: Rule, inp: AdvisorInput, evidence: dict[str, float | int | str
                    evidence=evidence, suggestion=suggestion or rule.suggestion, saving_s_per_step=per_step_s,
                    saving_s_total=total_s, saving_basis=basis, source=source,
                    measured_from=measured_from if measured_from is not None else evidence_source(inp, source),
-                   change=change)
+                   change=change, saving_is_upper_bound=upper_bound)
 
 
 def evidence_source(inp: AdvisorInput, source: str) -> str:

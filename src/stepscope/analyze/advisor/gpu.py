@@ -42,7 +42,7 @@ class GpuIdle:
                                                 "gpu_busy_per_step_s": per_step_s(t, t.gpu_busy_ns),
                                                 "profiled_steps": t.profiled_steps}
             return finding(self, inp, ev, per_step_s=per_step_s(t, idle), source="trace",
-                           basis="all GPU idle time in the profiled window removed (upper bound)")
+                           basis="all GPU idle time in the profiled window removed (upper bound)", upper_bound=True)
         util = [(r.rank, m.name, m.mean) for r in inp.summary.ranks for m in r.system
                 if m.name.endswith("_util_pct") and m.mean is not None]
         if not util:
@@ -56,7 +56,7 @@ class GpuIdle:
         return finding(self, inp, {"rank": rank, "gpu": name.split("_")[0], "gpu_util_mean_pct": mean},
                        per_step_s=per_step, source="samples",
                        basis="the step's time not covered by GPU utilisation (upper bound; NVML utilisation "
-                             "counts any kernel running, so it overstates busy time)")
+                             "counts any kernel running, so it overstates busy time)", upper_bound=True)
 
 
 class LaunchBound:
@@ -82,7 +82,8 @@ class LaunchBound:
             "short_kernel_share": t.short_kernels / t.kernels, "kernel_median_us": (t.kernel_median_ns or 0.0) / 1e3,
             "launch_api_per_step_s": per_step_s(t, t.launch_api_ns), "gpu_idle_share": t.gpu_idle_share or 0.0}
         return finding(self, inp, ev, per_step_s=per_step_s(t, save), source="trace",
-                       basis="the smaller of GPU idle time and host time in launch calls (upper bound)")
+                       basis="the smaller of GPU idle time and host time in launch calls (upper bound)",
+                       upper_bound=True)
 
 
 class NoMixedPrecision:

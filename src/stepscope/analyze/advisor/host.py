@@ -48,7 +48,7 @@ class InputBound:
             ev["dataloader_num_workers"] = ", ".join(str(w) for w in workers)
         return finding(self, inp, ev, per_step_s=wait.mean_ns / 1e9 if wait.mean_ns is not None else None,
                        source="steps",
-                       basis="all data wait hidden behind compute (upper bound)",
+                       basis="all data wait hidden behind compute (upper bound)", upper_bound=True,
                        change=_workers_change(inp, worst, workers))
 
 

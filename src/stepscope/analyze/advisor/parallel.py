@@ -117,7 +117,7 @@ class CommNotOverlapped:
                           "communicate less often with no_sync() gradient accumulation.")
         return finding(self, inp, ev, per_step_s=save, source=source, suggestion=suggestion,
                        basis="exposed communication hidden behind the compute it could overlap with (upper "
-                             "bound: no more than that compute's time per step)")
+                             "bound: no more than that compute's time per step)", upper_bound=True)
 
 
 _MPI_PICKLE_COLLECTIVES = frozenset({"bcast", "allreduce", "allgather", "alltoall", "scan", "exscan"})

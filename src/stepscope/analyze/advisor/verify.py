@@ -48,10 +48,13 @@ class Suggestion:
     changes: tuple[Change, ...]
     predicted_s_per_step: float | None
     """The advisor's estimate (None: the rule gives none; a combination: none)."""
+    predicted_is_upper_bound: bool = False
+    """The estimate is the rule's upper bound ("up to"), not a central estimate ("about")."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "rule_ids": list(self.rule_ids), "changes": [c.to_dict() for c in self.changes],
-                "predicted_s_per_step": self.predicted_s_per_step}
+                "predicted_s_per_step": self.predicted_s_per_step,
+                "predicted_is_upper_bound": self.predicted_is_upper_bound}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,7 @@ class Outcome:
     def from_dict(d: dict[str, Any]) -> Outcome:
         s = d["suggestion"]
         sug = Suggestion(str(s["label"]), tuple(s["rule_ids"]), tuple(Change.from_dict(c) for c in s["changes"]),
-                         s.get("predicted_s_per_step"))
+                         s.get("predicted_s_per_step"), bool(s.get("predicted_is_upper_bound", False)))
         rest = {k: v for k, v in d.items() if k not in ("suggestion", "runs_a", "runs_b")}
         return Outcome(suggestion=sug, runs_a=tuple(d.get("runs_a", ())), runs_b=tuple(d.get("runs_b", ())), **rest)
 
@@ -96,7 +99,7 @@ def suggestions(advice: Advice, *, rule: str | None = None) -> tuple[list[Sugges
     """The findings whose remedy is a setting, as suggestions (``rule``: that rule's only), and the findings
     whose remedy needs a code change (never applied)."""
     chosen = [f for f in advice.findings if rule is None or f.rule_id == rule]
-    out = [Suggestion(f.change.label, (f.rule_id,), (f.change,), f.saving_s_per_step)
+    out = [Suggestion(f.change.label, (f.rule_id,), (f.change,), f.saving_s_per_step, f.saving_is_upper_bound)
            for f in chosen if f.change is not None]
     return out, [f for f in chosen if f.change is None]
 
