@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.model.tables import Phase, RankData, RunData
+from stepscope.analyze.run.cpusteps import sample_window, step_span
+from stepscope.model.tables import RankData, RunData
 
 WAIT_COLUMN = "run_queue_wait_pct"
 SLICES_COLUMN = "main_thread_slices"
@@ -91,11 +92,7 @@ def run_contention(data: RunData, *, warmup: int = 0) -> Contention:
     """The contention of a stored run over its measured training steps (warm-up excluded), from rank 0."""
     if not data.ranks:
         return Contention(None, None, None, 0)
-    steps = data.ranks[0].steps
-    train = steps["phase"] == int(Phase.TRAIN)
-    start, end = steps["start_ns"][train][warmup:], steps["end_ns"][train][warmup:]
-    span = (int(start.min()), int(end.max())) if start.size else None
-    return rank_contention(data.ranks[0], span)
+    return rank_contention(data.ranks[0], step_span(data.ranks[0].steps, warmup))
 
 
 def rank_contention(rank: RankData, span: tuple[int, int] | None) -> Contention:
@@ -104,11 +101,7 @@ def rank_contention(rank: RankData, span: tuple[int, int] | None) -> Contention:
     cols, t = rank.samples.columns, np.asarray(rank.samples.t_ns, dtype="int64")
     keep = np.ones(t.size, dtype=bool)
     if span is not None and t.size:
-        # a sample closes the interval before it: keep those ending after the span began, up to the first one
-        # at or after its end
-        after_end = np.flatnonzero(t >= span[1])
-        last = after_end[0] if after_end.size else t.size - 1
-        window = (t > span[0]) & (np.arange(t.size) <= last)
+        window = sample_window(t, span)
         if window.any():
             keep = window
     load = _stat(cols.get(LOAD_COLUMN), keep, np.median)

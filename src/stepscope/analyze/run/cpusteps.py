@@ -5,8 +5,9 @@ building, which in a run of a few seconds outweigh the steps (a run whose 2 proc
 showed a 55% run-queue wait over the run with 1 thread each and 7 ms steps, from the start-up). Rules that
 speak of what a step costs read these figures instead.
 
-The window is the one :mod:`stepscope.analyze.diff.contention` uses: the sampling intervals that overlap the span
-from the first measured step's start to the last step's end (a sample closes the interval before it). Each
+The window (:func:`sample_window`, also the contention's in :mod:`stepscope.analyze.diff.contention`): the sampling
+intervals that overlap the span from the first measured step's start to the last step's end (a sample closes the
+interval before it). Each
 percentage is averaged weighted by its interval's length.
 """
 
@@ -39,18 +40,31 @@ class CpuInSteps:
         return asdict(self)
 
 
+def step_span(steps: StepTable, first_step: int = 0) -> tuple[int, int] | None:
+    """(start, end) ns of the training steps from ``first_step`` on (warm-up excluded); None without such steps."""
+    train = steps["phase"] == int(Phase.TRAIN)
+    start, end = steps["start_ns"][train][first_step:], steps["end_ns"][train][first_step:]
+    return (int(start.min()), int(end.max())) if start.size else None
+
+
+def sample_window(t_ns: Any, span: tuple[int, int]) -> Any:
+    """The samples whose intervals overlap ``span`` (a bool mask over ``t_ns``): a sample closes the interval
+    before it, so those after the span began, up to the first one at or after its end."""
+    t = np.asarray(t_ns, dtype="int64")
+    after_end = np.flatnonzero(t >= span[1])
+    last = after_end[0] if after_end.size else t.size - 1
+    return (t > span[0]) & (np.arange(t.size) <= last)
+
+
 def cpu_in_steps(samples: SampleTable, steps: StepTable, *, first_step: int = 0) -> CpuInSteps | None:
     """The CPU figures over the training steps from ``first_step`` (warm-up excluded) on; None when there are no
     such steps or no sampling interval overlaps them."""
-    train = steps.take(steps["phase"] == int(Phase.TRAIN))
-    if len(train) <= first_step or len(samples) < 2:
+    span = step_span(steps, first_step)
+    if span is None or len(samples) < 2:
         return None
-    t0, t1 = int(train["start_ns"][first_step:].min()), int(train["end_ns"][first_step:].max())
     t = np.asarray(samples.t_ns, dtype="int64")
-    after_end = np.flatnonzero(t >= t1)
-    last = after_end[0] if after_end.size else t.size - 1
     dt = np.diff(t, prepend=t[0]).astype("float64")
-    keep = (t > t0) & (np.arange(t.size) <= last) & (dt > 0)
+    keep = sample_window(t, span) & (dt > 0)
     if not keep.any():
         return None
     means: dict[str, float | None] = {}
