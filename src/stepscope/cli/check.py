@@ -53,8 +53,9 @@ class CheckCommand:
         parser.add_argument("--max-regression", default="5%", metavar="PCT", help="tolerated slowdown (default: 5%%)")
         parser.add_argument("--metric", "-m", action="append", metavar="NAME",
                             help="metric to gate (repeatable; default: step time; throughput, the training thread's "
-                                 "CPU time and main regions are reported without failing the gate); step_cpu_time / "
-                                 "process_cpu_time gate on CPU time per step, which a busy runner barely moves")
+                                 "CPU time and main regions are reported without failing the gate); step_time_mean "
+                                 "gates on the mean step (total time); step_cpu_time / process_cpu_time gate on CPU "
+                                 "time per step, which a busy runner barely moves")
         parser.add_argument("--min-repeats", type=int, default=3, metavar="N",
                             help="fewest runs per side for a verdict (default: 3)")
         parser.add_argument("--window", type=int, default=3, metavar="N",
@@ -270,12 +271,13 @@ def gate_metrics(named: Sequence[str], cand: list[RunPoint]) -> tuple[list[str],
 
 
 def cpu_metric(name: str, runs: Sequence[RunPoint]) -> str | None:
-    """The index metric of a CPU clock named by ``--metric`` (step_cpu_time, process_cpu_time or their index names);
-    None for other names. A UserError (exit 2, "not measured") when some of ``runs`` lack it: runs recorded before
-    stepscope measured per-step CPU time have no figure, and a gate on fewer runs than asked would not say so."""
-    from stepscope.analyze.diff.metric import METRICS, not_measured_message
+    """The index metric of a clock named by ``--metric`` (step_time_mean, step_cpu_time, process_cpu_time or their
+    index names); None for other names. A UserError (exit 2, "not measured") when some of ``runs`` lack it: runs
+    recorded before stepscope measured per-step CPU time (or indexed before it kept the mean step time) have no
+    figure, and a gate on fewer runs than asked would not say so."""
+    from stepscope.analyze.diff.metric import DEFAULT_METRIC, METRICS, not_measured_message
 
-    m = next((x for x in METRICS.values() if x.column is not None and name in (x.name, x.index_key)), None)
+    m = next((x for x in METRICS.values() if x.name != DEFAULT_METRIC and name in (x.name, x.index_key)), None)
     if m is None:
         return None
     missing = [p.run_id for p in runs if p.status == "completed" and not p.metrics.get(m.index_key)]

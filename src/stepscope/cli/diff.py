@@ -82,9 +82,11 @@ def add_metric_arg(parser: argparse.ArgumentParser) -> None:
     from stepscope.analyze.diff.metric import METRICS
 
     parser.add_argument("--metric", choices=list(METRICS), default="step_time",
-                        help="decide the verdict on wall-clock step time (default), the training thread's CPU time "
-                             "per step (step_cpu_time: finds CPU-side changes on a busy host; blind to GPU waits, "
-                             "I/O and other threads' work) or the process's (process_cpu_time)")
+                        help="decide the verdict on wall-clock step time (default: the median step), the mean step "
+                             "(step_time_mean: total time, where a few slow steps matter; they also make it "
+                             "noisier), the training thread's CPU time per step (step_cpu_time: finds CPU-side "
+                             "changes on a busy host; blind to GPU waits, I/O and other threads' work) or the "
+                             "process's (process_cpu_time)")
 
 
 def verdict_exit(result: Any) -> int:

@@ -111,7 +111,7 @@ def header(d: RunDiff) -> RenderableType:
 
 def _finding_line(fd: Finding) -> Text:
     t = Text("• ")
-    label = {"step_time": "", "step_cpu_time": "", "process_cpu_time": "", "throughput": "",
+    label = {"step_time": "", "step_time_mean": "", "step_cpu_time": "", "process_cpu_time": "", "throughput": "",
              "setup": ""}.get(fd.kind, f"{fd.kind} ")
     t.append(f"{label}{fd.name}: ", style="bold")
     if fd.kind == "setup":

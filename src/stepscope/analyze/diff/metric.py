@@ -1,9 +1,13 @@
 """The clocks a verdict can be decided on (``--metric`` of `diff`, `bench --ab` and `check`).
 
 Each is one value per run, rank 0, warm-up and instrumented steps excluded (sides.py), the median over the measured
-steps:
+steps (the mean for ``step_time_mean``):
 
 - ``step_time``: wall-clock time between step boundaries (the default; what the user waits for);
+- ``step_time_mean``: the mean of the same steps' wall-clock times: the run's time over its measured steps divided by
+  their count, so it follows total time where a minority of slow steps (a stall every few steps, a descheduled
+  process) leaves the median unmoved. The price: those few steps move it from run to run too, so on a busy host it
+  needs more runs (or pairs) than the median to tell the same change;
 - ``step_cpu_time``: CPU time (user + system) of the thread that marked the steps, between the same boundaries. A
   CPU-side change shows here even on a saturated host, where the wall clock also counts time spent waiting for a
   core; what the thread did not do itself is not in it (GPU work, sleeps, I/O waits, work of other threads or of
@@ -39,13 +43,15 @@ class StepMetric:
 
 METRICS: dict[str, StepMetric] = {m.name: m for m in (
     StepMetric("step_time", "step_time_median_ns", "step time (median)", "step_ns", "step_time_median_s"),
+    StepMetric("step_time_mean", "step_time_mean_ns", "mean step time", "step_mean_ns", "step_time_mean_s"),
     StepMetric("step_cpu_time", "step_cpu_time_median_ns", "step CPU time, training thread (median)", "thread_cpu_ns",
                "step_cpu_time_median_s", "thread_cpu_ns"),
     StepMetric("process_cpu_time", "process_cpu_time_median_ns", "process CPU time per step (median)",
                "process_cpu_ns", "process_cpu_time_median_s", "process_cpu_ns"),
 )}
 DEFAULT_METRIC = "step_time"
-CPU_METRICS = tuple(m for m in METRICS if m != DEFAULT_METRIC)
+CPU_METRICS = tuple(m for m, v in METRICS.items() if v.column is not None)
+"""The CPU clocks: measured per step by the collector (runs recorded before them have none)."""
 
 
 def step_metric(name: str) -> StepMetric:
@@ -72,5 +78,8 @@ def unmeasured(metric: StepMetric, runs: Sequence[RunData]) -> list[str]:
 def not_measured_message(metric: StepMetric, run_ids: Sequence[str]) -> str:
     """The one line for a verdict asked on a clock some compared runs lack."""
     shown = ", ".join(run_ids[:4]) + (f" and {len(run_ids) - 4} more" if len(run_ids) > 4 else "")
+    if metric.column is None:  # every run has its steps' wall times: only an index made before the figure lacks it
+        return (f"--metric {metric.name}: not measured in the index for run(s) {shown} (indexed before stepscope "
+                f"kept {metric.index_key}) — `stepscope store reindex` adds it")
     return (f"--metric {metric.name}: not measured in run(s) {shown} (recorded before stepscope measured per-step "
             f"CPU time, or no training step) — compare on --metric step_time, or record the runs again")

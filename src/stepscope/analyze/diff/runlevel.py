@@ -1,6 +1,6 @@
 """One value per run: what the run-level verdicts test (see significance.py).
 
-For each run of a side: rank 0's median step time (warm-up and traced steps excluded), its median CPU time per
+For each run of a side: rank 0's median and mean step time (warm-up and traced steps excluded), its median CPU time per
 step (stepping thread, whole process; metric.py), GPU step time by CUDA events, the run's throughputs and
 data-wait share (the summary's headline figures), the mean time per measured step of each phase and region
 (rank 0), each rank's median step time, the run's measurement quality and the CPU contention it met (run-queue
@@ -47,6 +47,8 @@ class RunValues:
     """Median CPU time per measured step of the stepping thread, rank 0 (None: not measured; metric.py)."""
     process_cpu_ns: float | None = None
     """Median CPU time per measured step of the whole process, rank 0 (None: not measured)."""
+    step_mean_ns: float | None = None
+    """Mean wall-clock time of the measured steps, rank 0: the steps ``step_ns`` is the median of (metric.py)."""
 
 
 def _warmup(data: RunData, warmup: int | None) -> int | None:
@@ -79,7 +81,8 @@ def run_values(data: RunData, *, warmup: int | None = None) -> RunValues:
                      parts=parts, ranks=ranks, quality=measurement_quality(data, warmup=s0.warmup if s0 else 0),
                      code=code_of(data), contention=run_contention(data, warmup=s0.warmup if s0 else 0),
                      cpu_freq_mhz=_median_freq(data), thread_cpu_ns=_median(s0, "thread_cpu_ns"),
-                     process_cpu_ns=_median(s0, "process_cpu_ns"))
+                     process_cpu_ns=_median(s0, "process_cpu_ns"),
+                     step_mean_ns=float(np.mean(s0.duration_ns)) if s0 is not None else None)
 
 
 def _median(sample: StepSample | None, column: str) -> float | None:

@@ -281,6 +281,7 @@ def index_metrics(summary: RunSummary) -> dict[str, float]:
         put("mfu", summary.flops.mfu)
     if summary.ranks:
         r0 = summary.ranks[0]
+        put("step_time_mean_s", r0.steps.step_time.mean if r0.steps.step_time else None, 1e-9)  # check --metric
         for key, cpu in (("step_cpu_time_median_s", r0.steps.thread_cpu_time),
                          ("process_cpu_time_median_s", r0.steps.process_cpu_time)):
             put(key, cpu.p50 if cpu is not None else None, 1e-9)  # the CPU clocks beside step time (check --metric)
