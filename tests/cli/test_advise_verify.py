@@ -313,3 +313,36 @@ def _pairs_needed(sd: float, room: float) -> int:
         if (stats.t.ppf(1 - level / 2, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / math.sqrt(n) <= room:
             return n
     raise AssertionError("more than 1000 pairs")
+
+
+def test_metric_step_time_mean_confirms_what_the_median_cannot_see(cli: Callable[..., Result], store: Path) -> None:
+    """Every 5th step sleeps 50 ms more (slow_fifth.py): removing it (`--change param:slow=0`) leaves the median
+    step at 10 ms and cuts the mean from 20 ms to 10 ms. Decided on the median the saving is "not confirmed"; with
+    --metric step_time_mean it is confirmed, with the saving the sleeps give (50 ms / 5 per step). The outcome names
+    the metric, and one stored without it reads as step_time."""
+    from stepscope.analyze.advisor.verify import Outcome
+
+    argv = ("--steps", "35", "--step", "0.01", "--slow", "0.05")
+    assert cli("run", "--quiet", "--sample-interval", "0", "--warmup-steps", "5", "--", PY,
+               str(SCRIPTS / "slow_fifth.py"), *argv).rc == 0
+    run_id = load(store).run.id
+    docs = {}
+    for metric in ("step_time", "step_time_mean"):
+        v = cli("advise", run_id, "--verify", "--repeat", "10", "--change", "param:slow=0", "--metric", metric,
+                "--json", "--quiet-runs", timeout=600)
+        assert v.rc == 0, v
+        docs[metric] = json.loads(v.out)
+    (median,), (mean,) = docs["step_time"]["outcomes"], docs["step_time_mean"]["outcomes"]
+    assert docs["step_time_mean"]["metric"] == mean["metric"] == "step_time_mean" and median["metric"] == "step_time"
+    assert median["verdict"] == "not confirmed", median
+    assert mean["verdict"] == "confirmed", mean
+    assert mean["baseline_step_s"] == pytest.approx(0.01 + 0.05 / 5, rel=0.25), mean  # sleeps: 10 ms + 50 ms / 5
+    assert mean["experiment_step_s"] == pytest.approx(0.01, rel=0.25), mean
+    assert 0 < mean["saving_low_s"] < 0.01 < mean["saving_high_s"] < 0.015, mean
+    # the stored outcomes name their metric; an outcome stored before the field existed was decided on step time
+    stored = [o for _, outs in _stored(as_store(str(store)), run_id) for o in outs]
+    assert [o.metric for o in stored] == ["step_time", "step_time_mean"]
+    old = {k: v for k, v in mean.items() if k != "metric"}
+    assert Outcome.from_dict(old).metric == "step_time"
+    shown = cli("advise", run_id, "--width", "300").out  # the latest verification, with the metric it decided on
+    assert "A/B pairs, step_time_mean)" in shown and "diff --paired --metric step_time_mean" in shown, shown

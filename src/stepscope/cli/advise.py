@@ -45,14 +45,18 @@ def stored_verifications(run_id: str, store: StoreLike, db: str | None) -> list[
 
 def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | None = None, repeat: int = 10,
                   together: bool = False, rule: str | None = None, changes: Sequence[str] = (), json: bool = False,
-                  quiet_runs: bool = False, width: int | None = None) -> int:
+                  quiet_runs: bool = False, width: int | None = None, metric: str = "step_time") -> int:
     """Re-run run ``run``'s command as up to ``repeat`` interleaved A/B pairs per suggestion (B: the suggestion
     applied; sequential: it stops once the verdict is decided) and print predicted against realised savings
-    with their verdicts. A run that cannot be re-run is a one-line UserError (exit 2) before anything is stored."""
+    with their verdicts, decided on ``metric`` (diff/metric.py: the median step time by default). A run that
+    cannot be re-run is a one-line UserError (exit 2) before anything is stored."""
+    from stepscope.analyze.diff.metric import METRICS
     from stepscope.cli.verify import parse_change, plan, recorded, verify
 
     if repeat < 2:
         raise UserError(f"--repeat {repeat}: a verdict needs at least 2 A/B pairs")
+    if metric not in METRICS:
+        raise UserError(f"--metric {metric}: expected one of {', '.join(METRICS)}")
     st = as_store(store, db)
     extra = [parse_change(c) for c in changes]
     rec = recorded(st, run)
@@ -66,11 +70,11 @@ def verify_advice(run: str = "latest", *, store: StoreLike = None, db: str | Non
                                    f"setting stepscope can apply ({lines})")
         return 0
     group, outcomes = verify(st, rec, todo, repeat=repeat, together=together,
-                             children_out="null" if quiet_runs else "stderr" if json else "inherit")
+                             children_out="null" if quiet_runs else "stderr" if json else "inherit", metric=metric)
     if json:
         from stepscope.analyze.advisor.verify import VERIFY_SCHEMA
 
-        print_json({"schema": VERIFY_SCHEMA, "run": rec.run_id, "group": group,
+        print_json({"schema": VERIFY_SCHEMA, "run": rec.run_id, "group": group, "metric": metric,
                     "outcomes": [o.to_dict() for o in outcomes], "not_tried": code})
         return 0
     out = console(width=width)
@@ -116,6 +120,14 @@ class AdviseCommand:
                             help="with --verify: try this setting instead of the advice's (repeatable; with "
                                  "--rule, besides that rule's): env:OMP_NUM_THREADS=2, loader:num_workers=4, "
                                  "threads:intra=2, param:batch_size=64")
+        from stepscope.analyze.diff.metric import METRICS
+
+        parser.add_argument("--metric", choices=list(METRICS), default=None,
+                            help="with --verify: the clock the verdicts are decided on, as diff's --metric: the "
+                                 "median step (step_time, the default: robust), the mean step (step_time_mean: "
+                                 "total time, what the advisor's per-step savings are estimated on; it finds a "
+                                 "saving on a few slow steps that leaves the median unmoved, and needs more pairs "
+                                 "on a busy host) or a CPU clock")
         parser.add_argument("--quiet-runs", action="store_true",
                             help="with --verify: the re-runs' standard output is not shown (with --json it goes "
                                  "to stderr)")
@@ -125,8 +137,9 @@ class AdviseCommand:
         if args.verify:
             return verify_advice(args.run, store=args.store, db=args.db, repeat=args.repeat,
                                  together=args.together, rule=args.rule, changes=args.change or (), json=args.json,
-                                 quiet_runs=args.quiet_runs, width=args.width)
-        if args.together or args.rule or args.change or args.quiet_runs:
-            raise UserError("--all, --rule, --change and --quiet-runs go with --verify: stepscope advise RUN --verify")
+                                 quiet_runs=args.quiet_runs, width=args.width, metric=args.metric or "step_time")
+        if args.together or args.rule or args.change or args.quiet_runs or args.metric:
+            raise UserError("--all, --rule, --change, --metric and --quiet-runs go with --verify: stepscope advise RUN "
+                            "--verify")
         return advise(args.run, store=args.store, db=args.db, warmup=args.warmup_steps, json=args.json,
                       width=args.width)

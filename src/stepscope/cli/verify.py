@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stepscope.analyze.advisor.verify import CONFIRMED, MIN_PAIRS, Outcome, Suggestion
+from stepscope.analyze.diff.metric import DEFAULT_METRIC
 from stepscope.analyze.diff.significance import Change as VerdictChange
 from stepscope.analyze.diff.significance import Verdict
 from stepscope.cli.childout import children_output
@@ -170,10 +171,10 @@ def _options(rec: Recorded) -> Any:
 
 
 def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, together: bool,
-           children_out: str = "inherit") -> tuple[str, list[Outcome]]:
+           children_out: str = "inherit", metric: str = DEFAULT_METRIC) -> tuple[str, list[Outcome]]:
     """Run each suggestion's pairs (then, ``together``, the confirmed ones at once); store the group; return its
     id and the outcomes. ``children_out``: where the runs' standard output goes: "inherit", "null" or "stderr"
-    (``--json`` keeps stdout for its document)."""
+    (``--json`` keeps stdout for its document). ``metric``: the clock the verdicts are decided on (diff/metric.py)."""
     from stepscope.analyze.advisor.verify import combined
 
     group = "verify-" + secrets.token_hex(4)
@@ -184,13 +185,13 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
     def save() -> None:  # after each suggestion: an interrupted verification keeps what it measured
         store.index.add_group(group, GROUP_KIND, rec.name, created,
                               {"run": rec.run_id, "command": rec.command, "cwd": rec.cwd, "repeat": repeat,
-                               "all": together, "suggestions": [s.to_dict() for s in tried],
+                               "all": together, "metric": metric, "suggestions": [s.to_dict() for s in tried],
                                "outcomes": [o.to_dict() for o in outcomes]})
         _mark(store, rec.run_id, group)
 
     save()
     for s in todo:
-        outcomes.append(_pairs(store, rec, s, group, repeat, children_out))
+        outcomes.append(_pairs(store, rec, s, group, repeat, children_out, metric))
         save()
     confirmed = [o for o in outcomes if o.verdict == CONFIRMED]
     both = combined(confirmed) if together else None
@@ -199,7 +200,7 @@ def verify(store: Store, rec: Recorded, todo: list[Suggestion], *, repeat: int, 
               "together", file=sys.stderr)
     if both is not None:
         tried.append(both)
-        outcomes.append(_pairs(store, rec, both, group, repeat, children_out))
+        outcomes.append(_pairs(store, rec, both, group, repeat, children_out, metric))
         save()
     return group, outcomes
 
@@ -223,7 +224,8 @@ def _mark(store: Store, run_id: str, group: str) -> None:
               "this run's report without it until rebuilt with --rebuild", file=sys.stderr)
 
 
-def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, children_out: str) -> Outcome:
+def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, children_out: str,
+           metric: str = DEFAULT_METRIC) -> Outcome:
     """Sequential pairs (analyze/diff/sequential.py): looks at the verdict at the planned pair counts, each at its
     share of bench's 1%, and stops once it is decided; ``repeat`` is the most pairs it runs."""
     from stepscope.analyze.advisor.verify import failed, outcome, pair_spread
@@ -255,29 +257,32 @@ def _pairs(store: Store, rec: Recorded, s: Suggestion, group: str, repeat: int, 
                 print(f"verify: {s.label}: run {result.run_id} ({side}) failed with exit code {result.exit_code}; "
                       "this suggestion stops here", file=err)
                 return failed(s, f"run {result.run_id} ({side}) exited with code {result.exit_code}",
-                              runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]))
+                              runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]), metric=metric)
             finish_run(store, result.run_id, print_summary=False)
             done = min(len(ids["A"]), len(ids["B"]))
             if len(ids["A"]) != len(ids["B"]) or not looks.is_look(done):
                 continue
-            step = _step_change(store, ids, looks.look_confidence)
+            step = _step_change(store, ids, looks.look_confidence, metric)
             if step is None or looks.stop(done, step.verdict):
                 break
     spread = None
     if step is not None and step.verdict is Verdict.INCONCLUSIVE:
-        spread = pair_spread(*(_step_times(store, ids[side]) for side in ("A", "B")))
+        spread = pair_spread(*(_step_times(store, ids[side], metric) for side in ("A", "B")))
     return outcome(s, step, runs_a=tuple(ids["A"]), runs_b=tuple(ids["B"]), confidence=looks.look_confidence,
-                   spread_log=spread, rerun=rerun_command(rec.run_id, s))
+                   spread_log=spread, rerun=rerun_command(rec.run_id, s, metric), metric=metric)
 
 
-def _step_times(store: Store, ids: list[str]) -> list[float | None]:
-    """Each run's tested step time (its median, warm-up excluded: what ``diff`` compares)."""
+def _step_times(store: Store, ids: list[str], metric: str = DEFAULT_METRIC) -> list[float | None]:
+    """Each run's tested value of ``metric`` (its median step time by default, warm-up excluded: what ``diff``
+    compares)."""
+    from stepscope.analyze.diff.metric import step_metric
     from stepscope.analyze.diff.runlevel import run_values
 
-    return [run_values(store.load(r)).step_ns for r in ids]
+    attr = step_metric(metric).attr
+    return [getattr(run_values(store.load(r)), attr) for r in ids]
 
 
-def rerun_command(run_id: str, s: Suggestion) -> str:
+def rerun_command(run_id: str, s: Suggestion, metric: str = DEFAULT_METRIC) -> str:
     """The `advise --verify` that verifies ``s`` again: ``--rule`` for the advice's suggestion, ``--change`` for a
     setting the user named; a combination (``--all``) with the options that lead to it again."""
     parts = ["stepscope", "advise", run_id, "--verify"]
@@ -289,6 +294,8 @@ def rerun_command(run_id: str, s: Suggestion) -> str:
             parts += ["--change", shlex.quote(f"{c.kind}:{c.key}={_text(c.value)}")]
     if len(s.changes) > 1:
         parts.append("--all")
+    if metric != DEFAULT_METRIC:
+        parts += ["--metric", metric]
     return " ".join(parts)
 
 
@@ -297,17 +304,17 @@ def _text(value: str | int | bool) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _step_change(store: Store, ids: dict[str, list[str]], confidence: float) -> VerdictChange | None:
-    """The paired run-level step-time test of the A and B runs, exactly as `bench --ab` prints it, at the look's
-    ``confidence``."""
+def _step_change(store: Store, ids: dict[str, list[str]], confidence: float,
+                 metric: str = DEFAULT_METRIC) -> VerdictChange | None:
+    """The paired run-level test of ``metric`` on the A and B runs, exactly as `bench --ab --metric` prints it, at
+    the look's ``confidence``."""
     from stepscope.analyze.diff import DiffSettings, DiffSide, diff
 
     a = [store.load(r) for r in ids["A"]]
     b = [store.load(r) for r in ids["B"]]
     result = diff(DiffSide("A", data=a[0], repeats=tuple(a[1:])), DiffSide("B", data=b[0], repeats=tuple(b[1:])),
-                  settings=DiffSettings(paired=True, confidence=confidence))
-    row = next((r for r in result.overview if r.key == "step_time_median_ns"), None)
-    return row.change if row is not None else None
+                  settings=DiffSettings(paired=True, confidence=confidence, metric=metric))
+    return result.headline
 
 
 def _stdout_to(where: str) -> contextlib.AbstractContextManager[None]:

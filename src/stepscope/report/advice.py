@@ -94,7 +94,8 @@ def outcome_lines(o: Outcome) -> tuple[str, str, str, str]:
 
 def diff_command(o: Outcome) -> str:
     """The `stepscope diff` of a suggestion's pairs (paired, as the verdict was decided)."""
-    return f"stepscope diff --paired {','.join(o.runs_a)} {','.join(o.runs_b)}"
+    on = "" if o.metric == "step_time" else f" --metric {o.metric}"
+    return f"stepscope diff --paired{on} {','.join(o.runs_a)} {','.join(o.runs_b)}"
 
 
 def verification_view(run_id: str, group: str, outcomes: list[Outcome]) -> RenderableType:
@@ -107,7 +108,8 @@ def verification_view(run_id: str, group: str, outcomes: list[Outcome]) -> Rende
         t.append(f"{i}. {o.suggestion.label}", style="bold")
         t.append(f"  [{', '.join(o.suggestion.rule_ids)}]  ", style="dim")
         t.append(verdict, style=VERDICT_STYLE.get(verdict, "magenta"))
-        t.append(f"\n   predicted: {predicted}\n   realised ({o.pairs} A/B pairs): {realised}")
+        on = "" if o.metric == "step_time" else f", {o.metric}"  # the clock decided on, where not the median step
+        t.append(f"\n   predicted: {predicted}\n   realised ({o.pairs} A/B pairs{on}): {realised}")
         if note:
             t.append("\n   " + note, style="dim")
         if o.runs_a and o.runs_b:

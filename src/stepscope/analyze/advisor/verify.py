@@ -1,10 +1,11 @@
 """``advise --verify``: a suggestion's predicted saving against the saving interleaved A/B pairs realised.
 
-The realised change is a verdict like any other: the paired run-level test of `bench --ab` (``diff``'s step-time
-row, decided by ``pair_verdict``), said in the words of advice: *confirmed* (B faster), *not confirmed* (no
-change of the threshold's size: one would have been seen), *worse* (B slower), *cannot tell* (the pairs' MDE
-exceeds the threshold; the note names the `advise --verify --repeat N` that would tell, N counted for verify's
-own sequential looks). Pure: the runs are made in cli/verify.py.
+The realised change is a verdict like any other: the paired run-level test of `bench --ab` (``diff``'s row of the
+metric decided on: the median step time by default, or ``--metric``'s, e.g. the mean step time, which the advisor's
+per-step savings are estimated on; decided by ``pair_verdict``), said in the words of advice: *confirmed* (B
+faster), *not confirmed* (no change of the threshold's size: one would have been seen), *worse* (B slower), *cannot
+tell* (the pairs' MDE exceeds the threshold; the note names the `advise --verify --repeat N` that would tell, N
+counted for verify's own sequential looks). Pure: the runs are made in cli/verify.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from stepscope.analyze.advisor.base import Advice, Finding
+from stepscope.analyze.diff.metric import DEFAULT_METRIC
 from stepscope.analyze.diff.sequential import Looks
 from stepscope.analyze.diff.significance import Change as VerdictChange
 from stepscope.analyze.diff.significance import DiffSettings, Verdict
@@ -59,8 +61,9 @@ class Suggestion:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A suggestion's verification. Step times are the geometric means of the runs' median step times (seconds);
-    ``saving_*``: A - B per step, its interval from the paired ratio's; ``ratio``: B / A with ``ci_*``."""
+    """A suggestion's verification. Step times are the geometric means of the runs' values of ``metric`` (seconds:
+    median step time by default); ``saving_*``: A - B per step, its interval from the paired ratio's; ``ratio``:
+    B / A with ``ci_*``."""
 
     suggestion: Suggestion
     verdict: str
@@ -79,6 +82,8 @@ class Outcome:
     runs_b: tuple[str, ...] = ()
     confidence: float | None = None
     """The level of the look that decided (sequential pairs: bench's 1% split over the planned looks)."""
+    metric: str = DEFAULT_METRIC
+    """The clock decided on (diff/metric.py); outcomes stored before it was recorded were decided on step_time."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -176,14 +181,15 @@ def drift_widening(step: VerdictChange, spread_log: float, pairs: int, confidenc
 
 def outcome(s: Suggestion, step: VerdictChange | None, *, runs_a: tuple[str, ...], runs_b: tuple[str, ...],
             confidence: float | None = None, spread_log: float | None = None,
-            rerun: str = "stepscope advise RUN --verify") -> Outcome:
-    """The outcome of ``s`` from the paired step-time test (``diff``'s overview row ``step_time_median_ns``; None:
-    a side measured no step, so nothing can be told) of the look that decided, at ``confidence``. ``spread_log``:
+            rerun: str = "stepscope advise RUN --verify", metric: str = DEFAULT_METRIC) -> Outcome:
+    """The outcome of ``s`` from the paired test of ``metric`` (``diff``'s overview row of it, by default
+    ``step_time_median_ns``; None: a side measured no step, so nothing can be told) of the look that decided, at
+    ``confidence``. ``spread_log``:
     the per-pair spread (``pair_spread`` of the runs' tested step times) and ``rerun``: the command that verifies
     ``s`` again, for a "cannot tell" note that says how many pairs would tell."""
     if step is None or step.ratio is None:
         return Outcome(s, CANNOT_TELL, len(runs_a), note="no measured training step on a side: nothing to compare",
-                       runs_a=runs_a, runs_b=runs_b, confidence=confidence)
+                       runs_a=runs_a, runs_b=runs_b, confidence=confidence, metric=metric)
     note = step.note
     if step.verdict is Verdict.INCONCLUSIVE:  # the shared note names bench's command; the user runs advise's
         widen = 0.0 if spread_log is None or confidence is None else \
@@ -195,8 +201,9 @@ def outcome(s: Suggestion, step: VerdictChange | None, *, runs_a: tuple[str, ...
     return Outcome(s, WORDS[step.verdict], len(runs_a), baseline_step_s=a, experiment_step_s=b, ratio=step.ratio,
                    ci_low=step.ci_low, ci_high=step.ci_high, mde=step.mde, saving_s_per_step=a - b,
                    saving_low_s=lo, saving_high_s=hi, note=note, runs_a=runs_a, runs_b=runs_b,
-                   confidence=confidence)
+                   confidence=confidence, metric=metric)
 
 
-def failed(s: Suggestion, why: str, *, runs_a: tuple[str, ...], runs_b: tuple[str, ...]) -> Outcome:
-    return Outcome(s, FAILED, min(len(runs_a), len(runs_b)), note=why, runs_a=runs_a, runs_b=runs_b)
+def failed(s: Suggestion, why: str, *, runs_a: tuple[str, ...], runs_b: tuple[str, ...],
+           metric: str = DEFAULT_METRIC) -> Outcome:
+    return Outcome(s, FAILED, min(len(runs_a), len(runs_b)), note=why, runs_a=runs_a, runs_b=runs_b, metric=metric)
