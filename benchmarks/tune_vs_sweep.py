@@ -64,6 +64,8 @@ def trial(k: int, args: argparse.Namespace, env: dict[str, str]) -> dict[str, An
         return {"runs": doc["runs"], "best": doc["best"], "screen_best": doc["screen_best"],
                 "screen_runs": doc["screen_runs"], "gain": doc["gain"], "gain_ci": [doc["gain_low"], doc["gain_high"]],
                 "confirmation": conf.get("outcome"), "confirmation_pairs": conf.get("pairs"),
+                "screen": [{"candidate": c["candidate"], "ratio": c["ratio"], "ci": [c["ci_low"], c["ci_high"]],
+                            "outcome": c["outcome"]} for c in doc["comparisons"]],
                 "seconds": round(time.time() - t0, 1)}
 
     load0 = os.getloadavg()[0]
@@ -100,6 +102,9 @@ def show(r: dict[str, Any]) -> str:
             f"({t['seconds']} s); A/B tune's best vs sweep's: {ab['verdict']}")
     if "ratio" in ab:
         line += f" (step time x{ab['ratio']:.3f} [{ab['ci'][0]:.3f}, {ab['ci'][1]:.3f}], {ab['pairs']} pairs)"
+    for c in t["screen"]:
+        ratio = f"x{c['ratio']:.3f}" if c["ratio"] else "—"
+        line += f"\n  tune's screen: {name(c['candidate'])} {ratio} — {c['outcome']}"
     return line
 
 
