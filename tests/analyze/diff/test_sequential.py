@@ -24,8 +24,7 @@ def test_looks_grow_by_half_and_split_the_error() -> None:
     assert Looks(3, 5).at == (3, 5)
     assert Looks(2, 2).at == (2,)
     assert Looks(3, 10).look_confidence == pytest.approx(1 - 0.01 / 4)
-    assert Looks(3, 5, family=4).look_confidence == pytest.approx(1 - 0.01 / 8)
-    assert Looks(3, 5, family=4, one_sided=True).look_confidence == pytest.approx(1 - 0.02 / 8)
+    assert Looks(3, 5, one_sided=True).look_confidence == pytest.approx(1 - 0.02 / 2)
     assert Looks(3, 10).stop(3, Verdict.NO_SIGNIFICANT_CHANGE) and not Looks(3, 10).stop(5, Verdict.INCONCLUSIVE)
     assert Looks(3, 10).stop(10, Verdict.INCONCLUSIVE)
     with pytest.raises(ValueError):

@@ -7,8 +7,7 @@ is decided fixes both, but every look is another chance of a false call. So the 
 ``1 - confidence`` is split evenly over them (Bonferroni over looks): each look decides at
 ``1 - (1 - confidence) / looks``, and the chance that any look calls an A/A study faster or slower is at most
 ``1 - confidence`` whatever the noise (benchmarks/ab_coverage.py ``--sequential`` checks it by simulation
-through the real verdict code). ``family`` splits it further over several comparisons that share one budget
-(tune's candidates).
+through the real verdict code). `tune`'s confirmation decides one direction only (``one_sided``).
 
 The verdict at each look is ``compare_runs``/``pair_verdict``'s, unchanged: this module only says when to look
 and at what level.
@@ -29,21 +28,20 @@ look costs level, and one more pair rarely turns a verdict)."""
 @dataclass(frozen=True, slots=True)
 class Looks:
     """When to look at the pairs and at what level. ``confidence``: the overall level (A/A false verdicts at most
-    ``1 - confidence`` over all looks and all ``family`` comparisons)."""
+    ``1 - confidence`` over all looks)."""
 
     min_pairs: int
     max_pairs: int
     confidence: float = BENCH_CONFIDENCE
-    family: int = 1
     one_sided: bool = False
-    """Only a call in one direction counts as an error (tune: "better" moves the search, "worse" only stops a
-    direction): a two-sided interval errs that way half its level, so each look may take twice the share."""
+    """Only a call in one direction counts as an error (tune's confirmation claims "better" only): a two-sided
+    interval errs that way half its level, so each look may take twice the share."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_pairs <= self.max_pairs:
             raise ValueError(f"need 2 <= min_pairs <= max_pairs, got {self.min_pairs}, {self.max_pairs}")
-        if not 0 < self.confidence < 1 or self.family < 1:
-            raise ValueError(f"need 0 < confidence < 1 and family >= 1, got {self.confidence}, {self.family}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"need 0 < confidence < 1, got {self.confidence}")
 
     @property
     def at(self) -> tuple[int, ...]:
@@ -55,8 +53,8 @@ class Looks:
 
     @property
     def look_confidence(self) -> float:
-        """The level every look decides at: the overall error split evenly over the looks and the family."""
-        share = (1.0 - self.confidence) / (len(self.at) * self.family)
+        """The level every look decides at: the overall error split evenly over the looks."""
+        share = (1.0 - self.confidence) / len(self.at)
         return 1.0 - (2.0 * share if self.one_sided else share)
 
     def is_look(self, pairs: int) -> bool:
@@ -68,7 +66,6 @@ class Looks:
 
     def describe(self) -> str:
         looks = ", ".join(str(n) for n in self.at)
-        fam = f" and {self.family} comparisons" if self.family > 1 else ""
-        fam += ", one direction" if self.one_sided else ""
+        fam = ", one direction" if self.one_sided else ""
         return (f"sequential pairs: looks at {looks} pairs, each at {self.look_confidence:.3%} "
                 f"({1 - self.confidence:.0%} split over {len(self.at)} looks{fam})")
