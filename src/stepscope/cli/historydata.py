@@ -89,7 +89,9 @@ def resolve_metric(name: str, available: set[str]) -> str:
                       f"trace.component.{name}_share"):
         if candidate in available:
             return candidate
-    close = difflib.get_close_matches(full, sorted(available), n=3, cutoff=0.4)
+    # aliases are candidates too (a mistyped "step_time" means the headline figure, not the nearest raw key)
+    names = {**{n: n for n in available}, **{a: f"{a} (= {f})" for a, f in METRIC_ALIASES.items() if f in available}}
+    close = [names[c] for c in difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.4)]
     hint = f"closest: {', '.join(close)}" if close else f"available: {', '.join(sorted(available)[:10]) or 'none'}"
     raise UserError(f"no run carries the metric {name!r} — {hint}")
 
