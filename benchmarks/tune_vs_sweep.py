@@ -52,14 +52,14 @@ def trial(k: int, args: argparse.Namespace, env: dict[str, str]) -> dict[str, An
 
     def sweep() -> dict[str, Any]:
         t0 = time.time()
-        doc = stepscope(["sweep", *common, "--repeat", "1", "--metric", "samples_per_s", *grid, *cmd], env)
+        doc = stepscope(["sweep", *common, "--repeat", "1", "--metric", args.metric, *grid, *cmd], env)
         runs = sum(p["runs"] for p in doc["points"])
         return {"runs": runs, "best": doc["best"]["values"], "best_value": doc["best"]["mean"],
                 "seconds": round(time.time() - t0, 1)}
 
     def tune() -> dict[str, Any]:
         t0 = time.time()
-        doc = stepscope(["tune", *common, "--budget", str(args.budget), *grid, *cmd], env)
+        doc = stepscope(["tune", *common, "--budget", str(args.budget), "--metric", args.metric, *grid, *cmd], env)
         conf = doc.get("confirmation") or {}
         return {"runs": doc["runs"], "best": doc["best"], "screen_best": doc["screen_best"],
                 "screen_runs": doc["screen_runs"], "gain": doc["gain"], "gain_ci": [doc["gain_low"], doc["gain_high"]],
@@ -85,7 +85,7 @@ def trial(k: int, args: argparse.Namespace, env: dict[str, str]) -> dict[str, An
         ab = {"verdict": ch["verdict"], "ratio": ch["ratio"], "ci": [ch["ci_low"], ch["ci_high"]],
               "pairs": args.ab_pairs}
     return {"trial": k + 1, "order": [first.__name__, second.__name__], "load_start": round(load0, 2),
-            "load_end": round(os.getloadavg()[0], 2), **out, "ab": ab}
+            "load_end": round(os.getloadavg()[0], 2), "metric": args.metric, **out, "ab": ab}
 
 
 def show(r: dict[str, Any]) -> str:
@@ -96,7 +96,7 @@ def show(r: dict[str, Any]) -> str:
 
     gain = f" gain x{t['gain']:.2f} [{t['gain_ci'][0]:.2f}, {t['gain_ci'][1]:.2f}]" if t["gain"] else " no gain claimed"
     line = (f"trial {r['trial']} (load {r['load_start']}-{r['load_end']}, {' then '.join(r['order'])}): "
-            f"sweep {s['runs']} runs, best {name(s['best'])} ({s['best_value']:.0f} samples/s, {s['seconds']} s); "
+            f"sweep {s['runs']} runs, best {name(s['best'])} ({s['best_value']:.4g} {r['metric']}, {s['seconds']} s); "
             f"tune {t['runs']} runs (screen {t['screen_runs']}), best {name(t['best'])}, screen's "
             f"{name(t['screen_best'])}, confirmation {t['confirmation']} after {t['confirmation_pairs']} pairs,{gain} "
             f"({t['seconds']} s); A/B tune's best vs sweep's: {ab['verdict']}")
@@ -116,6 +116,9 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=64, help="the example's volumes (default: 64)")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--budget", type=int, default=40, help="tune's --budget (default: 40)")
+    p.add_argument("--metric", default="samples_per_s",
+                   help="what sweep ranks and tune improves (default: samples_per_s, the run's throughput; "
+                        "step_time_median_s: the median step, robust to the first epoch's slow steps)")
     p.add_argument("--ab-pairs", type=int, default=5, help="bench --ab pairs where the bests differ (default: 5)")
     p.add_argument("--out", type=Path, help="write every trial's figures as JSON here")
     args = p.parse_args()
