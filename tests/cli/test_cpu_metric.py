@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from stepscope.cli import main
+from tests.cli.benchab import bench_ab
 from tests.cli.history_repo import git
 from tests.conftest import PY, SCRIPTS
 
@@ -35,17 +36,8 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[
 def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """One `bench --ab --repeat 5 --metric step_cpu_time` study of A vs B, and its JSON (5 pairs: at bench's 99% the
     interval of 3 pairs, t with 2 df, left the wall clock's ×0.6 "inconclusive" under load)."""
-    import contextlib
-    import io
-
     store = tmp_path_factory.mktemp("cpu") / "store"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["bench", "--store", str(store), "--ab", "--repeat", "5", "--sample-interval", "0",
-                   "--warmup-steps", str(WARMUP), "--metric", "step_cpu_time", "--json", "--",
-                   PY, SCRIPT, *A, "--", PY, SCRIPT, *B])
-    assert rc == 0
-    return store, json.loads(out.getvalue())
+    return store, bench_ab(store, SCRIPT, A, B, repeat=5, warmup=WARMUP, metric="step_cpu_time")
 
 
 def _medians(store: Path, ids: list[str], column: str) -> list[float]:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from stepscope.cli import main
+from tests.cli.benchab import bench_ab
 from tests.cli.history_repo import git
 from tests.conftest import PY, SCRIPTS
 
@@ -40,13 +41,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[
 def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """One `bench --ab --repeat 6 --metric step_time_mean` study of A vs B, and its JSON."""
     store = tmp_path_factory.mktemp("mean") / "store"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["bench", "--store", str(store), "--ab", "--repeat", "6", "--sample-interval", "0",
-                   "--warmup-steps", str(WARMUP), "--metric", "step_time_mean", "--json", "--",
-                   PY, SCRIPT, *A, "--", PY, SCRIPT, *B])
-    assert rc == 0
-    return store, json.loads(out.getvalue())
+    return store, bench_ab(store, SCRIPT, A, B, repeat=6, warmup=WARMUP, metric="step_time_mean")
 
 
 def _per_run(store: Path, ids: list[str], stat: Any) -> list[float]:

@@ -27,8 +27,11 @@ def _why(r: subprocess.CompletedProcess[str]) -> str:
 def test_known_calls_are_timed_and_ddp_numerics_unchanged(tmp_path: Path) -> None:
     script = str(SCRIPTS / "comm_counts.py")
     env = {**os.environ, "STEPS": str(STEPS), "OMP_NUM_THREADS": "1"}
-    plain = subprocess.run([*TORCHRUN, script], env={**env, "OUT": str(tmp_path / "plain.pt")},
-                           capture_output=True, text=True, timeout=300)
+    for _ in range(2):  # the bare reference: gloo's teardown once aborted a rank of plain torch under load
+        plain = subprocess.run([*TORCHRUN, script], env={**env, "OUT": str(tmp_path / "plain.pt")},
+                               capture_output=True, text=True, timeout=300)
+        if "terminate called without an active exception" not in plain.stderr:
+            break
     assert plain.returncode == 0, _why(plain)
     store = tmp_path / "store"
     observed = subprocess.run([sys.executable, "-m", "stepscope", "run", "--store", str(store), "--quiet",
