@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,3 +24,25 @@ def bench_ab(store: Path, script: str, a: list[str], b: list[str], *, repeat: in
     assert rc == 0
     doc: dict[str, Any] = json.loads(out.getvalue())
     return doc
+
+
+def per_run(store: Path, ids: list[str], column: str, stat: Any, *, warmup: int) -> list[float]:
+    """``stat`` of each run's step ``column`` ("wall": the step's wall time) after ``warmup`` steps, read from the
+    store directly (not through the diff being tested)."""
+    from stepscope.store import open_store
+
+    st = open_store(store)
+    try:
+        out = []
+        for i in ids:
+            steps = st.load(i).ranks[0].steps
+            vals = (steps.duration_ns if column == "wall" else steps[column]).astype("float64")[warmup:]
+            out.append(float(stat(vals)))
+        return out
+    finally:
+        st.close()
+
+
+def geo(vals: list[float]) -> float:
+    """The geometric mean: how a side's per-run values are summarised in the verdict."""
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))

@@ -8,7 +8,6 @@ to run noise of a loaded machine moves either: the two metrics must give opposit
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 from stepscope.cli import main
-from tests.cli.benchab import bench_ab
+from tests.cli.benchab import bench_ab, geo, per_run
 from tests.cli.history_repo import git
 from tests.conftest import PY, SCRIPTS
 
@@ -40,24 +39,8 @@ def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return store, bench_ab(store, SCRIPT, A, B, repeat=5, warmup=WARMUP, metric="step_cpu_time")
 
 
-def _medians(store: Path, ids: list[str], column: str) -> list[float]:
-    """Each run's median of ``column`` over its steps after the warm-up, read from the store directly."""
-    from stepscope.store import open_store
-
-    st = open_store(store)
-    try:
-        out = []
-        for i in ids:
-            steps = st.load(i).ranks[0].steps
-            vals = (steps.duration_ns if column == "wall" else steps[column]).astype("float64")[WARMUP:]
-            out.append(float(np.median(vals)))
-        return out
-    finally:
-        st.close()
 
 
-def _geo(vals: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 def test_bench_ab_decides_on_cpu_time(ab_store: tuple[Path, dict[str, Any]]) -> None:
@@ -69,8 +52,9 @@ def test_bench_ab_decides_on_cpu_time(ab_store: tuple[Path, dict[str, Any]]) -> 
     assert d["verdict"] == cpu["change"]["verdict"] == "slower"
     assert wall["change"]["verdict"] == "faster"  # the wall clock says the opposite, shown beside it
     # the tested values are the geometric means of each run's median thread CPU time, as stored
-    assert cpu["baseline"] == pytest.approx(_geo(_medians(store, doc["runs"]["A"], "thread_cpu_ns")), rel=1e-9)
-    assert cpu["experiment"] == pytest.approx(_geo(_medians(store, doc["runs"]["B"], "thread_cpu_ns")), rel=1e-9)
+    a, b = (per_run(store, doc["runs"][s], "thread_cpu_ns", np.median, warmup=WARMUP) for s in "AB")
+    assert cpu["baseline"] == pytest.approx(geo(a), rel=1e-9)
+    assert cpu["experiment"] == pytest.approx(geo(b), rel=1e-9)
     assert cpu["change"]["method"] == "paired_log"
     assert "process_cpu_time_median_ns" in rows
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 from stepscope.cli import main
-from tests.cli.benchab import bench_ab
+from tests.cli.benchab import bench_ab, geo, per_run
 from tests.cli.history_repo import git
 from tests.conftest import PY, SCRIPTS
 
@@ -44,19 +43,8 @@ def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return store, bench_ab(store, SCRIPT, A, B, repeat=6, warmup=WARMUP, metric="step_time_mean")
 
 
-def _per_run(store: Path, ids: list[str], stat: Any) -> list[float]:
-    """``stat`` of each run's step wall times after the warm-up, read from the store directly."""
-    from stepscope.store import open_store
-
-    st = open_store(store)
-    try:
-        return [float(stat(st.load(i).ranks[0].steps.duration_ns.astype("float64")[WARMUP:])) for i in ids]
-    finally:
-        st.close()
 
 
-def _geo(vals: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 def test_bench_ab_decides_on_the_mean(ab_store: tuple[Path, dict[str, Any]]) -> None:
@@ -69,10 +57,10 @@ def test_bench_ab_decides_on_the_mean(ab_store: tuple[Path, dict[str, Any]]) -> 
     assert median["change"]["verdict"] == "no_significant_change"  # the slow steps are a minority: median unmoved
     assert mean["change"]["method"] == "paired_log"
     # the tested values are the geometric means of each run's mean step time, as stored ...
-    a = _per_run(store, doc["runs"]["A"], np.mean)
-    b = _per_run(store, doc["runs"]["B"], np.mean)
-    assert mean["baseline"] == pytest.approx(_geo(a), rel=1e-9)
-    assert mean["experiment"] == pytest.approx(_geo(b), rel=1e-9)
+    a = per_run(store, doc["runs"]["A"], "wall", np.mean, warmup=WARMUP)
+    b = per_run(store, doc["runs"]["B"], "wall", np.mean, warmup=WARMUP)
+    assert mean["baseline"] == pytest.approx(geo(a), rel=1e-9)
+    assert mean["experiment"] == pytest.approx(geo(b), rel=1e-9)
     # ... and what the sleeps give: STEP_S + SLOW_S / 5 against STEP_S (a sleep overshoots, never undershoots)
     assert (STEP_S + SLOW_S / 5) * 1e9 <= mean["baseline"] < (STEP_S + SLOW_S / 5) * 1e9 * 1.3
     assert STEP_S * 1e9 <= mean["experiment"] < STEP_S * 1e9 * 1.3
