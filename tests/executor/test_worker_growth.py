@@ -120,11 +120,12 @@ def _collect_in_worker(_: int) -> int:
 def test_a_full_collection_in_a_pool_worker_copies_little_of_the_parent() -> None:
     # a forked worker shares the parent's objects; a full collection writes to each one it examines: before the
     # pool froze them, 14.4 MB of this test process's pages copied per worker (8.1 MB from a process that imported
-    # the analyses alone); frozen, 0.4-0.5 MB
+    # the analyses alone); frozen, 0.4-0.5 MB, once 3.0 MB with both cores busy: the bound sits well below the
+    # unfrozen copy
     import stepscope.analyze.trace.analysis  # noqa: F401  (what a worker of ``trace analyze`` inherits)
 
     frozen_before = gc.get_freeze_count()
     copied = LocalExecutor(2).map(_collect_in_worker, [0, 1])
     assert all(o.error is None for o in copied)
-    assert max(o.value for o in copied) < 2 * 2**20, [o.value for o in copied]
+    assert max(o.value for o in copied) < 5 * 2**20, [o.value for o in copied]
     assert gc.get_freeze_count() == frozen_before  # the parent's collector as it was

