@@ -77,6 +77,37 @@ def test_paired_interval_covers_at_its_stated_rate(kind: str, n: int) -> None:
     assert 0.93 <= hits / trials <= 0.985, (kind, n, hits / trials)
 
 
+def test_a_pooled_spread_gives_the_interval_its_degrees_of_freedom() -> None:
+    # two pairs with log ratios ln 0.9 +- 0.02 and a spread pooled from elsewhere: sum of squares 0.016 on 4 df
+    # (sd 0.0632); se = 0.0632 / sqrt(2); t(0.975, 4) = 2.776 from the printed table
+    b, e = [1.0, 1.0], [0.9 * math.exp(0.02), 0.9 * math.exp(-0.02)]
+    r = paired_log_ratio(b, e, pooled=(0.016, 4))
+    se = math.sqrt(0.016 / 4 / 2)
+    assert r.method == "paired_log_pooled" and r.df == 4
+    assert r.ratio == pytest.approx(0.9)
+    assert r.ci_low == pytest.approx(0.9 * math.exp(-2.776 * se), rel=1e-3)
+    assert r.ci_high == pytest.approx(0.9 * math.exp(2.776 * se), rel=1e-3)
+
+
+def test_a_pooled_paired_interval_covers_at_its_stated_rate() -> None:
+    # four comparisons of two pairs each against one shared baseline run a pair (tune's screen), spread pooled
+    # over the four (4 df): each one's 95% interval covers its true ratio about 95% of the time
+    rng = np.random.default_rng(11)
+    trials, truth = 2000, np.array([0.95, 1.0, 1.1, 0.8])
+    hits = 0
+    for _ in range(trials):
+        drift = np.exp(rng.normal(0, 0.2, 2))
+        base = drift * np.exp(rng.normal(0, 0.05, 2))
+        cands = [drift * t * np.exp(rng.normal(0, 0.05, 2)) for t in truth]
+        d = [np.log(c / base) for c in cands]
+        pooled = (float(sum(((x - x.mean()) ** 2).sum() for x in d)), 4)
+        for t, c in zip(truth, cands, strict=True):
+            r = paired_log_ratio(base, c, pooled=pooled)
+            assert r.ci_low is not None and r.ci_high is not None
+            hits += r.ci_low <= t <= r.ci_high
+    assert 0.93 <= hits / (4 * trials) <= 0.97, hits / (4 * trials)
+
+
 def test_one_run_a_side_has_no_interval() -> None:
     r = welch_log_ratio([10.0], [11.0, 12.0])
     assert r.method == "single_run" and r.ci_low is None and r.p_value is None

@@ -59,8 +59,8 @@ def test_tune_finds_the_optimum_in_fewer_runs_than_the_grid_has_cells(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Step time 20 ms + 15 ms x |inter - 2| + 15 ms x |intra - 1|: best at inter=2, intra=1, its neighbours 43%
     slower. On the yardstick's 5 x 6 grid (30 cells: a sweep of one run a cell) tune starts from inter=1 intra=1
-    (35 ms): the screen moves inter to 2 and finds inter 3 and intra 2 slower (12 runs on 2 pairs a candidate),
-    the confirmation's first look (3 fresh pairs) claims x1.75."""
+    (35 ms): the screen's first round (the start, inter 2 and intra 2, 2 pairs: 6 runs) moves inter to 2, its
+    second finds inter 3 and intra 2 slower (6 runs); the confirmation's first look (3 fresh pairs) claims x1.75."""
     store = tmp_path / "store"
     grid = ["--param", "inter=1,2,3,4,6", "--param", "intra=1,2,3,4,6,8"]
     cmd = ["--", sys.executable, STEPS, "--steps", "8", "--inter", "{inter}", "--intra", "{intra}"]

@@ -257,8 +257,9 @@ def t_quantile(p: float, df: float) -> float:
 class RatioTest:
     """A run-level comparison of two sides' per-run values (experiment / baseline).
 
-    ``method``: "welch_log" (independent repeats), "paired_log" (interleaved A/B pairs), "single_run" (one run a
-    side: no interval; see ``noise_floor_ratio``). ``ratio``: the ratio of geometric means (paired: geometric mean
+    ``method``: "welch_log" (independent repeats), "paired_log" (interleaved A/B pairs; "paired_log_pooled" on a
+    spread pooled over comparisons made alongside), "single_run" (one run a side: no interval; see
+    ``noise_floor_ratio``). ``ratio``: the ratio of geometric means (paired: geometric mean
     of the per-pair ratios); ``ci_low``/``ci_high``: its ``confidence`` interval (None when there is none);
     ``p_value``: two-sided p of "ratio = 1" (None when not tested); ``df``: degrees of freedom of the t
     interval; ``se_log``: standard error of log(ratio); ``mde``: the smallest relative change (0.05 = 5%) these
@@ -321,8 +322,13 @@ def welch_log_ratio(base: Any, exp: Any, *, confidence: float = 0.95) -> RatioTe
     return _finish("welch_log", d, se, df, nb, ne, confidence)
 
 
-def paired_log_ratio(base: Any, exp: Any, *, confidence: float = 0.95) -> RatioTest:
-    """One-sample t on log(exp_i / base_i) of interleaved pairs (same length, pair i = base[i], exp[i])."""
+def paired_log_ratio(base: Any, exp: Any, *, confidence: float = 0.95,
+                     pooled: tuple[float, int] | None = None) -> RatioTest:
+    """One-sample t on log(exp_i / base_i) of interleaved pairs (same length, pair i = base[i], exp[i]).
+
+    ``pooled``: (sum of squared deviations, degrees of freedom) of per-pair log ratios around their own
+    comparison's mean, summed over comparisons of the same program made alongside (tune's screen): the spread
+    comes from all of them instead of this comparison's own few pairs."""
     b = np.asarray(base, dtype="float64").ravel()
     e = np.asarray(exp, dtype="float64").ravel()
     if b.size != e.size:
@@ -333,6 +339,9 @@ def paired_log_ratio(base: Any, exp: Any, *, confidence: float = 0.95) -> RatioT
     if n == 0:
         return RatioTest("paired_log", math.nan, None, None, None, None, None, None, 0, 0, confidence)
     d = float(r.mean())
+    if pooled is not None and pooled[1] > 0:
+        return _finish("paired_log_pooled", d, math.sqrt(pooled[0] / pooled[1] / n), float(pooled[1]), n, n,
+                       confidence)
     if n < 2:
         return RatioTest("single_run", math.exp(d), None, None, None, None, None, None, 1, 1, confidence)
     return _finish("paired_log", d, float(r.std(ddof=1)) / math.sqrt(n), float(n - 1), n, n, confidence)

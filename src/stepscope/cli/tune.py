@@ -209,12 +209,13 @@ class TuneCommand:
     """Search for a faster setting of a training command: thread pools (torch intra-op threads, or TensorFlow's
     inter/intra-op pools through TF_NUM_*_THREADS), DataLoader num_workers, pin_memory (with a GPU) and
     prefetch_factor, applied without editing the code, and any command-line parameter named with --param
-    NAME=V1,V2,... ({NAME} in the command, or its --NAME option). Two stages. The screen, coordinate descent from
-    the recorded setting (a --param's first value): the neighbouring values of one setting at a time run as
-    --screen-pairs interleaved pairs against the current setting and move it on a lax paired verdict (one-sided
-    90%); a wrong move only costs runs. The confirmation: the screen's best against the start on fresh interleaved
-    pairs, sequential looks from --min-pairs to --max-pairs at 99% (bench --ab's level); only it claims a gain, so
-    a program no setting speeds up keeps its start in 99 searches of 100 (docs/advice.md). At most --budget runs.
+    NAME=V1,V2,... ({NAME} in the command, or its --NAME option). Two stages. The screen, a compass search from
+    the recorded setting (a --param's first value): each round runs the current setting and the neighbouring
+    values of every setting as --screen-pairs interleaved blocks and moves to the best on a lax paired verdict
+    (one-sided 90%, on the spread of all the screen's pairs); a wrong move only costs runs. The confirmation:
+    the screen's best against the start on fresh interleaved pairs, sequential looks from --min-pairs to
+    --max-pairs at 99% (bench --ab's level); only it claims a gain, so a program no setting speeds up keeps its
+    start in 99 searches of 100 (docs/advice.md). At most --budget runs.
     Ends with the best setting, its gain over the start with the confirmation's interval (or why the start is
     kept, and the pairs that would tell), the runs used, and the command line and environment that reproduce it;
     every run is stored in one group (tags tune=GROUP, setting=...)."""

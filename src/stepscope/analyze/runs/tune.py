@@ -1,17 +1,19 @@
-"""`stepscope tune`'s search: a screen by coordinate descent on few lax pairs, then a confirmation of its best
+"""`stepscope tune`'s search: a screen by compass search on few lax pairs, then a confirmation of its best
 against the start on fresh interleaved pairs at 99%.
 
 A pure function over a ``measure`` callback (one call = one run of the command at a setting, returning its
 metric, or None when the run failed), so the search is tested on a deterministic objective without runs.
 
-**Screen** (picks a setting; claims nothing). From the recorded setting (each dimension's ``start``), one
-dimension at a time: the neighbours of the current value (adjacent values in the order given; after a move only
-the next value in the same direction) run in interleaved blocks with the current setting (C x y / y x C: drift of
-the machine hits every side alike), ``screen_pairs`` blocks, and each candidate is decided by diff's paired rule
-(``compare_runs``) at a lax one-sided ``screen_confidence``. "better" moves there (the best of several by ratio),
-"worse" and "cannot tell" stop that direction, "no gain" (no change, shown with power: a plateau) tries the value
-past it once. A move makes every other dimension worth another look. A wrong move only costs runs: nothing the
-screen sees is reported.
+**Screen** (picks a setting; claims nothing). From the recorded setting (each dimension's ``start``), rounds:
+the current setting and its neighbours on every dimension at once (adjacent values in the order given; a
+dimension that has moved goes on only the way it moved) run in interleaved blocks (C x y / y x C: drift of the
+machine hits every side alike; the current setting's runs serve every candidate of the round), ``screen_pairs``
+blocks. Each candidate is decided by diff's paired rule (``pair_verdict``) at a lax one-sided
+``screen_confidence``, on a spread pooled over every pair the screen has run (one program, one run-to-run
+spread: two pairs alone give one degree of freedom and miss large gains). The best "better" moves there;
+without one, a "no gain" neighbour (a plateau, shown with power) has the value past it tried once, and then the
+screen stops. A setting screened and not found better is not screened again. A wrong move only costs runs:
+nothing the screen sees is reported.
 
 **Confirmation** (the only claim). The screen's best against the start on fresh interleaved pairs, decided on the
 sequential looks of analyze/diff/sequential.py (``min_pairs``, then about 1.5 times as many each look, up to
@@ -31,8 +33,18 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from stepscope.analyze.diff.sequential import Looks
-from stepscope.analyze.diff.significance import BENCH_CONFIDENCE, Change, DiffSettings, Verdict, compare_runs
+from stepscope.analyze.diff.significance import (
+    BENCH_CONFIDENCE,
+    Change,
+    DiffSettings,
+    Verdict,
+    compare_runs,
+    pair_verdict,
+)
+from stepscope.analyze.stats import paired_log_ratio
 
 TUNE_SCHEMA = "stepscope.tune/2"
 
@@ -140,6 +152,9 @@ class _State:
     comparisons: list[Comparison] = field(default_factory=list)
     exhausted: bool = False
     start_failed: bool = False
+    spread: tuple[float, int] = (0.0, 0)
+    """The screen's per-pair log ratios: squared deviations from their comparison's mean, summed, and their
+    degrees of freedom (one program, one spread: every screen decision uses them all)."""
 
 
 def neighbours(dim: Dimension, value: str, direction: int | None, distance: int = 1) -> list[tuple[int, str]]:
@@ -187,75 +202,93 @@ def search(space: Sequence[Dimension], measure: Measure, *, budget: int, metric:
 
 def _screen(space: Sequence[Dimension], start: dict[str, str], measure: Measure, st: _State,
             settings: DiffSettings, pairs: int, higher: bool) -> dict[str, str]:
-    """Coordinate descent from ``start`` on ``pairs`` blocks a candidate; the setting it ends at."""
+    """A compass search from ``start`` on ``pairs`` blocks a round; the setting it ends at."""
     current = dict(start)
-    settled: set[str] = set()
-    while len(settled) < len(space) and not st.exhausted and not st.start_failed:
-        dim = next(d for d in space if d.name not in settled)
-        direction: int | None = None
-        while True:
-            cands = neighbours(dim, current[dim.name], direction)
-            if not cands:
-                break
-            won = _block(dim, current, cands, measure, st, settings, pairs, higher)
-            if won is None and not st.exhausted and not st.start_failed:
-                # a plateau (a neighbour as fast as the current, shown with power): try once past it
-                flat = {c.candidate[dim.name] for c in st.comparisons[-len(cands):] if c.outcome is Outcome.NO_GAIN}
-                far = [f for d, v in cands if v in flat for f in neighbours(dim, current[dim.name], d, 2)]
-                won = _block(dim, current, far, measure, st, settings, pairs, higher) if far else None
-            if won is None:
-                break
-            direction, comp = won
-            current = dict(comp.candidate)
-            settled = set()  # a move makes the other dimensions worth another look
-        settled.add(dim.name)
+    heading: dict[str, int] = {}  # a dimension that moved goes on only the way it moved
+    screened: set[tuple[tuple[str, str], ...]] = set()  # settings screened and not better: never again
+
+    def key(s: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(s.items()))
+
+    def fresh(dim: Dimension, direction: int | None, distance: int = 1) -> list[tuple[Dimension, int, str]]:
+        return [(dim, d, v) for d, v in neighbours(dim, current[dim.name], direction, distance)
+                if key({**current, dim.name: v}) not in screened]
+
+    while not st.exhausted and not st.start_failed:
+        cands = [c for dim in space for c in fresh(dim, heading.get(dim.name))]
+        if not cands:
+            break
+        won = _block(current, cands, measure, st, settings, pairs, higher)
+        if won is None and not st.exhausted and not st.start_failed:
+            # a plateau (a neighbour as fast as the current, shown with power): try once past it
+            flat = {(c.dimension, c.candidate[c.dimension]) for c in st.comparisons[-len(cands):]
+                    if c.outcome is Outcome.NO_GAIN}
+            far = [f for dim, d, v in cands if (dim.name, v) in flat for f in fresh(dim, d, 2)]
+            screened.update(key(c.candidate) for c in st.comparisons[-len(cands):])
+            won = _block(current, far, measure, st, settings, pairs, higher) if far else None
+        screened.update(key(c.candidate) for c in st.comparisons if c.outcome is not Outcome.BETTER)
+        if won is None:
+            break
+        direction, comp = won
+        screened.add(key(current))
+        current = dict(comp.candidate)
+        heading[comp.dimension] = direction
     return current
 
 
-def _block(dim: Dimension, current: dict[str, str], cands: list[tuple[int, str]], measure: Measure, st: _State,
+def _block(current: dict[str, str], cands: list[tuple[Dimension, int, str]], measure: Measure, st: _State,
            settings: DiffSettings, pairs: int, higher: bool) -> tuple[int, Comparison] | None:
-    """``pairs`` interleaved blocks of the current setting and ``cands``; the winning (direction, comparison)."""
-    live = {v: {**current, dim.name: v} for _, v in cands}
-    direction = {v: d for d, v in cands}
+    """``pairs`` interleaved blocks of the current setting and ``cands`` (one value of one dimension each); the
+    winning (direction, comparison)."""
+    live = {i: {**current, dim.name: v} for i, (dim, _, v) in enumerate(cands)}
     base: list[float | None] = []
-    vals: dict[str, list[float | None]] = {v: [] for v in live}
-    failed: set[str] = set()
+    vals: dict[int, list[float | None]] = {i: [] for i in live}
+    failed: set[int] = set()
     for k in range(pairs):
-        todo = [v for v in live if v not in failed]
+        todo = [i for i in live if i not in failed]
         if not todo:
             break
         if st.runs + 1 + len(todo) > st.budget:
             st.exhausted = True
             break
         base.append(None)
-        for v in ["@", *todo] if k % 2 == 0 else [*todo[::-1], "@"]:
-            got = measure(dict(current if v == "@" else live[v]),
-                          "screen, current" if v == "@" else f"screen, {dim.name}={v}")
+        for i in [-1, *todo] if k % 2 == 0 else [*todo[::-1], -1]:
+            dim, _, v = cands[i] if i >= 0 else cands[0]
+            got = measure(dict(current if i < 0 else live[i]),
+                          "screen, current" if i < 0 else f"screen, {dim.name}={v}")
             st.runs += 1
-            if v == "@":
+            if i < 0:
                 base[-1] = got
                 if got is None and st.runs == 1:
                     st.start_failed = True  # the command fails as given: nothing can be compared
                     return None
             else:
-                vals[v].append(got)
+                vals[i].append(got)
                 if got is None:
-                    failed.add(v)
-    done = []
-    for v in live:
-        if v in failed:
-            c = _comparison(dim.name, current, live[v], 0, None, Outcome.FAILED, settings)
-        elif len(vals[v]) < pairs:
-            c = _comparison(dim.name, current, live[v], len(vals[v]), None, Outcome.UNFINISHED, settings)
+                    failed.add(i)
+    complete = [i for i in live if i not in failed and len(vals[i]) == pairs]
+    for i in complete:
+        d = np.log(np.asarray(vals[i], dtype="float64") / np.asarray(base, dtype="float64"))
+        st.spread = (st.spread[0] + float(((d - d.mean()) ** 2).sum()), st.spread[1] + d.size - 1)
+    done: list[tuple[int, Comparison]] = []
+    for i, (dim, direction, _) in enumerate(cands):
+        if i in failed:
+            c = _comparison(dim.name, current, live[i], 0, None, Outcome.FAILED, settings)
+        elif i not in complete:
+            c = _comparison(dim.name, current, live[i], len(vals[i]), None, Outcome.UNFINISHED, settings)
         else:
-            c = _decide(dim.name, current, live[v], base, vals[v], settings, higher, last=True)
-        done.append(c)
-    st.comparisons.extend(done)
-    better = [c for c in done if c.outcome is Outcome.BETTER]
+            t = paired_log_ratio(base, vals[i], confidence=settings.confidence, pooled=st.spread)
+            outcome = {Verdict.FASTER: Outcome.BETTER, Verdict.SLOWER: Outcome.WORSE,
+                       Verdict.NO_SIGNIFICANT_CHANGE: Outcome.NO_GAIN}.get(
+                pair_verdict(t, settings.threshold, higher_is_better=higher), Outcome.CANNOT_TELL)
+            c = Comparison(dim.name, dict(current), dict(live[i]), pairs, t.ratio, t.ci_low, t.ci_high, t.mde,
+                           outcome, settings.confidence)
+        done.append((direction, c))
+    st.comparisons.extend(c for _, c in done)
+    better = [(d, c) for d, c in done if c.outcome is Outcome.BETTER]
     if not better:
         return None
-    best = max(better, key=lambda c: (c.ratio or 1.0) if higher else 1.0 / (c.ratio or 1.0))
-    return direction[best.candidate[dim.name]], best
+    return max(better, key=lambda dc: (dc[1].ratio or 1.0) if higher else 1.0 / (dc[1].ratio or 1.0))
 
 
 def _confirm(start: dict[str, str], best: dict[str, str], measure: Measure, st: _State, looks: Looks,
