@@ -346,3 +346,6 @@ def test_metric_step_time_mean_confirms_what_the_median_cannot_see(cli: Callable
     assert Outcome.from_dict(old).metric == "step_time"
     shown = cli("advise", run_id, "--width", "300").out  # the latest verification, with the metric it decided on
     assert "A/B pairs, step_time_mean)" in shown and "diff --paired --metric step_time_mean" in shown, shown
+    page = store.parent / "report.html"  # the run's report names the clock too
+    assert cli("report", run_id, "-o", str(page)).rc == 0
+    assert f"<td>{mean['pairs']}</td><td>mean step time</td>" in page.read_text(encoding="utf-8")

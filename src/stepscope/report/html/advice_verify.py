@@ -25,7 +25,7 @@ def verification_html(verifications: Sequence[tuple[str, Sequence[Outcome]]]) ->
         predicted, realised, verdict, note = outcome_lines(o)
         rows.append(f'<tr data-verdict="{esc(verdict)}"><td>{esc(o.suggestion.label)}</td>'
                     f'<td class="mono">{esc(", ".join(o.suggestion.rule_ids))}</td><td>{esc(predicted)}</td>'
-                    f"<td>{esc(realised)}</td><td>{o.pairs}</td>"
+                    f"<td>{esc(realised)}</td><td>{o.pairs}</td><td>{esc(_decided_on(o.metric))}</td>"
                     f'<td class="ss-{VERDICT_CLASS.get(verdict, "warn")}"><b>{esc(verdict)}</b></td>'
                     f'<td class="ss-note">{esc(note)}<br><span class="mono">{esc(diff_command(o))}</span></td></tr>')
     return (f'<div class="ss-verify" data-group="{esc(group)}"><h4>Verified advice</h4>'
@@ -33,8 +33,16 @@ def verification_html(verifications: Sequence[tuple[str, Sequence[Outcome]]]) ->
             f'(stepscope advise --verify; group <span class="mono">{esc(group)}</span>; every table of a '
             "suggestion's pairs: stepscope diff --paired A_RUNS B_RUNS, as in its row).</p>"
             "<table><thead><tr><th>suggestion</th><th>rule</th><th>predicted</th><th>realised (interval)</th>"
-            "<th>pairs</th><th>verdict</th><th>note</th></tr></thead><tbody>" + "".join(rows) +
+            "<th>pairs</th><th>decided on</th><th>verdict</th><th>note</th></tr></thead><tbody>" + "".join(rows) +
             "</tbody></table></div>")
+
+
+def _decided_on(metric: str) -> str:
+    """The clock a verification was decided on, as the diff labels it (the name itself if unknown)."""
+    from stepscope.analyze.diff.metric import METRICS
+
+    m = METRICS.get(metric)
+    return m.label if m is not None else metric
 
 
 def overrides_html(ranks: Iterable[Mapping[str, Any]]) -> str:
