@@ -8,7 +8,8 @@ cannot tell them apart, or finds tune's better.
 
 Each trial runs both on the example (sweep first in odd trials, tune first in even ones: the machine's drift
 hits both), then, where the two bests differ, `bench --ab --repeat N` with A = sweep's best, B = tune's best.
-Prints per trial the runs each used, each one's best and the A/B verdict; --out writes every figure as JSON.
+Prints per trial the runs each used, each one's best and the A/B verdict; --out writes every figure as JSON;
+--hogs N keeps N busy loops running beside the trials (a busy host).
 
     python benchmarks/tune_vs_sweep.py --trials 3 --out /tmp/tune_vs_sweep.json
 """
@@ -120,9 +121,26 @@ def main() -> None:
                    help="what sweep ranks and tune improves (default: samples_per_s, the run's throughput; "
                         "step_time_median_s: the median step, robust to the first epoch's slow steps)")
     p.add_argument("--ab-pairs", type=int, default=5, help="bench --ab pairs where the bests differ (default: 5)")
+    p.add_argument("--hogs", type=int, default=0,
+                   help="busy-loop processes kept running beside the trials, for a busy host (default: 0)")
     p.add_argument("--out", type=Path, help="write every trial's figures as JSON here")
     args = p.parse_args()
-    results = []
+    results: list[dict[str, Any]] = []
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
+    try:
+        trials(args, results)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    found = sum(r["ab"]["verdict"] in ("same setting", "no_significant_change", "inconclusive", "faster")
+                for r in results)
+    fewer = sum(r["tune"]["runs"] < r["sweep"]["runs"] for r in results)
+    print(f"tune found sweep's setting (or one the A/B cannot tell from it, or better) in {found} of "
+          f"{len(results)} trials, in fewer runs in {fewer}")
+
+
+def trials(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory(prefix="tune-vs-sweep-") as tmp:
         env = {**os.environ, "STEPSCOPE_HOME": str(Path(tmp) / "store")}
         env.pop("STEPSCOPE_DB", None)
@@ -131,11 +149,6 @@ def main() -> None:
             print(show(results[-1]), flush=True)
             if args.out:
                 args.out.write_text(json.dumps(results, indent=1))
-    found = sum(r["ab"]["verdict"] in ("same setting", "no_significant_change", "inconclusive", "faster")
-                for r in results)
-    fewer = sum(r["tune"]["runs"] < r["sweep"]["runs"] for r in results)
-    print(f"tune found sweep's setting (or one the A/B cannot tell from it, or better) in {found} of "
-          f"{len(results)} trials, in fewer runs in {fewer}")
 
 
 if __name__ == "__main__":
