@@ -219,3 +219,25 @@ def test_the_screen_pools_the_spread_of_its_comparisons() -> None:
         runs.append(r.runs)
     assert found >= 95, found
     assert max(runs) < 30, sorted(runs)
+
+
+def test_a_current_run_failing_mid_screen_drops_only_its_pairs() -> None:
+    """The current setting's run in the second round's second pair fails (a crash that is not the setting's): that
+    pair is left out of every candidate of the round, the round still decides on the other pair with the spread
+    pooled from the first round, and the search goes on to the optimum."""
+    f = Runs(0.03, 0)
+    calls = {"n": 0}
+
+    def flaky(s: Mapping[str, str], note: str) -> float | None:
+        if note == "screen, current":
+            calls["n"] += 1
+            if calls["n"] == 4:
+                f.log.append((dict(s), note, None))
+                return None
+        return f(s, note)
+
+    r = search([INTER, INTRA], flaky, budget=60)
+    second = r.comparisons[2:4]
+    assert [c.pairs for c in r.comparisons[:2]] == [2, 2] and [c.pairs for c in second] == [1, 1], r.comparisons
+    assert all(c.ratio is not None and c.outcome is Outcome.BETTER for c in second), second
+    assert r.best == OPTIMUM and r.runs == len(f.log)

@@ -267,9 +267,12 @@ def _block(current: dict[str, str], cands: list[tuple[Dimension, int, str]], mea
                 if got is None:
                     failed.add(i)
     complete = [i for i in live if i not in failed and len(vals[i]) == pairs]
+    kept = {i: [(b, c) for b, c in zip(base, vals[i], strict=True) if b is not None and c is not None]
+            for i in complete}  # pairs whose current run did not fail
     for i in complete:
-        d = np.log(np.asarray(vals[i], dtype="float64") / np.asarray(base, dtype="float64"))
-        st.spread = (st.spread[0] + float(((d - d.mean()) ** 2).sum()), st.spread[1] + d.size - 1)
+        if kept[i]:
+            d = np.log([c / b for b, c in kept[i]])
+            st.spread = (st.spread[0] + float(((d - d.mean()) ** 2).sum()), st.spread[1] + d.size - 1)
     done: list[tuple[int, Comparison]] = []
     for i, (dim, direction, _) in enumerate(cands):
         if i in failed:
@@ -277,12 +280,11 @@ def _block(current: dict[str, str], cands: list[tuple[Dimension, int, str]], mea
         elif i not in complete:
             c = _comparison(dim.name, current, live[i], len(vals[i]), None, Outcome.UNFINISHED, settings)
         else:
-            t = paired_log_ratio(base, vals[i], confidence=settings.confidence, pooled=st.spread)
-            outcome = {Verdict.FASTER: Outcome.BETTER, Verdict.SLOWER: Outcome.WORSE,
-                       Verdict.NO_SIGNIFICANT_CHANGE: Outcome.NO_GAIN}.get(
-                pair_verdict(t, settings.threshold, higher_is_better=higher), Outcome.CANNOT_TELL)
-            c = Comparison(dim.name, dict(current), dict(live[i]), pairs, t.ratio, t.ci_low, t.ci_high, t.mde,
-                           outcome, settings.confidence)
+            t = paired_log_ratio([b for b, _ in kept[i]], [c for _, c in kept[i]], confidence=settings.confidence,
+                                 pooled=st.spread)
+            outcome = _outcome(pair_verdict(t, settings.threshold, higher_is_better=higher), last=True)
+            c = Comparison(dim.name, dict(current), dict(live[i]), len(kept[i]), t.ratio if kept[i] else None,
+                           t.ci_low, t.ci_high, t.mde, outcome, settings.confidence)
         done.append((direction, c))
     st.comparisons.extend(c for _, c in done)
     better = [(d, c) for d, c in done if c.outcome is Outcome.BETTER]
@@ -325,10 +327,14 @@ def _decide(dim: str, current: dict[str, str], cand: dict[str, str], base: Seque
     UNFINISHED."""
     pairs = [(b, c) for b, c in zip(base, vals, strict=True) if b is not None and c is not None]
     change = compare_runs([b for b, _ in pairs], [c for _, c in pairs], settings=settings, higher_is_better=higher)
-    outcome = {Verdict.FASTER: Outcome.BETTER, Verdict.SLOWER: Outcome.WORSE,
-               Verdict.NO_SIGNIFICANT_CHANGE: Outcome.NO_GAIN}.get(
-        change.verdict, Outcome.CANNOT_TELL if last else Outcome.UNFINISHED)
-    return _comparison(dim, current, cand, len(pairs), change, outcome, settings)
+    return _comparison(dim, current, cand, len(pairs), change, _outcome(change.verdict, last=last), settings)
+
+
+def _outcome(verdict: Verdict, *, last: bool) -> Outcome:
+    """diff's verdict as a candidate's fate; INCONCLUSIVE is CANNOT_TELL at the ``last`` look, else UNFINISHED."""
+    return {Verdict.FASTER: Outcome.BETTER, Verdict.SLOWER: Outcome.WORSE,
+            Verdict.NO_SIGNIFICANT_CHANGE: Outcome.NO_GAIN}.get(
+        verdict, Outcome.CANNOT_TELL if last else Outcome.UNFINISHED)
 
 
 def _comparison(dim: str, current: dict[str, str], cand: dict[str, str], pairs: int, change: Change | None,
