@@ -2,12 +2,12 @@
 
 Each workload (benchmarks/_advice_loop.py, real torch training) is run once under `stepscope run`; `stepscope advise
 RUN --json` gives the rule's finding, its predicted saving per step and its change; `stepscope advise RUN --verify
---repeat N --rule ID` then re-runs the command as N interleaved A/B pairs, B with the change applied, and gives the
-verdict (decided on the runs' median step times). The realised saving is taken on the runs' mean step times (A - B,
-paired, 95% interval), the figure the advisor's estimates and the run's duration speak of; the median's is shown
-beside it (a remedy that speeds one step in k leaves the median at the fast steps). The prediction is also taken
-on each A run of the series and averaged ("on the A runs"): the pairs measure those runs' steps, not the recorded
-run's, and where the step moves much from run to run (the threads showcase) only that comparison is like for like.
+--repeat N --rule ID --metric step_time_mean` then re-runs the command as N interleaved A/B pairs, B with the change
+applied, and gives the realised saving per mean step with its interval and the verdict, both decided on the runs'
+mean step times: the figure the advisor's estimates and the run's duration speak of (a remedy that speeds one step
+in k leaves the median at the fast steps). The prediction is also taken on each A run of the series and averaged
+("on the A runs"): the pairs measure those runs' steps, not the recorded run's, and where the step moves much from
+run to run (the threads showcase) only that comparison is like for like.
 
 - ``loader``: a Dataset sleeping 3 ms a sample read with num_workers=0 -> input-bound, the rule's num_workers;
 - ``threads``: two processes (torchrun) asking for 8 intra-op threads each (OMP_NUM_THREADS=8; torch caps it at
@@ -21,7 +21,7 @@ run's, and where the step moves much from run to run (the threads showcase) only
 - ``pinned``: pageable host-to-device copies need a CUDA GPU: skipped with a line where there is none.
 
 Prints one line per rule (predicted, realised with interval, realised / predicted, verdict) and a JSON document
-(--out FILE). Figures: docs/reports.md ("Advice calibration") and benchmarks/RESULTS.md.
+(--out FILE). Figures: docs/advice.md ("Advice calibration") and benchmarks/RESULTS.md.
 
     python benchmarks/advice.py [--repeat 5] [--workloads loader,threads,ddp,pinned] [--out FILE]
 """
@@ -93,7 +93,7 @@ def _verify(store: Path, name: str, run_id: str, rule: str, f: dict[str, Any], c
     """One A/B series: B with the rule's change, or with ``change`` (KIND:KEY=VALUE) where given."""
     changes = ["--change", change] if change else []
     ver = stepscope(store, ["advise", run_id, "--verify", "--repeat", str(repeat), "--rule", rule, *changes,
-                            "--quiet-runs", "--json"], env)
+                            "--metric", "step_time_mean", "--quiet-runs", "--json"], env)
     row: dict[str, Any] = {"workload": name, "rule": rule, "run": run_id, "run_step_s": mean_step_s(store, run_id),
                            "predicted_s_per_step": f["saving_s_per_step"], "basis": f["saving_basis"],
                            "change": change or (f.get("change") or {}).get("label")}
@@ -101,10 +101,10 @@ def _verify(store: Path, name: str, run_id: str, rule: str, f: dict[str, Any], c
         row["error"] = ver.stderr.strip().splitlines()[-1] if ver.stderr.strip() else f"exit {ver.returncode}"
         return row
     out = json.loads(ver.stdout)["outcomes"][0]
-    row.update({k: out.get(k) for k in ("verdict", "pairs", "baseline_step_s", "experiment_step_s",
-                                        "saving_s_per_step", "saving_low_s", "saving_high_s", "ratio", "mde")})
-    row["median_saving_s_per_step"] = row.pop("saving_s_per_step")
-    row.update(mean_saving(store, out.get("runs_a") or [], out.get("runs_b") or []))
+    row.update({k: out.get(k) for k in ("verdict", "pairs", "baseline_step_s", "experiment_step_s", "ratio", "mde",
+                                        "confidence", "metric")})
+    row.update(realised_s_per_step=out.get("saving_s_per_step"), realised_low_s=out.get("saving_low_s"),
+               realised_high_s=out.get("saving_high_s"))
     row["predicted_a_s_per_step"] = predicted_on(store, out.get("runs_a") or [], rule, env)
     pred, real = row["predicted_s_per_step"], row["realised_s_per_step"]
     row["realised_over_predicted"] = real / pred if pred and real is not None else None
@@ -139,26 +139,14 @@ def mean_step_s(store: Path, run_id: str) -> float | None:
         return None
 
 
-def mean_saving(store: Path, runs_a: list[str], runs_b: list[str]) -> dict[str, float | None]:
-    """The realised saving on the *mean* step time (A - B, paired log ratios, 95% interval). advise --verify decides
-    on the median step, which is right for a change that moves every step; a remedy that moves one step in k (the
-    all-reduce once per 4 micro-batches) leaves the median at the fast steps and overstates the saving, while the
-    advisor's estimates (and the run's duration) are per mean step."""
-    from stepscope.analyze.stats import geometric_mean, paired_log_ratio
-
-    pairs = [(a, b) for ra, rb in zip(runs_a, runs_b, strict=False)
-             if (a := mean_step_s(store, ra)) is not None and (b := mean_step_s(store, rb)) is not None]
-    if len(pairs) < 2:
-        return {"realised_s_per_step": None, "realised_low_s": None, "realised_high_s": None}
-    t = paired_log_ratio([a for a, _ in pairs], [b for _, b in pairs])
-    base = geometric_mean([a for a, _ in pairs])
-    return {"mean_baseline_step_s": base, "realised_s_per_step": base * (1 - t.ratio),
-            "realised_low_s": base * (1 - t.ci_high) if t.ci_high is not None else None,
-            "realised_high_s": base * (1 - t.ci_low) if t.ci_low is not None else None}
-
-
 def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v * 1e3:.1f}"
+
+
+def level(r: dict[str, Any]) -> str:
+    """The deciding look's interval level (verify's sequential looks split bench's 1%)."""
+    c = r.get("confidence")
+    return "—" if c is None else f"{100 * c:.4g}%"
 
 
 def line(r: dict[str, Any]) -> str:
@@ -168,7 +156,7 @@ def line(r: dict[str, Any]) -> str:
     return (f"{r['workload']:8} {r['rule']:22} predicted {_ms(r['predicted_s_per_step']):>6} ms/step (on the A runs "
             f"{_ms(r.get('predicted_a_s_per_step'))}, ratio {'—' if ratio_a is None else f'{ratio_a:.2f}'})  realised "
             f"{_ms(r['realised_s_per_step']):>6} [{_ms(r['realised_low_s'])}, {_ms(r['realised_high_s'])}] ms "
-            f"(mean step; median step {_ms(r['median_saving_s_per_step'])})  ratio "
+            f"(mean step, {level(r)})  ratio "
             f"{'—' if ratio is None else f'{ratio:.2f}'}  {r['verdict']} ({r['pairs']} pairs; {r['change']})")
 
 
