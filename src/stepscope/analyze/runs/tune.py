@@ -224,13 +224,11 @@ def _screen(space: Sequence[Dimension], start: dict[str, str], measure: Measure,
             flat = {(c.dimension, c.candidate[c.dimension]) for c in st.comparisons[-len(cands):]
                     if c.outcome is Outcome.NO_GAIN}
             far = [f for dim, d, v in cands if (dim.name, v) in flat for f in fresh(dim, d, 2)]
-            screened.update(key(c.candidate) for c in st.comparisons[-len(cands):])
             won = _block(current, far, measure, st, settings, pairs, higher) if far else None
         screened.update(key(c.candidate) for c in st.comparisons if c.outcome is not Outcome.BETTER)
         if won is None:
             break
-        direction, comp = won
-        screened.add(key(current))
+        direction, comp = won  # the setting left behind is never a candidate again: its way back is not taken
         current = dict(comp.candidate)
         heading[comp.dimension] = direction
     return current
@@ -253,9 +251,8 @@ def _block(current: dict[str, str], cands: list[tuple[Dimension, int, str]], mea
             break
         base.append(None)
         for i in [-1, *todo] if k % 2 == 0 else [*todo[::-1], -1]:
-            dim, _, v = cands[i] if i >= 0 else cands[0]
-            got = measure(dict(current if i < 0 else live[i]),
-                          "screen, current" if i < 0 else f"screen, {dim.name}={v}")
+            note = "screen, current" if i < 0 else f"screen, {cands[i][0].name}={cands[i][2]}"
+            got = measure(dict(current if i < 0 else live[i]), note)
             st.runs += 1
             if i < 0:
                 base[-1] = got

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stepscope.analyze.advisor.verify import Outcome
+from stepscope.analyze.diff.metric import METRICS
 from stepscope.report.html.escape import esc
 
 VERDICT_CLASS = {"confirmed": "good", "not confirmed": "warn", "worse": "bad", "cannot tell": "warn",
@@ -39,8 +40,6 @@ def verification_html(verifications: Sequence[tuple[str, Sequence[Outcome]]]) ->
 
 def _decided_on(metric: str) -> str:
     """The clock a verification was decided on, as the diff labels it (the name itself if unknown)."""
-    from stepscope.analyze.diff.metric import METRICS
-
     m = METRICS.get(metric)
     return m.label if m is not None else metric
 
